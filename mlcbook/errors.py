@@ -1,0 +1,133 @@
+"""Every error a user can cause is an :class:`MLCError` subclass with a stable code.
+
+The code (``MLC-T001`` ...) is part of the message so that a learner can search for it,
+and it never changes once published. A message names the offending thing and says
+what to do about it::
+
+    >>> raise UndefinedVariableError("variable 'k' is used but never defined; ...")
+    Traceback (most recent call last):
+    mlcbook.errors.UndefinedVariableError: [MLC-T001] variable 'k' is used but ...
+"""
+
+from __future__ import annotations
+
+
+class MLCError(Exception):
+    """Base of every error a user of mlcbook can cause."""
+
+    code = "MLC-E000"
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(f"[{self.code}] {message}")
+
+
+# --- loop IR construction and verification (T) ---------------------------------------
+class TIRError(MLCError):
+    """A loop-IR program is malformed."""
+
+    code = "MLC-T000"
+
+
+class UndefinedVariableError(TIRError):
+    code = "MLC-T001"
+
+
+class BindingMismatchError(TIRError):
+    """A block's binding does not fit the block's iteration domain."""
+
+    code = "MLC-T002"
+
+
+class ReadOnlyStoreError(TIRError):
+    """A store writes to an input parameter."""
+
+    code = "MLC-T003"
+
+
+class DTypeMismatchError(TIRError):
+    code = "MLC-T004"
+
+
+class IndexOutOfBoundsError(TIRError):
+    code = "MLC-T005"
+
+
+class ShapeError(TIRError):
+    """Wrong number of indices, a non-positive extent, a malformed shape."""
+
+    code = "MLC-T006"
+
+
+class DuplicateNameError(TIRError):
+    code = "MLC-T007"
+
+
+class StructuralMismatchError(TIRError):
+    """Raised by ``assert_structural_equal``; the message shows where the programs differ."""
+
+    code = "MLC-T008"
+
+
+# --- script parser (P) ------------------------------------------------------------------
+class ScriptError(MLCError):
+    """Script source that cannot be parsed; the message points at line and column."""
+
+    code = "MLC-P001"
+
+    def __init__(self, message: str, lineno: int | None = None, col: int | None = None,
+                 source_line: str | None = None):
+        self.lineno, self.col = lineno, col
+        where = ""
+        if lineno is not None:
+            where = f" (line {lineno}, column {(col or 0) + 1})"
+            if source_line is not None:
+                caret = " " * (col or 0) + "^"
+                where += f"\n    {source_line}\n    {caret}"
+        super().__init__(message + where)
+
+
+# --- tensor expressions (X) ---------------------------------------------------------------
+class TEError(MLCError):
+    code = "MLC-X001"
+
+
+# --- interpreter and kernel arguments (A) -------------------------------------------------
+class ArgumentError(MLCError):
+    """A kernel or interpreter was called with the wrong arguments (count, shape, dtype)."""
+
+    code = "MLC-A001"
+
+
+# --- schedules (S); subclasses, one per violated fact, live in mlcbook.schedule ------------
+class ScheduleError(MLCError):
+    code = "MLC-S000"
+
+
+# --- codegen and build (C) -----------------------------------------------------------------
+class BuildError(MLCError):
+    code = "MLC-C001"
+
+
+# --- graph IR, operators, frontends (G) ----------------------------------------------------
+class GraphError(MLCError):
+    code = "MLC-G001"
+
+
+# --- grading and the book (B) --------------------------------------------------------------
+class GradingError(MLCError):
+    code = "MLC-B001"
+
+
+class BookError(MLCError):
+    code = "MLC-B002"
+
+
+def all_error_classes() -> list[type[MLCError]]:
+    """Every MLCError subclass currently imported, for the uniqueness test of codes."""
+    seen, todo = [], [MLCError]
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return seen

@@ -1,0 +1,445 @@
+"""Expressions of the loop IR: typed, immutable, built with ordinary Python operators.
+
+    >>> i = Var("i")                  # an int32 variable
+    >>> e = i * 4 + 1                 # Python operators build IR
+    >>> e.dtype
+    'int32'
+    >>> x = Var("x", "float32")
+    >>> exp(x) * const(2.0, "float32")
+    ...
+
+Variables and buffers compare by identity (``a.same_as(b)``); ``==`` between expressions
+builds an equality *expression*, as in TVM, so that ``select(i == j, ...)`` reads naturally.
+Structural comparison lives in :mod:`mlcbook.tir.structural`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ..errors import DTypeMismatchError, ShapeError
+
+# --- data types ----------------------------------------------------------------------------
+INT_DTYPES = ("int8", "uint8", "int32", "int64")
+FLOAT_DTYPES = ("float16", "float32", "float64")
+DTYPES = INT_DTYPES + FLOAT_DTYPES + ("bool",)
+#: types arithmetic may happen in; int8/uint8/float16 are storage types and are cast first
+COMPUTE_DTYPES = ("int32", "int64", "float32", "float64", "bool")
+
+
+def check_dtype(dtype: Any) -> str:
+    """Normalize a dtype given as a string or numpy dtype to its name, or raise."""
+    name = getattr(dtype, "name", dtype)
+    if isinstance(name, type):  # np.float32 the class
+        name = name.__name__
+    if name not in DTYPES:
+        raise DTypeMismatchError(
+            f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return name
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def is_int(dtype: str) -> bool:
+    return dtype in INT_DTYPES
+
+
+# --- base class with operator overloading -----------------------------------------------------
+class PrimExpr:
+    """Base of every expression. Subclasses are frozen dataclasses with a ``dtype``."""
+
+    __slots__ = ()
+    dtype: str
+
+    # Identity hashing: Var and Buffer are identified by object, and other nodes may be
+    # used as dict keys only by identity. Structural hashing is a separate function.
+    __hash__ = object.__hash__
+
+    def same_as(self, other: object) -> bool:
+        return self is other
+
+    def __add__(self, o): return _binary("+", self, o)
+    def __radd__(self, o): return _binary("+", o, self)
+    def __sub__(self, o): return _binary("-", self, o)
+    def __rsub__(self, o): return _binary("-", o, self)
+    def __mul__(self, o): return _binary("*", self, o)
+    def __rmul__(self, o): return _binary("*", o, self)
+    def __truediv__(self, o): return _binary("/", self, o)
+    def __rtruediv__(self, o): return _binary("/", o, self)
+    def __floordiv__(self, o): return _binary("//", self, o)
+    def __rfloordiv__(self, o): return _binary("//", o, self)
+    def __mod__(self, o): return _binary("%", self, o)
+    def __rmod__(self, o): return _binary("%", o, self)
+    def __neg__(self): return Unary("-", self)
+    def __lt__(self, o): return _binary("<", self, o)
+    def __le__(self, o): return _binary("<=", self, o)
+    def __gt__(self, o): return _binary(">", self, o)
+    def __ge__(self, o): return _binary(">=", self, o)
+    def __eq__(self, o): return _binary("==", self, o)  # type: ignore[override]
+    def __ne__(self, o): return _binary("!=", self, o)  # type: ignore[override]
+    def __and__(self, o): return _binary("and", self, o)
+    def __rand__(self, o): return _binary("and", o, self)
+    def __or__(self, o): return _binary("or", self, o)
+    def __ror__(self, o): return _binary("or", o, self)
+    def __invert__(self): return Unary("not", self)
+
+    def __bool__(self) -> bool:
+        # `==` builds an expression; Python containers still need a truth value for it,
+        # which is identity, so that IR nodes can be dict keys and list members.
+        if isinstance(self, Binary) and self.op in ("==", "!="):
+            return (self.a is self.b) == (self.op == "==")
+        raise TypeError(
+            "an IR expression has no truth value while the program is being built; "
+            "use mb.tir.select(cond, a, b) or `&`/`|`/`~` instead of if/and/or/not")
+
+    def __str__(self) -> str:
+        from .printer import expr_to_str
+        return expr_to_str(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Var(PrimExpr):
+    """A scalar variable: a loop variable, a block iteration variable, ..."""
+
+    name: str
+    dtype: str = "int32"
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Const(PrimExpr):
+    """A constant of a given dtype: ``const(0.0, "float32")``."""
+
+    value: Union[int, float, bool]
+    dtype: str
+
+    def __post_init__(self):
+        dtype = check_dtype(self.dtype)
+        object.__setattr__(self, "dtype", dtype)
+        v = self.value
+        if dtype == "bool":
+            object.__setattr__(self, "value", bool(v))
+        elif is_int(dtype):
+            if isinstance(v, float) and not v.is_integer():
+                raise DTypeMismatchError(
+                    f"constant {v!r} is not an integer but its dtype is {dtype}; "
+                    "use a float dtype or round the value")
+            object.__setattr__(self, "value", int(v))
+        else:
+            object.__setattr__(self, "value", float(v))
+
+
+#: binary operators, their result kind, and the dtypes they accept
+ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max")
+CMP_OPS = ("==", "!=", "<", "<=", ">", ">=")
+LOGIC_OPS = ("and", "or")
+BINARY_OPS = ARITH_OPS + CMP_OPS + LOGIC_OPS
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Binary(PrimExpr):
+    """``a op b`` for op in :data:`BINARY_OPS`. ``//`` and ``%`` are floor division and modulo."""
+
+    op: str
+    a: PrimExpr
+    b: PrimExpr
+    dtype: str = field(default="", init=False)
+
+    def __post_init__(self):
+        if self.op not in BINARY_OPS:
+            raise DTypeMismatchError(f"unknown binary operator {self.op!r}")
+        ta, tb = self.a.dtype, self.b.dtype
+        if ta != tb:
+            raise DTypeMismatchError(
+                f"operands of '{self.op}' have different dtypes: {self.a} is {ta} but "
+                f"{self.b} is {tb}; insert mb.tir.cast(...) to make them agree")
+        if self.op in LOGIC_OPS:
+            if ta != "bool":
+                raise DTypeMismatchError(
+                    f"'{self.op}' needs bool operands, got {ta} ({self.a}); compare first, e.g. x > 0")
+            out = "bool"
+        elif self.op in CMP_OPS:
+            out = "bool"
+        else:
+            if ta == "bool":
+                raise DTypeMismatchError(
+                    f"arithmetic '{self.op}' on bool operands ({self.a}); cast to an int type first")
+            if self.op == "/" and is_int(ta):
+                raise DTypeMismatchError(
+                    f"'/' on integers ({self.a} / {self.b}) is ambiguous; use // for floor "
+                    "division or cast to a float type")
+            if self.op in ("//", "%") and is_float(ta):
+                raise DTypeMismatchError(
+                    f"'{self.op}' is integer floor division/modulo but {self.a} is {ta}; "
+                    "use / and mb.tir.floor for floats")
+            out = ta
+        object.__setattr__(self, "dtype", out)
+
+
+UNARY_OPS = ("-", "not")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Unary(PrimExpr):
+    """``-a`` or ``not a``."""
+
+    op: str
+    a: PrimExpr
+    dtype: str = field(default="", init=False)
+
+    def __post_init__(self):
+        if self.op == "not" and self.a.dtype != "bool":
+            raise DTypeMismatchError(f"'not' needs a bool operand, got {self.a.dtype} ({self.a})")
+        if self.op == "-" and self.a.dtype == "bool":
+            raise DTypeMismatchError(f"cannot negate the bool expression {self.a}")
+        object.__setattr__(self, "dtype", self.a.dtype)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Cast(PrimExpr):
+    """Convert ``value`` to ``dtype`` (float -> int truncates toward zero, as C does)."""
+
+    dtype: str
+    value: PrimExpr
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Select(PrimExpr):
+    """``true_value if cond else false_value``; both branches may be evaluated."""
+
+    cond: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    dtype: str = field(default="", init=False)
+
+    def __post_init__(self):
+        if self.cond.dtype != "bool":
+            raise DTypeMismatchError(
+                f"the condition of select must be bool, got {self.cond.dtype} ({self.cond})")
+        if self.true_value.dtype != self.false_value.dtype:
+            raise DTypeMismatchError(
+                f"the branches of select have different dtypes: {self.true_value.dtype} and "
+                f"{self.false_value.dtype}; cast one of them")
+        object.__setattr__(self, "dtype", self.true_value.dtype)
+
+
+#: math functions: name -> number of arguments. All take and return floats.
+MATH_FUNCS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1,
+              "pow": 2, "abs": 1, "floor": 1, "ceil": 1}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Call(PrimExpr):
+    """A math function call, ``exp(x)``; ``abs`` also accepts integers."""
+
+    name: str
+    args: tuple[PrimExpr, ...]
+    dtype: str = field(default="", init=False)
+
+    def __post_init__(self):
+        if self.name not in MATH_FUNCS:
+            raise DTypeMismatchError(
+                f"unknown math function {self.name!r}; known: {', '.join(MATH_FUNCS)}")
+        if len(self.args) != MATH_FUNCS[self.name]:
+            raise DTypeMismatchError(
+                f"{self.name} takes {MATH_FUNCS[self.name]} argument(s), got {len(self.args)}")
+        t = self.args[0].dtype
+        for a in self.args:
+            if a.dtype != t:
+                raise DTypeMismatchError(
+                    f"arguments of {self.name} have different dtypes ({t} and {a.dtype})")
+        if not is_float(t) and not (self.name == "abs" and is_int(t)):
+            raise DTypeMismatchError(
+                f"{self.name} needs a float argument, got {t} ({self.args[0]}); "
+                f"use mb.tir.cast('float32', ...) first")
+        object.__setattr__(self, "dtype", t)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BufferLoad(PrimExpr):
+    """``buffer[indices]``: read one element."""
+
+    buffer: "Buffer"
+    indices: tuple[PrimExpr, ...]
+    dtype: str = field(default="", init=False)
+
+    def __post_init__(self):
+        check_indices(self.buffer, self.indices)
+        object.__setattr__(self, "dtype", self.buffer.dtype)
+
+
+# --- buffers --------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A multi-dimensional array of one dtype. ``A[i, j]`` reads it.
+
+    >>> A = Buffer("A", (128, 128), "float32")
+    >>> A[0, 1].dtype
+    'float32'
+
+    ``scope`` names where it lives ("global", or "local" for a per-thread scratch buffer).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    scope: str = "global"
+
+    __hash__ = object.__hash__
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))
+        shape = tuple(self.shape)
+        for s in shape:
+            if not isinstance(s, int) or isinstance(s, bool) or s <= 0:
+                raise ShapeError(
+                    f"buffer {self.name!r} has shape {shape}; every dimension must be a "
+                    "positive int (mlcbook compiles static shapes)")
+        object.__setattr__(self, "shape", shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def same_as(self, other: object) -> bool:
+        return self is other
+
+    def __getitem__(self, idx) -> BufferLoad:
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        return BufferLoad(self, tuple(as_expr(i, "int32") for i in idx))
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name!r}, {self.shape}, {self.dtype!r})"
+
+
+def check_indices(buffer: Buffer, indices: tuple) -> None:
+    if len(indices) != buffer.ndim:
+        raise ShapeError(
+            f"buffer {buffer.name!r} has {buffer.ndim} dimension(s) {buffer.shape} but is "
+            f"indexed with {len(indices)} index(es); give one index per dimension")
+    for i in indices:
+        if not is_int(i.dtype):
+            raise DTypeMismatchError(
+                f"index {i} of buffer {buffer.name!r} has dtype {i.dtype}; indices must be "
+                "integers (cast with mb.tir.cast('int32', ...))")
+
+
+# --- constructors -------------------------------------------------------------------------------
+def as_expr(value: Any, dtype: str | None = None) -> PrimExpr:
+    """Turn a Python number into a :class:`Const` (of ``dtype`` if given), pass expressions through."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool):
+        return Const(value, "bool")
+    if isinstance(value, int):
+        return Const(value, dtype or "int32")
+    if isinstance(value, float):
+        if dtype is not None and not is_float(dtype):
+            raise DTypeMismatchError(
+                f"the float constant {value!r} is used with an {dtype} expression; "
+                "cast the expression to a float type or use an int constant")
+        return Const(value, dtype or "float32")
+    if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
+        return Const(value.item(), check_dtype(value.dtype))
+    raise DTypeMismatchError(f"cannot use {value!r} of type {type(value).__name__} in an IR expression")
+
+
+def _binary(op: str, a: Any, b: Any) -> PrimExpr:
+    # a Python number takes the dtype of the expression beside it
+    if not isinstance(a, PrimExpr):
+        a = as_expr(a, b.dtype)
+    if not isinstance(b, PrimExpr):
+        b = as_expr(b, a.dtype)
+    return Binary(op, a, b)
+
+
+def const(value, dtype: str = "int32") -> Const:
+    """``const(0.0, "float32")``: a typed constant."""
+    return Const(value, dtype)
+
+
+def var(name: str, dtype: str = "int32") -> Var:
+    return Var(name, dtype)
+
+
+def cast(dtype: str, value) -> PrimExpr:
+    """``cast("float32", i)``; a cast to the value's own dtype returns it unchanged."""
+    value = as_expr(value)
+    dtype = check_dtype(dtype)
+    return value if value.dtype == dtype else Cast(dtype, value)
+
+
+def min(a, b) -> PrimExpr:  # noqa: A001 - the IR's own min, as mb.tir.min
+    return _binary("min", a, b)
+
+
+def max(a, b) -> PrimExpr:  # noqa: A001
+    return _binary("max", a, b)
+
+
+def select(cond, true_value, false_value) -> Select:
+    """``select(x > 0, x, 0.0)``: pick a value by a condition."""
+    cond = as_expr(cond)
+    if isinstance(true_value, PrimExpr) and not isinstance(false_value, PrimExpr):
+        false_value = as_expr(false_value, true_value.dtype)
+    elif isinstance(false_value, PrimExpr) and not isinstance(true_value, PrimExpr):
+        true_value = as_expr(true_value, false_value.dtype)
+    return Select(cond, as_expr(true_value), as_expr(false_value))
+
+
+if_then_else = select
+
+
+def logical_and(a, b) -> PrimExpr:
+    return _binary("and", a, b)
+
+
+def logical_or(a, b) -> PrimExpr:
+    return _binary("or", a, b)
+
+
+def logical_not(a) -> PrimExpr:
+    return Unary("not", as_expr(a))
+
+
+def _math(name: str):
+    def fn(*args):
+        args = tuple(as_expr(a) for a in args)
+        if len(args) == 2 and isinstance(args[1], Const) and args[1].dtype != args[0].dtype:
+            args = (args[0], Const(args[1].value, args[0].dtype))
+        return Call(name, args)
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}(x)``: the math function {name} on a float expression."
+    return fn
+
+
+exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil = (  # noqa: A001
+    _math(n) for n in MATH_FUNCS)
+
+
+def infinity(dtype: str) -> Const:
+    """The largest value of ``dtype`` (inf for floats), identity of ``min``."""
+    return Const(math.inf if is_float(dtype) else _int_range(dtype)[1], dtype)
+
+
+def neg_infinity(dtype: str) -> Const:
+    """The smallest value of ``dtype``, identity of ``max``."""
+    return Const(-math.inf if is_float(dtype) else _int_range(dtype)[0], dtype)
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    return {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1),
+            "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}[dtype]

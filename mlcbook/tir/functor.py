@@ -1,0 +1,139 @@
+"""Visitor and mutator base classes: the one place that knows how to walk the IR.
+
+A pass subclasses :class:`Visitor` (to collect facts) or :class:`Mutator` (to rebuild) and
+overrides ``visit_<NodeClass>`` for the nodes it cares about; every other node is walked
+through its dataclass fields, so a new node type needs no change here.
+
+    >>> class CountLoads(Visitor):
+    ...     def __init__(self): self.n = 0
+    ...     def visit_BufferLoad(self, node):
+    ...         self.n += 1
+    ...         self.generic_visit(node)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from .expr import Buffer, PrimExpr, Var
+from .stmt import BufferRegion, IterVar, Range, Stmt
+
+NODE_TYPES = (PrimExpr, Stmt, Buffer, BufferRegion, Range, IterVar)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+        _FIELDS[cls] = names
+    return names
+
+
+def _is_node(x: Any) -> bool:
+    return isinstance(x, NODE_TYPES)
+
+
+def children(node) -> list:
+    """The IR nodes directly inside ``node``, in field order."""
+    out = []
+    for name in _init_fields(type(node)):
+        v = getattr(node, name)
+        if _is_node(v):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out.extend(x for x in v if _is_node(x))
+    return out
+
+
+class Visitor:
+    """Depth-first walk; override ``visit_<Class>`` and call ``self.generic_visit(node)`` to recurse."""
+
+    def visit(self, node) -> None:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            self.generic_visit(node)
+
+    def generic_visit(self, node) -> None:
+        for child in children(node):
+            self.visit(child)
+
+
+class Mutator:
+    """Rebuild the IR bottom-up; a node whose children are unchanged is returned as is.
+
+    Override ``visit_<Class>`` to return a replacement; call ``self.generic_visit(node)``
+    to rebuild a node from its visited children.
+    """
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def _visit_value(self, v):
+        if _is_node(v):
+            return self.visit(v)
+        if isinstance(v, tuple) and any(_is_node(x) for x in v):
+            new = tuple(self.visit(x) if _is_node(x) else x for x in v)
+            return v if all(a is b for a, b in zip(new, v)) else new
+        return v
+
+    def generic_visit(self, node):
+        if isinstance(node, (Var, Buffer)):
+            return node
+        names = _init_fields(type(node))
+        changed = {}
+        for name in names:
+            old = getattr(node, name)
+            new = self._visit_value(old)
+            if new is not old:
+                changed[name] = new
+        if not changed:
+            return node
+        return type(node)(**{n: changed.get(n, getattr(node, n)) for n in names})
+
+
+def post_order_visit(node, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` on every node under ``node`` (children before parents)."""
+
+    class _V(Visitor):
+        def visit(self, n):
+            self.generic_visit(n)
+            fn(n)
+
+    _V().visit(node)
+
+
+class _Substituter(Mutator):
+    def __init__(self, vmap: dict):
+        self.vmap = vmap
+
+    def visit_Var(self, node):
+        return self.vmap.get(node, node)
+
+
+def substitute(node, vmap: dict):
+    """Replace variables (``{var: expr}``) everywhere in ``node``."""
+    if not vmap:
+        return node
+    return _Substituter(vmap).visit(node)
+
+
+class _BufferReplacer(Mutator):
+    def __init__(self, bmap: dict):
+        self.bmap = bmap
+
+    def visit_Buffer(self, node):
+        return self.bmap.get(node, node)
+
+
+def replace_buffers(node, bmap: dict):
+    """Replace buffers (``{old: new}``) everywhere in ``node``: loads, stores, regions, allocations."""
+    if not bmap:
+        return node
+    return _BufferReplacer(bmap).visit(node)
