@@ -92,11 +92,23 @@ class TEError(MLCError):
     code = "MLC-X001"
 
 
+class TEShapeError(TEError):
+    """Tensor shapes an operator cannot combine: broadcasting, matmul, conv, reshape."""
+
+    code = "MLC-X002"
+
+
 # --- interpreter and kernel arguments (A) -------------------------------------------------
 class ArgumentError(MLCError):
     """A kernel or interpreter was called with the wrong arguments (count, shape, dtype)."""
 
     code = "MLC-A001"
+
+
+class ExecutionError(MLCError):
+    """A program faulted while it ran: integer division by zero, NaN or inf cast to an integer."""
+
+    code = "MLC-A002"
 
 
 # --- schedules (S); subclasses, one per violated fact, live in mlcbook.schedule ------------
@@ -112,6 +124,52 @@ class BuildError(MLCError):
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"
+
+
+class OpShapeError(GraphError):
+    """An op's inputs have shapes it cannot take (e.g. a matmul whose inner dims differ)."""
+
+    code = "MLC-G002"
+
+
+class OpDTypeError(GraphError):
+    """An op's inputs have dtypes it cannot take, or dtypes that disagree."""
+
+    code = "MLC-G003"
+
+
+class UnknownOpError(GraphError):
+    code = "MLC-G004"
+
+
+class OpAttributeError(GraphError):
+    """An op attribute is missing, unknown, or has a bad value."""
+
+    code = "MLC-G005"
+
+
+class UnsupportedModelError(GraphError):
+    """An imported model uses ops or attributes mlcbook does not support; lists all of them."""
+
+    code = "MLC-G006"
+
+
+class InvalidModelError(GraphError):
+    """An imported model is malformed (the message carries onnx's checker message)."""
+
+    code = "MLC-G007"
+
+
+class UnboundVarError(GraphError):
+    """A graph function uses a variable that is not one of its parameters."""
+
+    code = "MLC-G008"
+
+
+class LegalizeError(GraphError):
+    """An op cannot be lowered to loop IR."""
+
+    code = "MLC-G009"
 
 
 # --- grading and the book (B) --------------------------------------------------------------

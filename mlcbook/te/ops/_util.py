@@ -1,0 +1,98 @@
+"""Helpers shared by the operator families: argument checks, broadcasting, index arithmetic."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ...errors import TEError, TEShapeError
+from ...tir import expr as _e
+from ..tensor import Tensor, compute_named
+
+__all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "broadcast_shapes",
+           "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod"]
+
+
+def axis_names(ndim: int) -> list[str]:
+    """``i0, i1, ...``: the index names of an operator's output, shown in its loops."""
+    return [f"i{d}" for d in range(ndim)]
+
+
+def check_tensor(x, op: str, arg: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TEError(f"{op}: argument {arg} is {x!r}, not a te tensor; make one with "
+                      "te.placeholder or another operator")
+    return x
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """``axis`` in ``[-ndim, ndim)`` as a non-negative int."""
+    if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+        raise TEError(f"{op}: axis {axis!r} is not an int")
+    axis = axis.__index__()
+    if not -ndim <= axis < ndim:
+        raise TEShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} "
+                           f"dimension(s); use an axis in [{-ndim}, {ndim - 1}]")
+    return axis % ndim
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
+    """``None`` (all axes), one int, or a sequence of ints -> sorted distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = [axis] if not isinstance(axis, (tuple, list)) else list(axis)
+    out = [normalize_axis(a, ndim, op) for a in axes]
+    if len(set(out)) != len(out):
+        raise TEShapeError(f"{op}: axis {axis!r} names a dimension twice")
+    return tuple(sorted(out))
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """The numpy broadcast of ``shapes``: right-aligned, each pair of sizes equal or one is 1."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for d in range(ndim):
+        sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            shown = " and ".join(str(tuple(s)) for s in shapes)
+            raise TEShapeError(
+                f"{op}: shapes {shown} cannot be broadcast: dimension {d} of the result would "
+                f"need sizes {sorted(sizes)} to agree; each pair of trailing dimensions must be "
+                "equal or one of them 1")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_indices(shape: Sequence[int], out_idx: Sequence) -> tuple:
+    """Indices into a tensor of ``shape`` broadcast to the output indexed by ``out_idx``."""
+    lead = len(out_idx) - len(shape)
+    return tuple(0 if size == 1 else i for size, i in zip(shape, out_idx[lead:]))
+
+
+def ints(value, n: int, op: str, arg: str) -> tuple[int, ...]:
+    """An int or a length-``n`` sequence of ints as a tuple of ``n`` ints."""
+    vals = (value,) * n if not isinstance(value, (tuple, list)) else tuple(value)
+    if len(vals) != n or any(isinstance(v, bool) or not hasattr(v, "__index__") for v in vals):
+        raise TEError(f"{op}: {arg}={value!r} must be an int or {n} ints")
+    return tuple(v.__index__() for v in vals)
+
+
+def pair(value, op: str, arg: str) -> tuple[int, int]:
+    return ints(value, 2, op, arg)  # type: ignore[return-value]
+
+
+def scaled(var, factor: int):
+    """``var * factor`` without the ``* 1`` that would clutter the printed loop IR."""
+    return var if factor == 1 else var * factor
+
+
+def prod(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def clamp(index, size: int):
+    """``index`` clamped into ``[0, size)``: keeps a guarded read provably in bounds."""
+    return _e.max(_e.min(index, size - 1), 0)

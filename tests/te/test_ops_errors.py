@@ -1,0 +1,155 @@
+"""Bad arguments to the operator library raise TEError / TEShapeError naming what is wrong."""
+
+import pytest
+
+from mlcbook import te
+from mlcbook.errors import TEError, TEShapeError
+from mlcbook.te import ops
+
+
+def x(*shape, name="x", dtype="float32"):
+    return te.placeholder(shape, dtype, name=name)
+
+
+def test_shape_errors_carry_their_own_code():
+    with pytest.raises(TEShapeError, match=r"\[MLC-X002\]"):
+        ops.add(x(3, 4, name="a"), x(5, name="b"))
+
+
+def test_broadcast_mismatch():
+    with pytest.raises(TEShapeError, match=r"add: shapes \(2, 3, 4\) and \(5, 1\) cannot be "
+                                           r"broadcast: dimension 1 of the result would need "
+                                           r"sizes \[3, 5\]"):
+        ops.add(x(2, 3, 4, name="a"), x(5, 1, name="b"))
+
+
+def test_binary_dtype_mismatch():
+    with pytest.raises(TEError, match="multiply: 'a' is float32 but 'b' is int32; cast one"):
+        ops.multiply(x(3, name="a"), x(3, name="b", dtype="int32"))
+
+
+def test_binary_needs_a_tensor():
+    with pytest.raises(TEError, match="at least one of the operands must be a te tensor"):
+        ops.add(1.0, 2.0)
+
+
+def test_divide_needs_floats():
+    with pytest.raises(TEError, match="divide: tensor 'a' has dtype int32 but divide needs a "
+                                      "float tensor"):
+        ops.divide(x(3, name="a", dtype="int32"), x(3, name="b", dtype="int32"))
+
+
+def test_unary_math_needs_floats():
+    with pytest.raises(TEError, match="exp: tensor 'n' has dtype int32"):
+        ops.exp(x(3, name="n", dtype="int32"))
+
+
+def test_operator_argument_must_be_a_tensor():
+    with pytest.raises(TEError, match="relu: argument x is 3.0, not a te tensor"):
+        ops.relu(3.0)
+
+
+@pytest.mark.parametrize("sa,sb,kw,msg", [
+    ((3, 4), (5, 6), {}, r"'a' has shape \(3, 4\) and 'b' has shape \(5, 6\): the contracted "
+                         r"dimensions 4 and 5 differ"),
+    ((3, 4), (3, 6), {"transpose_b": True},
+     r"\(with transpose_b\): the contracted dimensions 4 and 6 differ"),
+    ((2, 3, 4), (3, 4, 5), {}, r"matmul \(batch dimensions\): shapes \(2,\) and \(3,\) cannot "
+                               r"be broadcast"),
+])
+def test_matmul_shape_errors(sa, sb, kw, msg):
+    with pytest.raises(TEShapeError, match=msg):
+        ops.matmul(x(*sa, name="a"), x(*sb, name="b"), **kw)
+
+
+def test_batch_matmul_needs_3d():
+    with pytest.raises(TEShapeError, match=r"operand b \('b'\) has shape \(4, 5\) but must be "
+                                           "3-D"):
+        ops.batch_matmul(x(2, 3, 4, name="a"), x(4, 5, name="b"))
+
+
+def test_conv2d_channel_mismatch():
+    with pytest.raises(TEShapeError, match=r"weight 'w' has shape \(4, 2, 3, 3\), so 2 input "
+                                           r"channels per group, but data 'd' \(1, 3, 8, 8\) "
+                                           "with groups=1 has 3"):
+        ops.conv2d(x(1, 3, 8, 8, name="d"), x(4, 2, 3, 3, name="w"))
+
+
+def test_conv2d_groups_must_divide_channels():
+    with pytest.raises(TEShapeError, match=r"groups=2 must divide both the input channels \(3\)"):
+        ops.conv2d(x(1, 3, 8, 8, name="d"), x(4, 1, 3, 3, name="w"), groups=2)
+
+
+def test_conv2d_kernel_larger_than_input():
+    with pytest.raises(TEShapeError, match=r"the height window spans 5 but the padded input is "
+                                           r"only 4 \(4 \+ padding 0\+0\)"):
+        ops.conv2d(x(1, 1, 4, 8, name="d"), x(1, 1, 5, 3, name="w"))
+
+
+def test_conv2d_needs_4d():
+    with pytest.raises(TEShapeError, match=r"data 'd' has shape \(3, 8, 8\) but must be 4-D"):
+        ops.conv2d(x(3, 8, 8, name="d"), x(4, 3, 3, 3, name="w"))
+
+
+def test_conv2d_bad_stride():
+    with pytest.raises(TEError, match=r"stride=\(1, 2, 3\) must be an int or 2 ints"):
+        ops.conv2d(x(1, 3, 8, 8, name="d"), x(4, 3, 3, 3, name="w"), stride=(1, 2, 3))
+
+
+def test_pool_padding_larger_than_window():
+    with pytest.raises(TEShapeError, match="padding 2 must be smaller than the pooling window"):
+        ops.max_pool2d(x(1, 1, 8, 8), 2, padding=2)
+
+
+def test_avg_pool_needs_floats():
+    with pytest.raises(TEError, match="average pooling needs floats"):
+        ops.avg_pool2d(x(1, 1, 4, 4, dtype="int32"), 2)
+
+
+def test_bias_add_shape():
+    with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(4,\) but must be \(3,\), the "
+                                           r"size of axis 1"):
+        ops.bias_add(x(2, 3, 5), x(4, name="b"))
+
+
+def test_axis_out_of_range():
+    with pytest.raises(TEShapeError, match=r"softmax: axis 2 is out of range for a tensor with 2 "
+                                           r"dimension\(s\)"):
+        ops.softmax(x(3, 4), axis=2)
+
+
+def test_layer_norm_gamma_shape():
+    with pytest.raises(TEShapeError, match=r"gamma 'g' has shape \(4,\) but must be \(5,\)"):
+        ops.layer_norm(x(3, 5), x(4, name="g"))
+
+
+def test_transpose_needs_a_permutation():
+    with pytest.raises(TEShapeError, match=r"axes \(0, 0, 1\) is not a permutation of the 3 "
+                                           "dimensions"):
+        ops.transpose(x(2, 3, 4), (0, 0, 1))
+
+
+@pytest.mark.parametrize("new,msg", [
+    ((4, 4), r"cannot reshape 'x' of shape \(3, 5\) \(15 elements\) into \(4, 4\) \(16 elements\)"),
+    ((4, -1), r"15 is not divisible by 4"),
+    ((-1, -1), r"at most one -1"),
+])
+def test_reshape_errors(new, msg):
+    with pytest.raises(TEShapeError, match=msg):
+        ops.reshape(x(3, 5), new)
+
+
+def test_pad_width_per_dimension():
+    with pytest.raises(TEShapeError, match=r"needs one \(before, after\) pair per dimension of "
+                                           "'x', which has 2"):
+        ops.pad(x(3, 5), ((1, 1),))
+
+
+def test_reduce_axis_named_twice():
+    with pytest.raises(TEShapeError, match=r"axis \(1, -1\) names a dimension twice"):
+        ops.reduce_sum(x(3, 5), axis=(1, -1))
+
+
+def test_matmul_dtype_mismatch():
+    with pytest.raises(TEError, match="matmul: 'a' is float32 but 'b' is int32"):
+        ops.matmul(x(3, 4, name="a"), x(4, 2, name="b", dtype="int32"))
