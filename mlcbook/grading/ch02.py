@@ -1,0 +1,381 @@
+"""Checkers for chapter 2, *Loop IR*: programs written in mlcbook's script and in TE.
+
+Every exercise is a Python function that *builds* a program for the sizes it is given
+(``make_bmm_relu(BATCH, N, M, K)`` returns a PrimFunc), so a check can ask for programs of
+fresh sizes, run each one in the interpreter on random inputs and compare with numpy.
+Script exercises are also graded on their blocks: an iteration variable that the block's
+stores do not index must be ``reduce``, one they do index must be ``spatial``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MLCError
+from ..tir.analysis import collect_blocks, free_vars, int_bounds
+from ..tir.expr import BufferLoad
+from ..tir.function import IRModule, PrimFunc
+from ..tir.functor import Visitor
+from ..tir.interpreter import interpret
+from ..tir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, SeqStmt
+from .compare import SENTINEL, Fail, call, describe, empty, expect_array, randn, trial
+from .registry import exercise
+
+
+def _dims(rng: np.random.Generator, count: int, low: int = 2, high: int = 8) -> list[int]:
+    # Distinct sizes, so that a program built with the sizes in the wrong order shows up as
+    # a wrong parameter shape instead of passing by luck.
+    return [int(d) for d in rng.choice(np.arange(low, high), size=count, replace=False)]
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0)
+
+
+# --- building and running the student's program ----------------------------------------------
+def _build(answer, name: str, *sizes: int) -> PrimFunc:
+    """``answer(*sizes)``, which must return a PrimFunc."""
+    func = call(answer, name, *sizes)
+    shown = f"{name}({', '.join(str(s) for s in sizes)})"
+    if func is None:
+        raise Fail(f"{shown} returned None: end {name} with `return` and the program you "
+                   "built (the name of your @T.prim_func, or the result of "
+                   "te.create_prim_func)", about_inputs=False)
+    if isinstance(func, IRModule):
+        raise Fail(f"{shown} returned an IRModule; return the PrimFunc itself (e.g. "
+                   "mod['main'])", about_inputs=False)
+    if not isinstance(func, PrimFunc):
+        raise Fail(f"{shown} returned {type(func).__name__} {func!r:.60}; it should return "
+                   "the PrimFunc built with @T.prim_func or te.create_prim_func",
+                   about_inputs=False)
+    return func
+
+
+def _expect_params(func: PrimFunc, name: str, sizes: tuple[int, ...],
+                   expected: list[tuple[str, tuple[int, ...]]]) -> None:
+    """The parameters must be ``expected`` (role, shape) pairs, all float32, the last the
+    only output."""
+    shown = f"{name}({', '.join(str(s) for s in sizes)})"
+    want = ", ".join(f"{role} {shape}" for role, shape in expected)
+    if len(func.params) != len(expected):
+        got = ", ".join(f"{p.name} {p.shape}" for p in func.params)
+        raise Fail(f"the program built by {shown} has {len(func.params)} parameter(s) ({got}); "
+                   f"expected {len(expected)}: {want}")
+    for index, (param, (role, shape)) in enumerate(zip(func.params, expected)):
+        if param.shape != tuple(shape):
+            hint = None
+            if sorted(param.shape) != sorted(shape) or len(param.shape) != len(shape):
+                hint = (f"build every shape from the sizes passed to {name}, not from fixed "
+                        "numbers")
+            raise Fail(f"wrong shape: parameter #{index + 1} ({param.name}, the {role}) of the "
+                       f"program built by {shown} has shape {param.shape}, expected {shape}",
+                       hint)
+        if param.dtype != "float32":
+            raise Fail(f"parameter {param.name} has dtype {param.dtype!r}; every buffer of "
+                       "this exercise is \"float32\"")
+    if func.num_outputs != 1:
+        raise Fail(f"the program has {func.num_outputs} outputs; it has one, its last "
+                   f"parameter ({expected[-1][0]}): leave out num_outputs in @T.prim_func")
+
+
+def _run(func: PrimFunc, *inputs: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+    """Interpret ``func`` on ``inputs``; the output starts filled with the sentinel."""
+    out = empty(out_shape)
+    out[...] = SENTINEL
+    try:
+        interpret(func, *inputs, out)
+    except MLCError as err:
+        raise Fail(f"running your program in the interpreter raised {type(err).__name__}: "
+                   f"{err}") from None
+    return out
+
+
+# --- what blocks say -------------------------------------------------------------------------
+class _Stores(Visitor):
+    """The stores of one block body, not descending into nested blocks."""
+
+    def __init__(self):
+        self.stores: list[BufferStore] = []
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.stores.append(s)
+
+    def visit_BlockRealize(self, s: BlockRealize) -> None:
+        pass  # a nested block's stores are its own
+
+
+def _block_stores(block) -> list[BufferStore]:
+    v = _Stores()
+    v.visit(block.body)
+    if block.init is not None:
+        v.visit(block.init)
+    return v.stores
+
+
+def _check_axis_kinds(func: PrimFunc, reduction: str | None) -> None:
+    """Each block iteration variable's kind must match how the block's stores use it.
+
+    A variable the written indices do not mention means every one of its values updates the
+    same element: the block accumulates over it, so it is ``reduce``. A variable they do
+    mention picks a different element per value: ``spatial``. If ``reduction`` is given,
+    some block must reduce (it names what is summed, for the message).
+    """
+    has_reduce = False
+    for realize in collect_blocks(func.body):
+        block = realize.block
+        if block.name == "root" and not block.iter_vars:
+            continue
+        stores = _block_stores(block)
+        if not stores:
+            continue
+        written = {id(v) for s in stores for i in s.indices for v in free_vars(i)}
+        shown = str(BufferLoad(stores[0].buffer, stores[0].indices))
+        for iv in block.iter_vars:
+            name = iv.var.name
+            if iv.kind == "spatial" and id(iv.var) not in written:
+                raise Fail(
+                    f"block {block.name!r}: iteration variable {name} is spatial, but it "
+                    f"should be reduce: the block writes {shown}, the same element for every "
+                    f"value of {name}, so the block accumulates over {name}",
+                    f"declare it with {name} = T.axis.reduce(extent, loop) or with the letter R "
+                    "in T.axis.remap; the init then runs once per element, not once per "
+                    "iteration", about_inputs=False)
+            if iv.kind == "reduce" and id(iv.var) in written:
+                raise Fail(
+                    f"block {block.name!r}: iteration variable {name} is reduce, but it should "
+                    f"be spatial: the block writes {shown}, a different element for each value "
+                    f"of {name}",
+                    f"declare it with {name} = T.axis.spatial(extent, loop) or with the letter S "
+                    "in T.axis.remap", about_inputs=False)
+            has_reduce = has_reduce or iv.kind == "reduce"
+    if reduction is not None and not has_reduce:
+        raise Fail(f"no block has a reduce iteration variable, but the program sums over "
+                   f"{reduction}",
+                   "make the sum a block of its own whose reduce axis runs over the sum, with "
+                   "`with T.init():` setting the element to 0, as block Y of mm_relu does; "
+                   "a loop inside a block hides the reduction from the compiler",
+                   about_inputs=False)
+
+
+def _int(e) -> int | None:
+    """The value of a constant integer expression such as ``16 // 4``, else None."""
+    b = int_bounds(e, {})
+    return b[0] if b is not None and b[0] == b[1] else None
+
+
+def _loops_of(func: PrimFunc) -> dict[str, tuple[list[For], BlockRealize]]:
+    """For each block name: the loops around it (outermost first, counted from the nearest
+    enclosing block) and its BlockRealize."""
+    out: dict[str, tuple[list[For], BlockRealize]] = {}
+
+    def walk(node, loops):
+        if isinstance(node, For):
+            walk(node.body, loops + [node])
+        elif isinstance(node, BlockRealize):
+            out[node.block.name] = (loops, node)
+            walk(node.block.body, [])
+        elif isinstance(node, SeqStmt):
+            for s in node.stmts:
+                walk(s, loops)
+        elif isinstance(node, IfThenElse):
+            walk(node.then_case, loops)
+            if node.else_case is not None:
+                walk(node.else_case, loops)
+        elif isinstance(node, Allocate):
+            walk(node.body, loops)
+
+    walk(func.body, [])
+    return out
+
+
+# --- 02.bmm_relu -----------------------------------------------------------------------------
+@exercise("02.bmm_relu", points=2, title="bmm_relu in script, with the right block axes")
+def _check_bmm_relu(answer, rng):
+    cases = [_dims(rng, 4), _dims(rng, 4), [1, int(rng.integers(2, 6)), 3, 1]]
+    for batch, n, m, k in cases:
+        sizes = (batch, n, m, k)
+        func = _build(answer, "make_bmm_relu", *sizes)
+        _expect_params(func, "make_bmm_relu", sizes,
+                       [("input A", (batch, n, k)), ("input B", (batch, k, m)),
+                        ("output C", (batch, n, m))])
+        _check_axis_kinds(func, reduction="k (the shared dimension of A and B)")
+        A, B = randn(rng, (batch, n, k)), randn(rng, (batch, k, m))
+        with trial(describe(A=A, B=B)):
+            C = _run(func, A, B, out_shape=(batch, n, m))
+            expect_array("C", C, _relu(np.matmul(A.astype(np.float64), B)), mistakes=[
+                (lambda: np.matmul(A, B), "C equals A @ B: apply relu to the finished sums, "
+                                          "C[...] = T.max(Y[...], T.float32(0))"),
+                (lambda: _relu(np.matmul(A, B[:1])), "every batch was multiplied by B[0]: "
+                                                     "index B with the batch variable too"),
+                (lambda: _relu(np.matmul(A[:1], B)), "every batch used A[0]: index A with "
+                                                     "the batch variable too"),
+            ])
+    return f"relu(A @ B) with a reduce axis over k, on {len(cases)} fresh sizes"
+
+
+# --- 02.conv2d -------------------------------------------------------------------------------
+def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    kh, kw = W.shape[2:]
+    windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (kh, kw),
+                                                       axis=(2, 3))
+    return np.einsum("ncyxhw,ochw->noyx", windows, W.astype(np.float64))
+
+
+@exercise("02.conv2d", points=3, title="2-D convolution (NCHW, valid) in script")
+def _check_conv2d(answer, rng):
+    cases = [  # (N, CI, H, W, CO, KH, KW)
+        (1, 2, 6, 7, 3, 3, 2),
+        (2, 3, int(rng.integers(5, 9)), int(rng.integers(5, 9)), 2, 3, 3),
+        (1, 1, 4, 5, 2, 1, 1),
+    ]
+    for sizes in cases:
+        N, CI, H, W_, CO, KH, KW = sizes
+        OH, OW = H - KH + 1, W_ - KW + 1
+        func = _build(answer, "make_conv2d", *sizes)
+        _expect_params(func, "make_conv2d", sizes,
+                       [("input X", (N, CI, H, W_)), ("weight Wt", (CO, CI, KH, KW)),
+                        ("output Y", (N, CO, OH, OW))])
+        _check_axis_kinds(func, reduction="the input channels and the kernel window")
+        X, Wt = randn(rng, (N, CI, H, W_)), randn(rng, (CO, CI, KH, KW))
+        with trial(describe(X=X, Wt=Wt)):
+            Y = _run(func, X, Wt, out_shape=(N, CO, OH, OW))
+            expect_array("Y", Y, _conv2d(X, Wt), mistakes=[
+                (lambda: _conv2d(X, Wt[:, :, ::-1, ::-1]),
+                 "Y is a convolution with the kernel flipped; deep-learning conv2d does not "
+                 "flip: Y[n, co, y, x] sums X[n, ci, y + dy, x + dx] * Wt[co, ci, dy, dx]"),
+                (lambda: _conv2d(X[:, :1], Wt[:, :1]),
+                 "only input channel 0 was used: sum over every input channel ci too"),
+            ])
+    return f"matches the reference conv2d on {len(cases)} fresh shapes"
+
+
+# --- 02.te_linear_relu -----------------------------------------------------------------------
+@exercise("02.te_linear_relu", points=1, title="linear + relu with te.compute")
+def _check_te_linear_relu(answer, rng):
+    cases = [_dims(rng, 3), _dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
+    for n, m, k in cases:
+        sizes = (n, m, k)
+        func = _build(answer, "make_linear_relu", *sizes)
+        _expect_params(func, "make_linear_relu", sizes,
+                       [("input X", (n, k)), ("weight W", (m, k)), ("bias B", (m,)),
+                        ("output Y", (n, m))])
+        X, W, B = randn(rng, (n, k)), randn(rng, (m, k)), randn(rng, (m,))
+        with trial(describe(X=X, W=W, B=B)):
+            Y = _run(func, X, W, B, out_shape=(n, m))
+            lin = X.astype(np.float64) @ W.T.astype(np.float64)
+            expect_array("Y", Y, _relu(lin + B), mistakes=[
+                (lambda: lin + B, "Y equals X @ W.T + B: apply relu (mb.tir.max(x, 0.0)) in a "
+                                  "last stage"),
+                (lambda: _relu(lin), "the bias is missing: add B[j] to each sum"),
+                (lambda: _relu(lin) + B, "relu was applied before adding the bias; add B "
+                                         "first, then take relu"),
+            ])
+    return f"matches relu(X @ W.T + B) on {len(cases)} fresh sizes"
+
+
+# --- 02.te_softmax ---------------------------------------------------------------------------
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@exercise("02.te_softmax", points=2, title="Numerically stable softmax with te.compute")
+def _check_te_softmax(answer, rng):
+    n, m = _dims(rng, 2, 3, 9)
+    cases = [
+        (randn(rng, (n, m), scale=2.0), None),
+        (randn(rng, (m, n), scale=2.0), None),
+        # exp(800) overflows even float64, which the interpreter computes in
+        ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
+         "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
+         "softmax(x - max(x)), so subtract each row's maximum (a te.max stage) before exp"),
+    ]
+    for X, hint in cases:
+        func = _build(answer, "make_softmax", *X.shape)
+        _expect_params(func, "make_softmax", X.shape,
+                       [("input X", X.shape), ("output Y", X.shape)])
+        with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
+            Y = _run(func, X, out_shape=X.shape)
+            expect_array("Y", Y, _softmax(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
+                (lambda: _softmax(X, axis=0), "Y is the softmax of each column (axis 0); "
+                                              "softmax here runs along each row (axis 1)"),
+                (lambda: np.exp(X.astype(np.float64) - X.max(axis=1, keepdims=True)),
+                 "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),
+            ])
+    return f"matches softmax along the last axis on {len(cases)} inputs, including large ones"
+
+
+# --- 02.loop_order ---------------------------------------------------------------------------
+_SPLIT = 4
+
+
+def _binding_at(expr, point: dict) -> int | None:
+    b = int_bounds(expr, {v: (x, x) for v, x in point.items()})
+    return b[0] if b is not None and b[0] == b[1] else None
+
+
+def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
+    nests = _loops_of(func)
+    for name in ("Y", "C"):
+        if name not in nests:
+            raise Fail(f"the program has no block named {name!r} (it has "
+                       f"{', '.join(repr(b) for b in nests if b != 'root') or 'none'}); name "
+                       "the matmul block \"Y\" and the relu block \"C\", as in mm_relu",
+                       about_inputs=False)
+    loops_y, realize_y = nests["Y"]
+    want = (N, M // _SPLIT, K, _SPLIT)
+    got = tuple(_int(lp.extent) for lp in loops_y)
+    if got != want:
+        shown = ", ".join(f"{lp.loop_var.name}: {lp.extent}" for lp in loops_y)
+        raise Fail(f"the loops around block 'Y' are ({shown}) from outermost to innermost; "
+                   f"expected i: {N}, j0: {M // _SPLIT}, k: {K}, j1: {_SPLIT}",
+                   "split j into j0 (M // 4) and j1 (4) and put k between them")
+    i, j0, k, j1 = (lp.loop_var for lp in loops_y)
+    block = realize_y.block
+    if len(block.iter_vars) != 3:
+        raise Fail(f"block 'Y' has {len(block.iter_vars)} iteration variables; it has three, "
+                   "vi, vj (spatial) and vk (reduce), in that order", about_inputs=False)
+    names = [iv.var.name for iv in block.iter_vars]
+    expected = [("vi", "i", lambda p: p[i]),
+                ("vj", "j0 * 4 + j1", lambda p: p[j0] * _SPLIT + p[j1]),
+                ("vk", "k", lambda p: p[k])]
+    points = [{i: a, j0: b, k: c, j1: d}
+              for a, b, c, d in [(0, 0, 0, 0), (N - 1, M // _SPLIT - 1, K - 1, _SPLIT - 1),
+                                 (N // 2, 1, K // 2, 1), (1, M // _SPLIT - 1, 0, 2)]]
+    for value, name, (role, formula, reference) in zip(realize_y.iter_values, names, expected):
+        if any(_binding_at(value, p) != reference(p) for p in points):
+            raise Fail(f"block 'Y': iteration variable {name} (the {role} of mm_relu) is bound "
+                       f"to {value}; expected {formula}",
+                       "j1, the innermost loop, walks 4 neighbouring columns: vj = j0 * 4 + j1")
+    loops_c, _ = nests["C"]
+    got_c = tuple(_int(lp.extent) for lp in loops_c)
+    if (len(loops_c) != 3 or loops_c[0] is not loops_y[0] or loops_c[1] is not loops_y[1]
+            or got_c[2] != _SPLIT):
+        shown = ", ".join(f"{lp.loop_var.name}: {lp.extent}" for lp in loops_c)
+        raise Fail(f"the loops around block 'C' are ({shown}); expected the loops i and j0 it "
+                   "shares with block 'Y', then one loop of 4",
+                   "put the relu loop inside the j0 loop, after the k loop, so each strip of "
+                   "4 columns gets its relu right after its sums are finished")
+
+
+@exercise("02.loop_order", points=2, title="mm_relu with j split and the relu moved in")
+def _check_loop_order(answer, rng):
+    cases = [(int(rng.integers(2, 6)), _SPLIT * int(rng.integers(2, 5)), int(rng.integers(2, 7))),
+             (3, 8, 5), (1, _SPLIT, 1)]
+    for N, M, K in cases:
+        func = _build(answer, "make_mm_relu_split", N, M, K)
+        _expect_params(func, "make_mm_relu_split", (N, M, K),
+                       [("input A", (N, K)), ("input B", (K, M)), ("output C", (N, M))])
+        _check_axis_kinds(func, reduction="k")
+        with trial(f"sizes N={N}, M={M}, K={K}"):
+            _check_split_structure(func, N, M, K)
+        A, B = randn(rng, (N, K)), randn(rng, (K, M))
+        with trial(describe(A=A, B=B)):
+            C = _run(func, A, B, out_shape=(N, M))
+            expect_array("C", C, _relu(A.astype(np.float64) @ B), mistakes=[
+                (lambda: A @ B, "C equals A @ B: block 'C' must apply relu"),
+            ])
+    return (f"loops (i, j0, k, j1) with the relu under j0, equal to relu(A @ B) on "
+            f"{len(cases)} fresh sizes")
+

@@ -1,0 +1,129 @@
+"""The package installs what it imports, and CI runs exactly the README's test command."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlcbook.book import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _readme_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return [b.strip() for b in re.findall(r"^```(?:bash|sh|console)?\n(.*?)^```", text,
+                                          re.MULTILINE | re.DOTALL)]
+
+
+def _ci_command() -> str:
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    commands = [ln for ln in lines if ln and not ln.startswith("#")
+                and not ln.startswith(("set ", "cd "))]
+    assert len(commands) == 1, f".ci/run should run one command, found {commands}"
+    return commands[0]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    assert _ci_command() == _readme_blocks()[1]
+    assert _readme_blocks()[1].endswith("pip install -e \".[test]\" && pytest")
+
+
+def test_ci_script_is_strict_and_executable():
+    text = (ROOT / ".ci" / "run").read_text()
+    assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111
+
+
+def test_readme_first_command_installs_and_runs_the_tour():
+    assert _readme_blocks()[0] == (
+        "python -m venv .venv && . .venv/bin/activate && pip install . && mlcbook tour")
+
+
+def test_console_script_points_at_the_cli():
+    assert PYPROJECT["project"]["scripts"] == {"mlcbook": "mlcbook.cli:main"}
+    from mlcbook.cli import main
+    assert callable(main)
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {_normalize(re.match(r"[A-Za-z0-9._-]+", r).group(0)) for r in requirements}
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _imports(source: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"mlcbook", "__future__"}
+
+
+def _notebook_imports(path: Path) -> set[str]:
+    cells = json.loads(path.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    # IPython magics and shell escapes are not Python.
+    return _imports("\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+
+
+def _undeclared(modules: set[str], declared: set[str]) -> list[str]:
+    providers = importlib.metadata.packages_distributions()
+    missing = []
+    for module in sorted(modules):
+        dists = {_normalize(d) for d in providers.get(module, [])} or {_normalize(module)}
+        if not dists & declared:
+            missing.append(f"{module} (from {', '.join(sorted(dists))})")
+    return missing
+
+
+def test_every_runtime_import_is_a_declared_dependency():
+    modules = set()
+    for path in (ROOT / "mlcbook").rglob("*.py"):
+        modules |= _imports(path.read_text())
+    for path in (ROOT / "chapters").glob("*.ipynb"):
+        modules |= _notebook_imports(path)
+    missing = _undeclared(modules, _names(PYPROJECT["project"]["dependencies"]))
+    assert missing == [], f"imported but not in [project] dependencies: {missing}"
+
+
+def test_every_test_import_is_declared():
+    declared = (_names(PYPROJECT["project"]["dependencies"])
+                | _names(PYPROJECT["project"]["optional-dependencies"]["test"]))
+    modules = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        modules |= _imports(path.read_text())
+    for path in (ROOT / "exercises").rglob("*.ipynb"):
+        modules |= _notebook_imports(path)
+    modules -= {p.stem for p in (ROOT / "tests").rglob("*.py")}  # the tests' own helpers
+    missing = _undeclared(modules, declared)
+    assert missing == [], f"imported by tests but not declared for them: {missing}"
+
+
+def test_xgboost_comes_as_the_cpu_wheel_where_one_exists():
+    deps = PYPROJECT["project"]["dependencies"]
+    assert "xgboost-cpu; sys_platform == 'linux' or sys_platform == 'win32'" in deps
+    assert "xgboost; sys_platform == 'darwin'" in deps
+
+
+@pytest.mark.parametrize("folder, collected, skipped", [
+    ("exercises", "exercises/solutions/01_", "exercises/01_"),
+])
+def test_pytest_collects_solutions_but_not_student_notebooks(folder, collected, skipped):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", folder],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert collected in proc.stdout
+    assert skipped not in proc.stdout
