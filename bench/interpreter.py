@@ -1,0 +1,98 @@
+"""Time the reference interpreter on a 128x128x128 float32 matmul (with an init block),
+beside numpy's time for the same matmul, and write the table to bench/RESULTS_interpreter.md.
+
+    python bench/interpreter.py            # 5 runs, median
+    python bench/interpreter.py --n 64 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import mlcbook as mb
+from mlcbook.tir import (Block, BlockRealize, Buffer, BufferRegion, BufferStore, For, IterVar,
+                         PrimFunc, Var, const, root_block_realize)
+
+
+def matmul_func(n: int) -> PrimFunc:
+    """C[i, j] = sum_k A[i, k] * B[k, j] as one block with an init, inside i, j, k loops."""
+    A, B, C = Buffer("A", (n, n)), Buffer("B", (n, n)), Buffer("C", (n, n))
+    i, j, k = Var("i"), Var("j"), Var("k")
+    vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
+    block = Block(
+        "C", (IterVar(vi, n), IterVar(vj, n), IterVar(vk, n, "reduce")),
+        (BufferRegion.point(A, (vi, vk)), BufferRegion.point(B, (vk, vj))),
+        (BufferRegion.point(C, (vi, vj)),),
+        BufferStore(C, C[vi, vj] + A[vi, vk] * B[vk, vj], (vi, vj)),
+        init=BufferStore(C, const(0.0, "float32"), (vi, vj)))
+    body = For(i, n, For(j, n, For(k, n, BlockRealize((i, j, k), True, block))))
+    return PrimFunc("matmul", (A, B, C), root_block_realize(body))
+
+
+def _median_time(fn, repeats: int, number: int = 1) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return statistics.median(times)
+
+
+def main(argv=None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_interpreter.md")))
+    args = ap.parse_args(argv)
+    n = args.n
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    c = np.empty((n, n), "float32")
+    func = matmul_func(n)
+
+    t0 = time.perf_counter()
+    mb.tir.interpret(func, a, b, c)  # the first call translates and compiles
+    first = time.perf_counter() - t0
+    reference = a.astype("float64") @ b.astype("float64")
+    rel_err = float(np.max(np.abs(c - reference)) / np.max(np.abs(reference)))
+
+    interp = _median_time(lambda: mb.tir.interpret(func, a, b, c), args.repeats)
+    numpy_t = _median_time(lambda: np.matmul(a, b, out=c), args.repeats, number=200)
+
+    table = "\n".join([
+        f"# Interpreter: {n}x{n}x{n} float32 matmul (one block with init)",
+        "",
+        f"Command: `python bench/interpreter.py --n {n} --repeats {args.repeats}` "
+        f"(median of {args.repeats} runs; numpy: median of {args.repeats} x 200 calls).",
+        f"Machine: {platform.machine()}, {platform.system()}, Python {platform.python_version()},"
+        f" numpy {np.__version__}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f} (1 min) after the runs, {time.strftime('%Y-%m-%d')}.",
+        "",
+        "| what | time (s) | ratio to numpy |",
+        "|---|---:|---:|",
+        f"| mb.tir.interpret (cached translation) | {interp:.4f} | {interp / numpy_t:,.0f}x |",
+        f"| mb.tir.interpret, first call (translate + compile + run) | {first:.4f} | "
+        f"{first / numpy_t:,.0f}x |",
+        f"| numpy `a @ b` | {numpy_t:.6f} | 1x |",
+        "",
+        f"Max error of the interpreter vs float64 numpy, relative to max |C|: {rel_err:.1e} "
+        "(the interpreter computes each step in float64 and rounds every store to float32).",
+        "",
+    ])
+    Path(args.out).write_text(table)
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Scalar operations with the loop IR's semantics, in plain Python, for the code the
+interpreter generates: IEEE results where Python would raise (``1.0 / 0.0``, ``log(0)``,
+``exp(1000)``), NaN-propagating min/max, rounding to float32/float16, C-like float -> int casts.
+
+    >>> _fdiv(1.0, 0.0), _log(0.0), _rf32(0.1) == 0.10000000149011612
+    (inf, -inf, True)
+
+The generated code sees these under the names in :data:`GLOBALS`.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from array import array
+
+from ..errors import BindingMismatchError, IndexOutOfBoundsError
+
+
+class Fault(Exception):
+    """Raised inside generated code; the kernel turns it into an ExecutionError with a location."""
+
+
+_F32 = array("f", [0.0])
+_F16 = struct.Struct("e")
+
+
+def _rf32(x: float) -> float:
+    _F32[0] = x
+    return _F32[0]
+
+
+def _rf16(x: float) -> float:
+    try:
+        return _F16.unpack(_F16.pack(x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def _f2i(x: float) -> int:
+    if math.isfinite(x):
+        return int(x)
+    raise Fault(f"the float value {x} cannot be cast to an integer")
+
+
+def _fdiv(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _fmin(a: float, b: float) -> float:
+    return a if a <= b or a != a else b
+
+
+def _fmax(a: float, b: float) -> float:
+    return a if a >= b or a != a else b
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _log(x: float) -> float:
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _rsqrt(x: float) -> float:
+    if x > 0:
+        return 1.0 / math.sqrt(x)
+    return math.copysign(math.inf, x) if x == 0 else math.nan
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)  # x < 0 or NaN: no overflow either way
+    return e / (1.0 + e)
+
+
+def _odd_int(y: float) -> bool:
+    return math.isfinite(y) and y == int(y) and int(y) % 2 == 1
+
+
+def _pow(x: float, y: float) -> float:
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        return -math.inf if x < 0 and _odd_int(y) else math.inf
+    except ValueError:
+        if x == 0:  # 0 ** negative
+            return math.copysign(math.inf, x) if _odd_int(y) else math.inf
+        return math.nan  # negative ** non-integer
+
+
+def _floor(x: float) -> float:
+    return math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x
+
+
+def _ceil(x: float) -> float:
+    return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
+
+
+# A checked access's message carries VALUE where the offending value goes (not str.format:
+# the printed IR may contain braces).
+VALUE = "\x00"
+
+
+def _oob(message: str, value: int):
+    raise IndexOutOfBoundsError(message.replace(VALUE, str(value)))
+
+
+def _bad_binding(message: str, value: int):
+    raise BindingMismatchError(message.replace(VALUE, str(value)))
+
+
+#: math function of the IR -> name of its implementation in the generated code
+MATH = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "rsqrt": "_rsqrt", "tanh": "_tanh",
+         "sigmoid": "_sigmoid", "erf": "_erf", "pow": "_pow", "abs": "abs", "floor": "_floor",
+         "ceil": "_ceil"}
+GLOBALS = {"_rf32": _rf32, "_rf16": _rf16, "_f2i": _f2i, "_fdiv": _fdiv, "_fmin": _fmin,
+            "_fmax": _fmax, "_exp": _exp, "_log": _log, "_sqrt": _sqrt, "_rsqrt": _rsqrt,
+            "_tanh": math.tanh, "_sigmoid": _sigmoid, "_erf": math.erf, "_pow": _pow,
+            "_floor": _floor, "_ceil": _ceil, "_oob": _oob, "_bad_binding": _bad_binding,
+            "_inf": math.inf, "_nan": math.nan, "_F32": _F32, "_F16": _F16}
