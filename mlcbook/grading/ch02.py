@@ -63,19 +63,29 @@ def _expect_params(func: PrimFunc, name: str, sizes: tuple[int, ...],
                    f"expected {len(expected)}: {want}")
     for index, (param, (role, shape)) in enumerate(zip(func.params, expected)):
         if param.shape != tuple(shape):
-            hint = None
-            if sorted(param.shape) != sorted(shape) or len(param.shape) != len(shape):
-                hint = (f"build every shape from the sizes passed to {name}, not from fixed "
-                        "numbers")
             raise Fail(f"wrong shape: parameter #{index + 1} ({param.name}, the {role}) of the "
                        f"program built by {shown} has shape {param.shape}, expected {shape}",
-                       hint)
+                       _shape_hint(param.shape, tuple(shape), expected, name))
         if param.dtype != "float32":
             raise Fail(f"parameter {param.name} has dtype {param.dtype!r}; every buffer of "
                        "this exercise is \"float32\"")
     if func.num_outputs != 1:
         raise Fail(f"the program has {func.num_outputs} outputs; it has one, its last "
                    f"parameter ({expected[-1][0]}): leave out num_outputs in @T.prim_func")
+
+
+def _shape_hint(got: tuple, want: tuple, expected: list, name: str) -> str:
+    others = [role for role, shape in expected if tuple(shape) == got]
+    if others:
+        return (f"that is the shape of the {others[0]}: the parameters go in the order "
+                f"{', '.join(role.split()[-1] for role, _ in expected)}")
+    if sorted(got) == sorted(want):
+        return "the dimensions are in the wrong order"
+    if len(got) == len(want) and all(abs(g - w) <= 1 for g, w in zip(got, want)):
+        dims = [d for d, (g, w) in enumerate(zip(got, want)) if g != w]
+        return (f"dimension {dims[0]} is off by one: check how you compute it from the sizes "
+                f"passed to {name}")
+    return f"build every shape from the sizes passed to {name}, not from fixed numbers"
 
 
 def _run(func: PrimFunc, *inputs: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
@@ -88,6 +98,21 @@ def _run(func: PrimFunc, *inputs: np.ndarray, out_shape: tuple[int, ...]) -> np.
         raise Fail(f"running your program in the interpreter raised {type(err).__name__}: "
                    f"{err}") from None
     return out
+
+
+def _expect_no_poison(name: str, got: np.ndarray, expected: np.ndarray) -> None:
+    """Fail if ``got`` holds NaN where ``expected`` is finite, in a program without
+    division or exp: there the NaN comes from a read of memory nobody wrote."""
+    poisoned = np.isnan(got) & np.isfinite(expected)
+    if poisoned.any():
+        idx = tuple(int(i) for i in np.argwhere(poisoned)[0])
+        at = f"{name}[{', '.join(str(i) for i in idx)}]"
+        raise Fail(f"{at} is nan, expected {float(expected[idx]):.6g} ({int(poisoned.sum())} of "
+                   f"{poisoned.size} entries are nan): the program read an element of an "
+                   "intermediate buffer before writing it (the interpreter fills fresh buffers "
+                   "with NaN to show exactly this)",
+                   "check the loop ranges of the block that fills the buffer, and that it "
+                   "runs before the block that reads it")
 
 
 # --- what blocks say -------------------------------------------------------------------------
@@ -202,6 +227,7 @@ def _check_bmm_relu(answer, rng):
         A, B = randn(rng, (batch, n, k)), randn(rng, (batch, k, m))
         with trial(describe(A=A, B=B)):
             C = _run(func, A, B, out_shape=(batch, n, m))
+            _expect_no_poison("C", C, _relu(np.matmul(A.astype(np.float64), B)))
             expect_array("C", C, _relu(np.matmul(A.astype(np.float64), B)), mistakes=[
                 (lambda: np.matmul(A, B), "C equals A @ B: apply relu to the finished sums, "
                                           "C[...] = T.max(Y[...], T.float32(0))"),
@@ -239,6 +265,7 @@ def _check_conv2d(answer, rng):
         X, Wt = randn(rng, (N, CI, H, W_)), randn(rng, (CO, CI, KH, KW))
         with trial(describe(X=X, Wt=Wt)):
             Y = _run(func, X, Wt, out_shape=(N, CO, OH, OW))
+            _expect_no_poison("Y", Y, _conv2d(X, Wt))
             expect_array("Y", Y, _conv2d(X, Wt), mistakes=[
                 (lambda: _conv2d(X, Wt[:, :, ::-1, ::-1]),
                  "Y is a convolution with the kernel flipped; deep-learning conv2d does not "
@@ -315,6 +342,15 @@ def _binding_at(expr, point: dict) -> int | None:
     return b[0] if b is not None and b[0] == b[1] else None
 
 
+def _loop_list(loops: list[For]) -> str:
+    """``"i: 4, j0: 3"``, extents folded (``12 // 4`` shows as 3)."""
+    shown = []
+    for lp in loops:
+        extent = _int(lp.extent)
+        shown.append(f"{lp.loop_var.name}: {lp.extent if extent is None else extent}")
+    return ", ".join(shown)
+
+
 def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
     nests = _loops_of(func)
     for name in ("Y", "C"):
@@ -327,7 +363,7 @@ def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
     want = (N, M // _SPLIT, K, _SPLIT)
     got = tuple(_int(lp.extent) for lp in loops_y)
     if got != want:
-        shown = ", ".join(f"{lp.loop_var.name}: {lp.extent}" for lp in loops_y)
+        shown = _loop_list(loops_y)
         raise Fail(f"the loops around block 'Y' are ({shown}) from outermost to innermost; "
                    f"expected i: {N}, j0: {M // _SPLIT}, k: {K}, j1: {_SPLIT}",
                    "split j into j0 (M // 4) and j1 (4) and put k between them")
@@ -336,23 +372,28 @@ def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
     if len(block.iter_vars) != 3:
         raise Fail(f"block 'Y' has {len(block.iter_vars)} iteration variables; it has three, "
                    "vi, vj (spatial) and vk (reduce), in that order", about_inputs=False)
+    if [iv.kind for iv in block.iter_vars] != ["spatial", "spatial", "reduce"]:
+        raise Fail("block 'Y' declares its iteration variables in the order "
+                   f"{', '.join(f'{iv.var.name} ({iv.kind})' for iv in block.iter_vars)}; "
+                   "declare vi, vj (spatial) and vk (reduce), in that order",
+                   about_inputs=False)
     names = [iv.var.name for iv in block.iter_vars]
-    expected = [("vi", "i", lambda p: p[i]),
-                ("vj", "j0 * 4 + j1", lambda p: p[j0] * _SPLIT + p[j1]),
-                ("vk", "k", lambda p: p[k])]
+    expected = [("row", "i", lambda p: p[i]),
+                ("column", "j0 * 4 + j1", lambda p: p[j0] * _SPLIT + p[j1]),
+                ("reduction", "k", lambda p: p[k])]
     points = [{i: a, j0: b, k: c, j1: d}
               for a, b, c, d in [(0, 0, 0, 0), (N - 1, M // _SPLIT - 1, K - 1, _SPLIT - 1),
                                  (N // 2, 1, K // 2, 1), (1, M // _SPLIT - 1, 0, 2)]]
     for value, name, (role, formula, reference) in zip(realize_y.iter_values, names, expected):
         if any(_binding_at(value, p) != reference(p) for p in points):
-            raise Fail(f"block 'Y': iteration variable {name} (the {role} of mm_relu) is bound "
-                       f"to {value}; expected {formula}",
+            raise Fail(f"block 'Y': iteration variable {name} (the {role}) is bound to {value}; "
+                       f"expected {formula}",
                        "j1, the innermost loop, walks 4 neighbouring columns: vj = j0 * 4 + j1")
     loops_c, _ = nests["C"]
     got_c = tuple(_int(lp.extent) for lp in loops_c)
     if (len(loops_c) != 3 or loops_c[0] is not loops_y[0] or loops_c[1] is not loops_y[1]
             or got_c[2] != _SPLIT):
-        shown = ", ".join(f"{lp.loop_var.name}: {lp.extent}" for lp in loops_c)
+        shown = _loop_list(loops_c)
         raise Fail(f"the loops around block 'C' are ({shown}); expected the loops i and j0 it "
                    "shares with block 'Y', then one loop of 4",
                    "put the relu loop inside the j0 loop, after the k loop, so each strip of "
@@ -361,8 +402,9 @@ def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
 
 @exercise("02.loop_order", points=2, title="mm_relu with j split and the relu moved in")
 def _check_loop_order(answer, rng):
-    cases = [(int(rng.integers(2, 6)), _SPLIT * int(rng.integers(2, 5)), int(rng.integers(2, 7))),
-             (3, 8, 5), (1, _SPLIT, 1)]
+    # K is never 4, so that loops k and j1 in the wrong order show in their extents
+    cases = [(int(rng.integers(2, 6)), _SPLIT * int(rng.integers(2, 5)),
+              int(rng.choice([2, 3, 5, 6, 7]))), (3, 8, 5), (1, _SPLIT, 1)]
     for N, M, K in cases:
         func = _build(answer, "make_mm_relu_split", N, M, K)
         _expect_params(func, "make_mm_relu_split", (N, M, K),
@@ -373,6 +415,7 @@ def _check_loop_order(answer, rng):
         A, B = randn(rng, (N, K)), randn(rng, (K, M))
         with trial(describe(A=A, B=B)):
             C = _run(func, A, B, out_shape=(N, M))
+            _expect_no_poison("C", C, _relu(A.astype(np.float64) @ B))
             expect_array("C", C, _relu(A.astype(np.float64) @ B), mistakes=[
                 (lambda: A @ B, "C equals A @ B: block 'C' must apply relu"),
             ])

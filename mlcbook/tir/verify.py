@@ -67,7 +67,8 @@ class _Verifier(Visitor):
                 raise UndefinedVariableError(
                     f"variable {v.name!r} is used inside {self.where}, which cannot see it: a "
                     "block's body may only use the block's own iteration variables. Bind it as "
-                    f"an iteration variable, e.g. `v{v.name} = T.axis.spatial(extent, {v.name})`")
+                    f"an iteration variable of the block, e.g. `v{v.name} = T.axis.spatial(extent, {v.name})` "
+                    f"(or `T.axis.reduce(...)` if the block sums or reduces over it)")
             raise UndefinedVariableError(
                 f"variable {v.name!r} is used in {self.where} but never defined; define it as a "
                 "loop variable or a block iteration variable")
