@@ -7,6 +7,7 @@ The whole user-facing surface::
     mb.te           # tensor expressions -> PrimFunc (placeholder, compute, reduce_axis, ...)
     mb.script       # the script dialect: @T.prim_func, parse(text)
     mb.grading      # graded exercises: check(exercise_id, answer)
+    mb.Schedule, mb.Trace, mb.ScheduleError   # transform loop IR step by step (mb.schedule)
     mb.lower, mb.build, mb.Target, mb.time_kernel   # native code through LLVM
     mb.MLCError     # base of every error a user can cause
 """
@@ -16,7 +17,8 @@ from .errors import MLCError
 
 __version__ = "0.1.0"
 
-__all__ = ["MLCError", "errors", "tir", "te", "script", "grading", "__version__"]
+__all__ = ["MLCError", "errors", "tir", "te", "script", "schedule", "Schedule", "Trace", "grading",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -26,6 +28,12 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name in ("graph", "ops", "frontend"):
         return importlib.import_module(f".{name}", __name__)
+    if name == "schedule":
+        return importlib.import_module(".schedule", __name__)
+    if name in ("Schedule", "Trace"):
+        return getattr(importlib.import_module(".schedule", __name__), name)
+    if name == "ScheduleError":
+        return errors.ScheduleError
     if name in ("codegen", "runtime"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("build", "time_kernel"):
@@ -36,4 +44,6 @@ def __getattr__(name):
         return importlib.import_module(".codegen", __name__).Target
     if name == "from_onnx":
         return importlib.import_module(".frontend", __name__).from_onnx
+    if name in ("compile", "load"):
+        return getattr(importlib.import_module(".graph.executable", __name__), name)
     raise AttributeError(f"module 'mlcbook' has no attribute {name!r}")

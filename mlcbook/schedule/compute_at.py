@@ -1,0 +1,369 @@
+"""Moving a block into another block's loops: ``compute_at`` and ``reverse_compute_at``.
+
+``compute_at(Y, j0)`` moves producer Y under consumer C's loop ``j0``: each iteration of
+``j0`` first computes the part of Y that C reads in that iteration, then C uses it::
+
+    for i0, j0 in T.grid(4, 4):              # C's tile loops
+        for ax0, ax1, ax2 in T.grid(32, 32, 128):
+            with T.block("Y"):
+                vi = T.axis.spatial(128, i0 * 32 + ax0)   # only the tile C needs
+                ...
+        for i1, j1 in T.grid(32, 32):
+            with T.block("C"): ...
+
+``reverse_compute_at(C, j0)`` does the opposite: consumer C moves under its producer's
+loop, and computes what that iteration has just produced. Both compute the region from
+the index expressions (:mod:`.analysis`) and refuse when they cannot prove it covers what
+is needed.
+"""
+
+from __future__ import annotations
+
+from ..tir.analysis import free_vars
+from ..tir.expr import Const, PrimExpr, Var
+from ..tir.functor import substitute
+from ..tir.simplify import simplify
+from ..tir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
+from . import tree
+from .analysis import (Aff, Atoms, accesses, all_loop_ranges, const_bounds, covers,
+                       load_indices, reads_of, region, touches, writes_any, writes_of)
+from .errors import (ComputeLocationError, CoverageError, NotProducerConsumerError,
+                     OutputBlockError, UnsupportedError)
+from .state import BlockRV, Context, LoopRV, schedule_primitive
+
+
+def _order(ctx: Context, scope: BlockRealize, realize: BlockRealize, loop: For):
+    """(blocks of the scope, index of ``realize``, indices of the blocks under ``loop``)."""
+    blocks = tree.child_blocks(scope)
+    me = next(k for k, b in enumerate(blocks) if b is realize)
+    under = [k for k, b in enumerate(blocks) if tree.path_to(loop, b) is not None]
+    return blocks, me, under
+
+
+def _fresh_names(func_body: Stmt, n: int) -> list[str]:
+    used = {s.loop_var.name for s in tree.loops_under(func_body)}
+    out, k = [], 0
+    while len(out) < n:
+        if f"ax{k}" not in used:
+            out.append(f"ax{k}")
+        k += 1
+    return out
+
+
+def _store_vars(ctx: Context, realize: BlockRealize, what: str) -> tuple:
+    """The buffer the block writes and, per dimension, the iteration variable indexing it."""
+    block = realize.block
+    written = writes_of(block)
+    name = block.name
+    if len(written) != 1:
+        ctx.fail(UnsupportedError, f"{what} needs block {name!r} to write exactly one buffer, "
+                 f"but it writes {len(written)}.", "split the block's work into blocks that "
+                 "write one buffer each.", realize, f"block {name!r}")
+    buf = written[0]
+    stores = [s for part in (block.init, block.body) if part is not None
+              for s in tree.walk(part) if isinstance(s, BufferStore)]
+    ivs = {iv.var: iv for iv in block.iter_vars}
+    first = stores[0].indices if stores else ()
+    ok = bool(stores) and all(
+        len(s.indices) == len(first) and all(a is b for a, b in zip(s.indices, first))
+        for s in stores)
+    ok = ok and all(isinstance(i, Var) and i in ivs and ivs[i].kind == "spatial" for i in first)
+    ok = ok and len({id(i) for i in first}) == len(first)
+    if not ok:
+        ctx.fail(UnsupportedError, f"{what} needs block {name!r} to store to "
+                 f"{buf.name}[v0, v1, ...] with one spatial iteration variable per dimension, so "
+                 "that the part of the buffer needed tells which instances to run.",
+                 "use a block of that form (as mb.te and T.axis.remap produce).", realize,
+                 f"block {name!r}")
+    return buf, first
+
+
+def _build(ctx: Context, block: Block, dims: dict, body_for_names: Stmt,
+           preserve_unit_loops: bool, ranges: dict, atoms: Atoms) -> Stmt:
+    """Loops and a BlockRealize running ``block`` with each iteration variable ``v`` over
+    ``dims[v] = (lo, extent)`` (missing: its whole domain); a predicate keeps it in domain."""
+    names = iter(_fresh_names(body_for_names, len(block.iter_vars)))
+    loops: list[tuple[Var, int]] = []
+    values: list[PrimExpr] = []
+    conds: list[PrimExpr] = []
+    back = dict(atoms.exprs)
+    for iv in block.iter_vars:
+        dom = iv.extent.value
+        lo, ext = dims.get(iv.var, (Aff({}, 0), dom))
+        lo_e = substitute(lo.to_expr(), back)
+        if ext == 1 and not preserve_unit_loops:
+            value = lo_e
+        else:
+            ax = Var(next(names), iv.var.dtype)
+            loops.append((ax, ext))
+            value = ax if lo.is_const() and lo.const == 0 else lo_e + ax
+        lo_b = const_bounds(lo, ranges)
+        if lo_b is None or lo_b[0] < 0:
+            conds.append(value >= 0)
+        if lo_b is None or lo_b[1] + ext - 1 > dom - 1:
+            conds.append(value < dom)
+        values.append(value)
+    sranges = {**ranges, **{v: (0, e - 1) for v, e in loops}}
+    values = [simplify(v, sranges) for v in values]
+    pred: PrimExpr = Const(True, "bool")
+    for c in conds:
+        pred = c if tree.is_true(pred) else pred & c
+    stmt: Stmt = BlockRealize(tuple(values), simplify(pred, sranges), block)
+    for ax, ext in reversed(loops):
+        stmt = For(ax, ext, stmt)
+    return stmt
+
+
+def _dims_from(ctx: Context, reg, index_vars, block: Block, realize, step: str) -> dict:
+    dims = {}
+    extents = {iv.var: iv.extent.value for iv in block.iter_vars}
+    for v, (lo, hi) in zip(index_vars, reg):
+        width = hi - lo
+        if v is None:
+            continue
+        if not width.is_const():
+            ctx.fail(UnsupportedError, f"{step}: the part of the buffer needed per iteration "
+                     f"has a size that changes from iteration to iteration ({lo.to_expr()} to "
+                     f"{hi.to_expr()}).", "choose a loop whose iterations need equal-sized "
+                     "parts.", realize, f"block {block.name!r}")
+        if lo.is_const():
+            first, last = max(lo.const, 0), min(lo.const + width.const, extents[v] - 1)
+            dims[v] = (Aff({}, first), max(last - first + 1, 1))
+        else:
+            dims[v] = (lo, min(width.const + 1, extents[v]))
+    return dims
+
+
+@schedule_primitive("compute_at")
+def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
+    """Move producer ``block`` under ``loop``, computing in each iteration exactly the part
+    its consumers under the loop read.
+
+        sch.compute_at(sch.get_block("Y"), j0)
+    """
+    realize = ctx.block_realize(block)
+    node = ctx.loop(loop)
+    P, name = realize.block, realize.block.name
+    lname = node.loop_var.name
+    scope = ctx.scope_of(realize)
+    if ctx.scope_of(node) is not scope:
+        ctx.fail(ComputeLocationError, f"loop {lname} is not in the same block scope as block "
+                 f"{name!r}.", "pick a loop around the block's consumers, in its own scope.",
+                 node, f"loop {lname}")
+    if any(s is node for s in ctx.path(realize)) and not tree.child_blocks(node)[1:]:
+        ctx.fail(ComputeLocationError, f"loop {lname} is a loop of block {name!r} itself, not of its consumers.",
+                 "pick a loop around the block's consumers.", node, f"loop {lname}")
+    buf, index_vars = _store_vars(ctx, realize, "compute_at")
+    if any(buf is p for p in ctx.func.params):
+        ctx.fail(OutputBlockError, f"block {name!r} writes {buf.name}, a parameter of the "
+                 f"function: moved under loop {lname} it would only compute the parts the "
+                 "blocks there read, and the rest of the output would never be written.",
+                 "compute_at producers of intermediate buffers; for the output block, move its "
+                 "consumers or use reverse_compute_at.", realize, f"block {name!r}")
+    if any(iv.kind == "reduce" for iv in P.iter_vars) and P.init is None:
+        ctx.fail(UnsupportedError, f"block {name!r} accumulates into {buf.name} without an init, "
+                 "so computing a part twice (as compute_at may) would add it twice.",
+                 "compute_at before decompose_reduction.", realize, f"block {name!r}")
+    if not tree.is_true(realize.predicate):
+        ctx.fail(UnsupportedError, f"block {name!r} has a predicate (T.where), which compute_at "
+                 "would have to carry into new loops.", "compute_at before splitting the "
+                 "block's loops with factors that do not divide them.", realize, f"block {name!r}")
+    blocks, me, under = _order(ctx, scope, realize, node)
+    consumers = [b for b in blocks if b is not realize and any(
+        x is buf for x in reads_of(b.block))]
+    if not consumers:
+        ctx.fail(NotProducerConsumerError, f"no block reads {buf.name}, which block {name!r} "
+                 "writes, so there is nothing to compute it for.", "", realize, f"block {name!r}")
+    for c in consumers:
+        if tree.path_to(node, c) is None:
+            ctx.fail(NotProducerConsumerError,
+                     f"block {c.block.name!r} reads {buf.name} but is not under loop {lname}: "
+                     f"after the move, {name!r} would only compute what the blocks under "
+                     f"{lname} need.", f"pick a loop that encloses every consumer of "
+                     f"{buf.name}, or inline/move {c.block.name!r} first.", node, f"loop {lname}")
+    first_under = min(k for k in under if k != me)
+    if me > first_under:
+        ctx.fail(ComputeLocationError, f"block {name!r} comes after loop {lname}'s blocks; "
+                 "compute_at can only move a producer later, to where it is used.",
+                 "use reverse_compute_at to move a consumer under its producer's loop.",
+                 node, f"loop {lname}")
+    inputs = reads_of(P)
+    for k, b in enumerate(blocks):
+        if b is realize:
+            continue
+        between = me < k < first_under
+        inside = k in under
+        if (between and (touches(b.block, [buf]) or writes_any(b.block, inputs))) or (
+                inside and (writes_any(b.block, inputs) or writes_any(b.block, [buf]))):
+            ctx.fail(NotProducerConsumerError,
+                     f"block {b.block.name!r} {'writes' if writes_any(b.block, inputs + [buf]) else 'uses'} "
+                     f"data that block {name!r} uses, and would run on the other side of it "
+                     "after the move.", "move that block first, or compute at another loop.",
+                     b, f"block {b.block.name!r}")
+    # take the producer out, then compute the region its consumers need per iteration
+    body = tree.replace_stmt(ctx.func.body, realize, None)
+    loop1 = tree.find_loop(body, node.loop_var)
+    ranges = all_loop_ranges(body)
+    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
+    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
+    atoms = Atoms(ranges)
+    idx, inner = accesses(loop1, buf, "r")
+    reg = region(idx, _without(fixed, inner, relax_ranges), ranges, atoms)
+    if reg is None:
+        ctx.fail(UnsupportedError, f"cannot bound the part of {buf.name} that the blocks under "
+                 f"loop {lname} read.", "use index expressions that are sums of loop variables "
+                 "times constants.", node, f"loop {lname}")
+    dims = _dims_from(ctx, reg, index_vars, P, realize, "compute_at")
+    new = _build(ctx, P, dims, body, preserve_unit_loops, ranges, atoms)
+    first = next(k for k, s in enumerate(_stmts(loop1.body))
+                 if any(x is y for b in tree.blocks_under(s) for x in reads_of(b.block) for y in [buf]))
+    stmts = _stmts(loop1.body)
+    new_loop = For(loop1.loop_var, loop1.extent, seq(*stmts[:first], new, *stmts[first:]),
+                   loop1.kind, loop1.annotations)
+    ctx.set_func(ctx.func.with_body(tree.replace_stmt(body, loop1, new_loop)))
+
+
+def _without(fixed: set, *range_dicts: dict) -> dict:
+    """The merged ranges of every variable not in ``fixed`` (the loops that stay symbolic)."""
+    out: dict = {}
+    for d in range_dicts:
+        out.update((v, r) for v, r in d.items() if v not in fixed)
+    return out
+
+
+def _stmts(s: Stmt) -> list[Stmt]:
+    return list(s.stmts) if isinstance(s, SeqStmt) else [s]
+
+
+def _covered_domain(lo: Aff, ext: int, dom: int, ranges: dict) -> bool:
+    """Does ``[lo, lo + ext)`` over every value of lo's variables cover ``[0, dom)``?"""
+    terms = sorted((c, v) for v, c in lo.coeffs.items())
+    if any(c < 0 for c, _ in terms):
+        return False
+    span = ext
+    for c, v in terms:
+        r = ranges.get(v)
+        if r is None or r[0] != 0 or c > span:
+            return False
+        span += c * r[1]
+    return lo.const <= 0 and lo.const + span >= dom
+
+
+@schedule_primitive("reverse_compute_at")
+def reverse_compute_at(ctx: Context, block: BlockRV, loop: LoopRV,
+                       preserve_unit_loops: bool = False) -> None:
+    """Move consumer ``block`` under its producer's ``loop``, computing in each iteration
+    the part of its output whose inputs that iteration has just produced.
+
+        sch.reverse_compute_at(sch.get_block("C"), j0)
+    """
+    realize = ctx.block_realize(block)
+    node = ctx.loop(loop)
+    C, name = realize.block, realize.block.name
+    lname = node.loop_var.name
+    scope = ctx.scope_of(realize)
+    if ctx.scope_of(node) is not scope:
+        ctx.fail(ComputeLocationError, f"loop {lname} is not in the same block scope as block "
+                 f"{name!r}.", "pick a loop around the block's producers, in its own scope.",
+                 node, f"loop {lname}")
+    if not tree.is_true(realize.predicate):
+        ctx.fail(UnsupportedError, f"block {name!r} has a predicate (T.where), which "
+                 "reverse_compute_at would have to carry into new loops.",
+                 "reverse_compute_at before splitting the block's loops with factors that do "
+                 "not divide them.", realize, f"block {name!r}")
+    blocks, me, under = _order(ctx, scope, realize, node)
+    others_under = [k for k in under if k != me]
+    if not others_under:
+        ctx.fail(NotProducerConsumerError, f"loop {lname} holds no other block.",
+                 "pick a loop around the block's producers.", node, f"loop {lname}")
+    inputs, outputs = reads_of(C), writes_of(C)
+    produced = [x for x in inputs if any(writes_any(blocks[k].block, [x]) for k in others_under)]
+    if not produced:
+        ctx.fail(NotProducerConsumerError, f"no block under loop {lname} writes a buffer that "
+                 f"block {name!r} reads.", "pick a loop around the block's producers.", node,
+                 f"loop {lname}")
+    last_under = max(others_under)
+    if me < last_under:
+        ctx.fail(ComputeLocationError, f"block {name!r} comes before loop {lname}'s blocks; "
+                 "reverse_compute_at can only move a consumer earlier, to where its input is "
+                 "made.", "use compute_at to move a producer under its consumer's loop.",
+                 node, f"loop {lname}")
+    for k, b in enumerate(blocks):
+        if b is realize:
+            continue
+        between = last_under < k < me and k not in under
+        if (between and (writes_any(b.block, inputs) or touches(b.block, outputs))) or (
+                k in under and touches(b.block, outputs)):
+            ctx.fail(NotProducerConsumerError,
+                     f"block {b.block.name!r} uses data that block {name!r} reads or writes, "
+                     "and would run on the other side of it after the move.",
+                     "move that block first, or pick another loop.", b, f"block {b.block.name!r}")
+    body = tree.replace_stmt(ctx.func.body, realize, None)
+    loop1 = tree.find_loop(body, node.loop_var)
+    ranges = all_loop_ranges(body)
+    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
+    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
+    atoms = Atoms(ranges)
+    written = {}
+    for x in produced:
+        idx, inner = accesses(loop1, x, "w")
+        written[id(x)] = region(idx, _without(fixed, inner, relax_ranges), ranges, atoms)
+        if written[id(x)] is None:
+            ctx.fail(UnsupportedError, f"cannot bound the part of {x.name} written under loop "
+                     f"{lname}.", "use index expressions that are sums of loop variables times "
+                     "constants.", node, f"loop {lname}")
+    # a producer still accumulating over the fixed loops has not finished its values there
+    for k in others_under:
+        w = blocks[k]
+        if not writes_any(w.block, produced):
+            continue
+        w1 = tree.find_block(body, w.block.name)
+        for iv, value in zip(w1.block.iter_vars, w1.iter_values):
+            if iv.kind == "reduce" and any(v in fixed for v in free_vars(value)):
+                ctx.fail(CoverageError,
+                         f"block {w.block.name!r} is still accumulating its reduction over loop "
+                         f"{lname} (or a loop outside it), so block {name!r} would read partial "
+                         "sums.", f"pick a loop outside the reduction's loops of "
+                         f"{w.block.name!r}.", node, f"loop {lname}")
+    # the first read of the first produced buffer tells which instances of C to run
+    ivs = {iv.var: iv for iv in C.iter_vars}
+    dims: dict = {}
+    x0 = produced[0]
+    for d, e in enumerate(load_indices(C, x0)[0]):
+        if isinstance(e, Var) and e in ivs and e not in dims and ivs[e].kind == "spatial":
+            lo, hi = written[id(x0)][d]
+            width = hi - lo
+            if not width.is_const():
+                ctx.fail(UnsupportedError, f"reverse_compute_at: the part of {x0.name} written "
+                         "per iteration changes size between iterations.",
+                         "pick a loop whose iterations write equal-sized parts.", node,
+                         f"loop {lname}")
+            dims[e] = (lo, width.const + 1)
+    if not dims:
+        ctx.fail(UnsupportedError, f"block {name!r} does not read {x0.name} at its iteration "
+                 "variables (as C[vi, vj] = f(Y[vi, vj]) does), so the part to compute cannot be "
+                 "derived.", "move an elementwise consumer instead.", realize, f"block {name!r}")
+    for v, (lo, ext) in dims.items():
+        dom = ivs[v].extent.value
+        if not _covered_domain(lo, ext, dom, ranges):
+            ctx.fail(CoverageError, f"the iterations of loop {lname} together do not produce all "
+                     f"of {x0.name} that block {name!r} reads ({v.name} in [0, {dom})), so some "
+                     f"of {name!r}'s work would never run.", "pick a loop whose iterations "
+                     "together cover the producer's whole output.", node, f"loop {lname}")
+    new = _build(ctx, C, dims, body, preserve_unit_loops, ranges, atoms)
+    new_ranges = all_loop_ranges(new)
+    for x in produced:
+        idx, inner = accesses(new, x, "r")
+        need = region(idx, _without(fixed, inner, new_ranges, relax_ranges),
+                      {**ranges, **new_ranges}, atoms)
+        d = None if need is None else covers(written[id(x)], need, {**ranges, **new_ranges})
+        if need is None or d is not None:
+            ctx.fail(CoverageError,
+                     f"block {name!r} would read parts of {x.name} that loop {lname}'s "
+                     f"iteration has not produced yet (dimension {d}), so it would read stale "
+                     "data.", f"pick an outer loop, or reverse_compute_at a consumer that reads "
+                     f"{x.name} only where it writes.", node, f"loop {lname}")
+    new_loop = For(loop1.loop_var, loop1.extent, seq(loop1.body, new), loop1.kind,
+                   loop1.annotations)
+    ctx.set_func(ctx.func.with_body(tree.replace_stmt(body, loop1, new_loop)))
+
