@@ -1,0 +1,9 @@
+"""``mb.frontend``: importers that turn models from other tools into the graph IR.
+
+    >>> mod = mb.from_onnx("model.onnx", batch_size=8)
+"""
+
+from .onnx import from_onnx, static_input_names
+from .onnx_ops import CONVERTERS
+
+__all__ = ["from_onnx", "static_input_names", "CONVERTERS"]

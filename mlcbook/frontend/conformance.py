@@ -1,0 +1,204 @@
+"""Run ONNX's own node test suite (``onnx.backend.test``, offline) through mlcbook.
+
+    python -m mlcbook.frontend.conformance                # every supported op, reference evaluator
+    python -m mlcbook.frontend.conformance --runner legalized   # loop IR, run by the interpreter
+    python -m mlcbook.frontend.conformance --runner compiled --ops Relu Conv
+    python -m mlcbook.frontend.conformance --show-skips   # why each skipped case was skipped
+
+Each case is imported with :func:`from_onnx` and run with the graph reference evaluator
+(``--runner interpret``), legalized to loop IR and run by the loop-IR interpreter
+(``--runner legalized``), or compiled to native code (``--runner compiled``); its outputs
+must match onnx's expected outputs in shape, dtype and value (the case's rtol/atol).
+
+A case is *skipped*, never counted as a pass, when the importer reports something as
+unsupported. The documented limitations are:
+
+* element types other than bool, int8, uint8, int32, int64, float16, float32, float64
+  (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
+* sequences, maps and optionals as values;
+* BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
+  Constant with strings or sparse values;
+* ops outside the supported list (a case whose model uses one is not run).
+
+Everything else that goes wrong is a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import MLCError, UnsupportedModelError
+
+
+@dataclass
+class CaseResult:
+    name: str
+    op: str          #: the op type a single-op case tests, or "(multi-op)"
+    status: str      #: "pass", "fail" or "skip"
+    reason: str = ""
+
+
+@lru_cache(maxsize=1)
+def node_tests() -> tuple:
+    """Every node test case of the installed onnx (generated in memory, no download)."""
+    from onnx.backend.test.loader import load_model_tests
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return tuple(load_model_tests(kind="node"))
+
+
+def case_op(case) -> str:
+    types = {n.op_type for n in case.model.graph.node}
+    return types.pop() if len(types) == 1 else "(multi-op)"
+
+
+def case_ops(case) -> set[str]:
+    return {n.op_type for n in case.model.graph.node}
+
+
+def supported_cases(ops: Sequence[str] | None = None) -> list:
+    """The cases whose model uses only supported ops (restricted to ``ops`` if given)."""
+    from .onnx_ops import CONVERTERS
+    out = []
+    for case in node_tests():
+        used = case_ops(case)
+        if not used <= set(CONVERTERS):
+            continue
+        if ops is not None and case_op(case) not in ops:
+            continue
+        out.append(case)
+    return out
+
+
+def _runner(kind: str):
+    if kind == "interpret":
+        from ..graph import interpret
+        return lambda mod, inputs: interpret(mod, **inputs)
+    if kind == "legalized":
+        from ..graph import interpret as run_graph
+        from ..graph.legalize import legalize
+        return lambda mod, inputs: run_graph(legalize(mod), **inputs)
+    if kind == "compiled":
+        from ..graph.executable import compile as compile_module
+        return lambda mod, inputs: compile_module(mod, target="llvm").run(inputs)
+    raise ValueError(f"unknown runner {kind!r}; use 'interpret', 'legalized' or 'compiled'")
+
+
+def run_case(case, runner: str = "interpret") -> CaseResult:
+    """Import, run and check one node test case."""
+    from .onnx import from_onnx, static_input_names
+    name, op = case.name, case_op(case)
+    model = case.model
+    inputs_sets = case.data_sets or []
+    if not inputs_sets:
+        return CaseResult(name, op, "skip", "the case has no data")
+    graph_inputs = [vi.name for vi in model.graph.input
+                    if vi.name not in {i.name for i in model.graph.initializer}]
+    run = _runner(runner)
+    for ins, expected in inputs_sets:
+        values = dict(zip(graph_inputs, (_array(v) for v in ins)))
+        expected = [_array(e) for e in expected]
+        static = static_input_names(model)
+        constants = {k: np.asarray(v) for k, v in values.items() if k in static}
+        try:
+            mod = from_onnx(model, constants=constants)
+        except UnsupportedModelError as e:
+            return CaseResult(name, op, "skip", e.message.splitlines()[1].strip("- ")
+                              if "\n" in e.message else e.message)
+        except MLCError as e:
+            return CaseResult(name, op, "fail", f"import: {e}")
+        feed = {k: np.asarray(v) for k, v in values.items() if k not in constants}
+        try:
+            with np.errstate(all="ignore"):
+                got = run(mod, feed)
+        except MLCError as e:
+            return CaseResult(name, op, "fail", f"run: {e}")
+        got = got if isinstance(got, tuple) else (got,)
+        problem = compare(got, [np.asarray(e) for e in expected], case.rtol, case.atol)
+        if problem:
+            return CaseResult(name, op, "fail", problem)
+    return CaseResult(name, op, "pass")
+
+
+def _array(value):
+    """Test data come as numpy arrays or as TensorProtos."""
+    from onnx import TensorProto, numpy_helper
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    return value
+
+
+def compare(got: Sequence[np.ndarray], expected: Sequence[np.ndarray], rtol: float,
+            atol: float) -> str:
+    """'' when ``got`` matches ``expected`` (shape, dtype, values), else what differs."""
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        g = np.asarray(g)
+        if g.shape != e.shape:
+            return f"output {k}: shape {g.shape}, expected {e.shape}"
+        if g.dtype != e.dtype:
+            return f"output {k}: dtype {g.dtype}, expected {e.dtype}"
+        try:
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError as err:
+            lines = [ln for ln in str(err).splitlines() if ln.strip()]
+            return f"output {k}: " + " ".join(lines[1:4])
+    return ""
+
+
+def run_all(ops: Sequence[str] | None = None, runner: str = "interpret",
+            progress: bool = False) -> list[CaseResult]:
+    cases = supported_cases(ops)
+    if progress:
+        from tqdm.auto import tqdm
+        cases = tqdm(cases, desc="onnx node tests", unit="case")
+    return [run_case(c, runner) for c in cases]
+
+
+def summarize(results: Sequence[CaseResult]) -> str:
+    """A table: op, passed, failed, skipped, pass rate (over the cases that ran)."""
+    by_op: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_op.setdefault(r.op, []).append(r)
+    lines = [f"{'op':<22}{'pass':>6}{'fail':>6}{'skip':>6}{'rate':>9}"]
+    tp = tf = ts = 0
+    for op in sorted(by_op, key=lambda o: (o.startswith("("), o)):
+        rs = by_op[op]
+        p = sum(r.status == "pass" for r in rs)
+        f = sum(r.status == "fail" for r in rs)
+        s = sum(r.status == "skip" for r in rs)
+        tp, tf, ts = tp + p, tf + f, ts + s
+        rate = f"{100 * p / (p + f):.1f}%" if p + f else "-"
+        lines.append(f"{op:<22}{p:>6}{f:>6}{s:>6}{rate:>9}")
+    rate = f"{100 * tp / (tp + tf):.1f}%" if tp + tf else "-"
+    lines.append(f"{'total':<22}{tp:>6}{tf:>6}{ts:>6}{rate:>9}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mlcbook.frontend.conformance",
+                                 description="Run onnx's node tests for the supported ops.")
+    ap.add_argument("--ops", nargs="*", help="ONNX op types to run (default: all supported)")
+    ap.add_argument("--runner", default="interpret",
+                    choices=("interpret", "legalized", "compiled"))
+    ap.add_argument("--show-skips", action="store_true", help="list skipped cases and why")
+    ap.add_argument("--quiet", action="store_true", help="do not list failing cases")
+    args = ap.parse_args(argv)
+    results = run_all(args.ops, args.runner, progress=sys.stderr.isatty())
+    print(summarize(results))
+    for r in results:
+        if (r.status == "fail" and not args.quiet) or (r.status == "skip" and args.show_skips):
+            print(f"{r.status.upper():5} {r.name}: {r.reason}")
+    return 1 if any(r.status == "fail" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

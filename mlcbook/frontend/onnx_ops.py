@@ -1,0 +1,390 @@
+"""One converter per supported ONNX op type: ONNX node -> graph IR calls.
+
+A converter declares the attributes it understands (any other attribute is reported as
+unsupported), which inputs it needs as constants at import, how many outputs it produces,
+and an optional check of attribute *values*. The importer runs every check before it
+converts anything, so one error can list every unsupported node of a model.
+
+    >>> CONVERTERS["Relu"].attrs
+    frozenset()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import OpDTypeError
+from ..graph.expr import Constant, Expr
+from ..ops.nn import auto_pads
+from .onnx import Context, Unsupported, onnx_dtype
+
+
+@dataclass(frozen=True)
+class Converter:
+    fn: Callable[[Context, list, dict], Any]
+    attrs: frozenset
+    static_inputs: tuple[int, ...]
+    outputs: int
+    check: Callable[[dict], list[str]] | None
+
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*op_types: str, attrs=(), static=(), outputs=1, check=None):
+    """Register ``fn(cx, inputs, attrs)`` as the converter of ``op_types``."""
+    def deco(fn):
+        for t in op_types:
+            CONVERTERS[t] = Converter(fn, frozenset(attrs), tuple(static), outputs, check)
+        return fn
+    return deco
+
+
+def static_problems(node, attrs: dict) -> list[str]:
+    """Why ``node`` cannot be imported, judged from its op type and attributes alone."""
+    if node.domain not in ("", "ai.onnx"):
+        return [f"ops of the domain {node.domain!r} are not supported"]
+    conv = CONVERTERS.get(node.op_type)
+    if conv is None:
+        return [f"the op {node.op_type} is not supported"]
+    out = [f"the attribute {k}={v!r} is not supported" for k, v in attrs.items()
+           if k not in conv.attrs]
+    used = [i for i, name in enumerate(node.output) if name]
+    if used and max(used) >= conv.outputs:
+        out.append(f"output {max(used)} ({node.output[max(used)]!r}) is not supported; only "
+                   f"the first {conv.outputs} output(s) of {node.op_type} can be used")
+    if conv.check is not None:
+        out.extend(conv.check(attrs))
+    return out
+
+
+def _guard_dtype(fn):
+    """An op that rejects a dtype ONNX allows is a limitation of mlcbook, not a bad model."""
+    def wrapped(cx, ins, attrs):
+        try:
+            return fn(cx, ins, attrs)
+        except OpDTypeError as e:
+            raise Unsupported(e.message) from None
+    return wrapped
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+_UNARY = {"Neg": "neg", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+          "Reciprocal": "reciprocal", "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh",
+          "Erf": "erf"}
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+           "Equal": "equal", "Less": "less", "Greater": "greater"}
+
+
+@converter(*_UNARY)
+@_guard_dtype
+def _unary(cx, ins, attrs):
+    return cx.call(_UNARY[cx.node.op_type], ins[0])
+
+
+@converter(*_BINARY)
+@_guard_dtype
+def _binary(cx, ins, attrs):
+    return cx.call(_BINARY[cx.node.op_type], ins[0], ins[1])
+
+
+@converter("LeakyRelu", attrs=("alpha",))
+@_guard_dtype
+def _leaky_relu(cx, ins, attrs):
+    return cx.call("leaky_relu", ins[0], alpha=attrs.get("alpha", 0.01))
+
+
+def _check_gelu(attrs):
+    a = attrs.get("approximate", "none")
+    return [] if a in ("none", "tanh") else [f"approximate={a!r} is not 'none' or 'tanh'"]
+
+
+@converter("Gelu", attrs=("approximate",), check=_check_gelu)
+@_guard_dtype
+def _gelu(cx, ins, attrs):
+    return cx.call("gelu", ins[0], approximate=attrs.get("approximate", "none"))
+
+
+def _scalar(v: np.ndarray | None, what: str):
+    if v is None:
+        return None
+    if v.size != 1:
+        raise Unsupported(f"{what} must be a scalar, got shape {v.shape}")
+    return v.reshape(()).item()
+
+
+@converter("Clip", static=(1, 2))
+@_guard_dtype
+def _clip(cx, ins, attrs):
+    lo = _scalar(cx.static(1, "min"), "min")
+    hi = _scalar(cx.static(2, "max"), "max")
+    return cx.call("clip", ins[0], min=lo, max=hi)
+
+
+@converter("Max", "Min")
+@_guard_dtype
+def _max_min(cx, ins, attrs):
+    op = "maximum" if cx.node.op_type == "Max" else "minimum"
+    acc = ins[0]
+    for k, x in enumerate(ins[1:]):
+        last = k == len(ins) - 2
+        acc = cx.call(op, acc, x, suffix="" if last else f"_{k}")
+    return acc
+
+
+@converter("Where")
+@_guard_dtype
+def _where(cx, ins, attrs):
+    return cx.call("where", ins[0], ins[1], ins[2])
+
+
+@converter("Cast", attrs=("to", "saturate", "round_mode"))
+def _cast(cx, ins, attrs):
+    dtype = onnx_dtype(attrs["to"], "the target type 'to'")
+    if ins[0].dtype == dtype:
+        return ins[0]
+    return cx.call("cast", ins[0], dtype=dtype)
+
+
+@converter("Identity")
+def _identity(cx, ins, attrs):
+    return ins[0]
+
+
+# --- linear algebra and nn -------------------------------------------------------------------------
+@converter("MatMul")
+@_guard_dtype
+def _matmul(cx, ins, attrs):
+    return cx.call("matmul", ins[0], ins[1])
+
+
+@converter("Gemm", attrs=("alpha", "beta", "transA", "transB"))
+@_guard_dtype
+def _gemm(cx, ins, attrs):
+    args = [a for a in ins[:3] if a is not None]
+    return cx.call("gemm", *args, alpha=attrs.get("alpha", 1.0), beta=attrs.get("beta", 1.0),
+                   trans_a=attrs.get("transA", 0), trans_b=attrs.get("transB", 0))
+
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _check_auto_pad(attrs):
+    a = attrs.get("auto_pad", "NOTSET")
+    return [] if a in _AUTO_PADS else [f"auto_pad={a!r} is not one of {_AUTO_PADS}"]
+
+
+def _window(x: Expr, attrs: dict, kernel) -> dict:
+    nsp = x.type.ndim - 2
+    strides = tuple(attrs.get("strides") or (1,) * nsp)
+    dilations = tuple(attrs.get("dilations") or (1,) * nsp)
+    mode = attrs.get("auto_pad", "NOTSET")
+    if mode == "NOTSET":
+        pads = tuple(attrs.get("pads") or (0,) * (2 * nsp))
+    else:
+        pads = auto_pads(mode, x.shape[2:], kernel, strides, dilations)
+    return {"strides": strides, "dilations": dilations, "pads": pads}
+
+
+@converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
+           check=_check_auto_pad)
+@_guard_dtype
+def _conv(cx, ins, attrs):
+    x, w = ins[0], ins[1]
+    kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
+    args = [a for a in ins[:3] if a is not None]
+    return cx.call("conv", *args, group=attrs.get("group", 1), kernel_shape=kernel,
+                   **_window(x, attrs, kernel))
+
+
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
+
+
+@converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=_check_auto_pad)
+@_guard_dtype
+def _max_pool(cx, ins, attrs):
+    kernel = tuple(attrs["kernel_shape"])
+    return cx.call("max_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
+                   **_window(ins[0], attrs, kernel))
+
+
+@converter("AveragePool", attrs=_POOL_ATTRS + ("count_include_pad",), check=_check_auto_pad)
+@_guard_dtype
+def _avg_pool(cx, ins, attrs):
+    kernel = tuple(attrs["kernel_shape"])
+    return cx.call("avg_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
+                   count_include_pad=attrs.get("count_include_pad", 0),
+                   **_window(ins[0], attrs, kernel))
+
+
+@converter("GlobalAveragePool")
+@_guard_dtype
+def _gap(cx, ins, attrs):
+    return cx.call("global_avg_pool", ins[0])
+
+
+def _check_bn(attrs):
+    if attrs.get("training_mode", 0):
+        return ["training_mode=1 is not supported (models are imported for inference)"]
+    return []
+
+
+@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), check=_check_bn)
+@_guard_dtype
+def _batch_norm(cx, ins, attrs):
+    return cx.call("batch_norm", *ins[:5], epsilon=attrs.get("epsilon", 1e-5))
+
+
+@converter("LayerNormalization", attrs=("axis", "epsilon", "stash_type"), outputs=3)
+@_guard_dtype
+def _layer_norm(cx, ins, attrs):
+    stats = any(cx.node.output[1:])
+    args = [a for a in ins[:3] if a is not None]
+    return cx.call("layer_norm", *args, axis=attrs.get("axis", -1),
+                   epsilon=attrs.get("epsilon", 1e-5), num_outputs=3 if stats else 1)
+
+
+@converter("Softmax", "LogSoftmax", attrs=("axis",))
+@_guard_dtype
+def _softmax(cx, ins, attrs):
+    op = "softmax" if cx.node.op_type == "Softmax" else "log_softmax"
+    return cx.call(op, ins[0], axis=attrs.get("axis", -1))
+
+
+# --- data movement ---------------------------------------------------------------------------------
+def _ints(v: np.ndarray | None):
+    return None if v is None else tuple(int(x) for x in np.asarray(v).reshape(-1))
+
+
+@converter("Flatten", attrs=("axis",))
+def _flatten(cx, ins, attrs):
+    return cx.call("flatten", ins[0], axis=attrs.get("axis", 1))
+
+
+@converter("Reshape", attrs=("allowzero",), static=(1,))
+def _reshape(cx, ins, attrs):
+    return cx.call("reshape", ins[0], shape=_ints(cx.static(1, "shape")),
+                   allowzero=attrs.get("allowzero", 0))
+
+
+@converter("Transpose", attrs=("perm",))
+def _transpose(cx, ins, attrs):
+    return cx.call("transpose", ins[0], perm=attrs.get("perm"))
+
+
+@converter("Concat", attrs=("axis",))
+def _concat(cx, ins, attrs):
+    return cx.call("concat", *ins, axis=attrs["axis"])
+
+
+@converter("Split", attrs=("axis", "num_outputs", "split"), static=(1,), outputs=1 << 20)
+def _split(cx, ins, attrs):
+    x, axis = ins[0], attrs.get("axis", 0)
+    dim = x.shape[axis]
+    sizes = _ints(cx.static(1, "split")) or (tuple(attrs["split"]) if "split" in attrs else None)
+    if sizes is None:
+        n = attrs.get("num_outputs", len(cx.node.output))
+        if "num_outputs" in attrs:
+            chunk = -(-dim // n)
+            sizes = tuple(min(chunk, max(0, dim - chunk * i)) for i in range(n))
+        else:
+            if dim % n:
+                raise Unsupported(f"cannot split {dim} evenly into {n} outputs; give 'split'")
+            sizes = (dim // n,) * n
+    return cx.call("split", x, axis=axis, sizes=sizes)
+
+
+@converter("Slice", static=(1, 2, 3, 4))
+def _slice(cx, ins, attrs):
+    return cx.call("slice", ins[0], starts=_ints(cx.static(1, "starts")),
+                   ends=_ints(cx.static(2, "ends")), axes=_ints(cx.static(3, "axes")),
+                   steps=_ints(cx.static(4, "steps")))
+
+
+@converter("Squeeze", attrs=("axes",), static=(1,))
+def _squeeze(cx, ins, attrs):
+    axes = _ints(cx.static(1, "axes")) or attrs.get("axes")
+    return cx.call("squeeze", ins[0], axes=axes)
+
+
+@converter("Unsqueeze", attrs=("axes",), static=(1,))
+def _unsqueeze(cx, ins, attrs):
+    axes = _ints(cx.static(1, "axes")) or attrs.get("axes")
+    return cx.call("unsqueeze", ins[0], axes=axes)
+
+
+@converter("Gather", attrs=("axis",))
+@_guard_dtype
+def _gather(cx, ins, attrs):
+    return cx.call("gather", ins[0], ins[1], axis=attrs.get("axis", 0))
+
+
+def _check_pad(attrs):
+    mode = attrs.get("mode", "constant")
+    return [] if mode in ("constant", "reflect", "edge", "wrap") else [f"mode={mode!r}"]
+
+
+@converter("Pad", attrs=("mode",), static=(1, 2, 3), check=_check_pad)
+def _pad(cx, ins, attrs):
+    x = ins[0]
+    pads = _ints(cx.static(1, "pads"))
+    value = _scalar(cx.static(2, "constant_value"), "constant_value")
+    axes = _ints(cx.static(3, "axes"))
+    if axes is not None:
+        full = [0] * (2 * x.type.ndim)
+        for i, a in enumerate(axes):
+            a = a % x.type.ndim
+            full[a], full[x.type.ndim + a] = pads[i], pads[len(axes) + i]
+        pads = tuple(full)
+    return cx.call("pad", x, pads=pads, mode=attrs.get("mode", "constant"),
+                   value=0 if value is None else value)
+
+
+_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
+
+
+@converter(*_REDUCE, attrs=("axes", "keepdims", "noop_with_empty_axes"), static=(1,))
+@_guard_dtype
+def _reduce(cx, ins, attrs):
+    axes = _ints(cx.static(1, "axes"))
+    if axes is None and "axes" in attrs:
+        axes = tuple(attrs["axes"])
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return ins[0]
+        axes = None
+    return cx.call(_REDUCE[cx.node.op_type], ins[0], axes=axes, keepdims=attrs.get("keepdims", 1))
+
+
+# --- constants and shapes ----------------------------------------------------------------------------
+def _check_constant(attrs):
+    bad = [k for k in ("value_string", "value_strings", "sparse_value") if k in attrs]
+    return [f"{k} is not supported (only numeric dense tensors)" for k in bad]
+
+
+@converter("Constant", attrs=("value", "value_float", "value_floats", "value_int",
+                              "value_ints", "value_string", "value_strings", "sparse_value"),
+           check=_check_constant)
+def _constant(cx, ins, attrs):
+    from onnx import numpy_helper
+    if "value" in attrs:
+        onnx_dtype(attrs["value"].data_type, "the constant")
+        return Constant(numpy_helper.to_array(attrs["value"]))
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in attrs:
+            return Constant(np.asarray(attrs[key], dtype))
+    raise Unsupported("the Constant node has no value")
+
+
+@converter("Shape", attrs=("start", "end"))
+def _shape(cx, ins, attrs):
+    shape = ins[0].shape
+    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+    return Constant(np.asarray(shape[start:end], np.int64))
+
+
+__all__ = ["CONVERTERS", "Converter", "converter", "static_problems"]

@@ -1,0 +1,36 @@
+"""``mb.graph``: the graph IR. A model is a :class:`Function` over typed tensors — inputs,
+named weights, op calls, tuples, and ``call_tir`` into PrimFuncs of the same
+:class:`IRModule`.
+
+    >>> import mlcbook as mb
+    >>> from mlcbook.graph import op
+    >>> x = mb.graph.Var("x", mb.graph.TensorType((1, 4)))
+    >>> f = mb.graph.Function([x], op.relu(x))
+    >>> print(f)
+    def main(x: Tensor((1, 4), "float32")) -> Tensor((1, 4), "float32"):
+        relu: Tensor((1, 4), "float32") = op.relu(x)
+        return relu
+    >>> mb.graph.interpret(f, np.ones((1, 4), "float32"))     # numpy reference semantics
+    >>> exe = mb.compile(f); exe(np.ones((1, 4), "float32"))   # native code
+
+``legalize`` lowers every op call to ``call_tir`` of a PrimFunc; ``compile`` schedules and
+builds them into an :class:`Executable`, whose ``save`` writes a file that ``load`` reads.
+"""
+
+from ..ops.types import Attrs, TensorType, TupleType, Type
+from ..tir.function import IRModule
+from .builder import Builder, op
+from .expr import (Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, Var, call,
+                   children, post_order)
+from .functor import ExprMutator, ExprVisitor
+from .executable import Executable, compile, load  # noqa: A004 - mb.compile, as in TVM
+from .interpret import interpret
+from .legalize import legalize
+from .printer import module_to_str
+from .structural import assert_structural_equal, structural_equal, structural_hash
+
+__all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "op", "Call",
+           "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
+           "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
+           "legalize", "compile", "load", "Executable",
+           "assert_structural_equal", "structural_equal", "structural_hash"]

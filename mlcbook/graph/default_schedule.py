@@ -1,0 +1,239 @@
+"""Default schedules: what ``mb.compile`` does to each legalized PrimFunc before building it,
+without tuning. Every step is an ordinary :class:`mlcbook.Schedule` primitive, so the
+trace of a default schedule can be printed and replayed.
+
+Blocks are scheduled by what they are, read from their iteration variables:
+
+* **spatial** blocks (elementwise, injective, epilogues, padding): the innermost loop is
+  vectorized, the loops around it are fused and parallelized when there is enough work;
+* **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
+  reduce loops stay innermost, the spatial loops are fused and parallelized;
+* **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
+  is long): the output is cut into register tiles of ``rows x cols``; the reduce loops run
+  around each tile and the tile's columns are vectorized. The reduction's ``init`` is first
+  split into a block of its own (:func:`split_init`), so that it does not run as a guarded
+  test inside the reduce loops.
+
+    >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..schedule import Schedule
+from ..tir.analysis import free_vars
+from ..tir.expr import BufferLoad, Var
+from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit, substitute
+from ..tir.stmt import Block, BlockRealize, For, IterVar, SeqStmt, seq
+
+#: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
+LANES = 16
+#: parallelize a loop nest only when it does at least this many inner iterations in total:
+#: starting the threads of a parallel loop costs tens of microseconds, the time of about a
+#: million vectorized elementwise operations
+PARALLEL_WORK = 1 << 20
+
+
+def _root_stmts(func: PrimFunc):
+    body = func.body.block.body
+    return list(body.stmts) if isinstance(body, SeqStmt) else [body]
+
+
+def _nest(stmt):
+    """(loops, innermost statement) of a perfect loop nest."""
+    loops = []
+    while isinstance(stmt, For):
+        loops.append(stmt)
+        stmt = stmt.body
+    return loops, stmt
+
+
+def _is_tiled_reduction(realize: BlockRealize, loops) -> bool:
+    block = realize.block
+    spatial = [iv for iv in block.iter_vars if iv.kind == "spatial"]
+    reduce_ = [iv for iv in block.iter_vars if iv.kind == "reduce"]
+    if not reduce_ or block.init is None or len(spatial) < 1:
+        return False
+    inner = spatial[-1].extent.value if hasattr(spatial[-1].extent, "value") else 0
+    work = math.prod(iv.extent.value for iv in reduce_)
+    return inner >= 8 and work >= 4
+
+
+def split_init(func: PrimFunc, block_name: str) -> PrimFunc:
+    """Move the ``init`` of reduction block ``block_name`` into a block of its own,
+    ``<name>_init``, in a loop nest of its own right before the reduction's nest.
+
+    The reduction keeps its meaning (its first update now reads the initialized value), and
+    its reduce loops can then be reordered freely without guarding the init."""
+    out = []
+    for stmt in _root_stmts(func):
+        loops, node = _nest(stmt)
+        if not (isinstance(node, BlockRealize) and node.block.name == block_name
+                and node.block.init is not None):
+            out.append(stmt)
+            continue
+        block = node.block
+        spatial = [(iv, v) for iv, v in zip(block.iter_vars, node.iter_values)
+                   if iv.kind == "spatial"]
+        used = set()
+        for _, v in spatial:
+            used |= set(free_vars(v))
+        lmap = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in loops
+                if lp.loop_var in used}
+        ivmap = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
+        init_block = Block(f"{block_name}_init",
+                           tuple(IterVar(ivmap[iv.var], iv.extent, iv.kind) for iv, _ in spatial),
+                           (), tuple(substitute(w, ivmap) for w in block.writes),
+                           substitute(block.init, ivmap), None)
+        init = BlockRealize(tuple(substitute(v, lmap) for _, v in spatial), node.predicate,
+                            init_block)
+        update = replace(node, block=replace(block, init=None))
+        for lp in reversed(loops):
+            if lp.loop_var in lmap:
+                init = For(lmap[lp.loop_var], lp.extent, init, lp.kind, lp.annotations)
+            update = For(lp.loop_var, lp.extent, update, lp.kind, lp.annotations)
+        out += [init, update]
+    root = func.body.block
+    return func.with_body(replace(func.body, block=replace(root, body=seq(*out))))
+
+
+def _extent(sch: Schedule, loop) -> int:
+    return sch.get(loop).extent.value
+
+
+def _pick(extent: int, choices) -> int:
+    for c in choices:
+        if extent % c == 0:
+            return c
+    return 1
+
+
+def _vectorize_inner(sch: Schedule, loop) -> list:
+    """Vectorize ``loop`` (split to at most LANES lanes first); returns the outer loops made."""
+    e = _extent(sch, loop)
+    if e < 4:
+        return [loop]
+    if e <= LANES or e % LANES:
+        if e <= 4 * LANES:
+            sch.vectorize(loop)
+            return []
+    outer, inner = sch.split(loop, [None, LANES])
+    sch.vectorize(inner)
+    return [outer]
+
+
+def _parallel_outer(sch: Schedule, loops, work: int) -> None:
+    if not loops:
+        return
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    if work >= PARALLEL_WORK and _extent(sch, fused) > 1:
+        sch.parallel(fused)
+
+
+def _schedule_spatial(sch: Schedule, name: str) -> None:
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    if not loops:
+        return
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    rest = _vectorize_inner(sch, loops[-1])
+    _parallel_outer(sch, list(loops[:-1]) + rest, work)
+
+
+def _schedule_row_reduction(sch: Schedule, block, n_spatial: int) -> None:
+    loops = sch.get_loops(block)
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    _parallel_outer(sch, list(loops[:n_spatial]), work)
+
+
+def _reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
+    """The spatial axis to unroll a register tile along: the innermost one (before the
+    vectorized last axis) that the vector operand does not depend on, so that each vector
+    load serves the whole tile (matmul: rows of A; conv: output channels)."""
+    block = sch.get(sch.get_block(name))
+    ivs = [iv.var for iv in block.iter_vars[:n_spatial]]
+    written = [w.buffer for w in block.writes]
+    used: set = set()
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and not any(n.buffer is b for b in written):
+            names = set(free_vars(n))
+            if ivs[-1] in names:
+                used.update(names)
+
+    post_order_visit(block.body, visit)
+    for k in reversed(range(n_spatial - 1)):
+        if ivs[k] not in used:
+            return k
+    return None
+
+
+def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    j = spatial[-1]
+    ej = _extent(sch, j)
+    # a short row is one tile (its vector is split into registers by the code generator);
+    # a long one is cut into tiles of up to four registers, predicated if nothing divides it
+    bj = _pick(ej, (4 * LANES, 2 * LANES, LANES)) if ej > 4 * LANES else ej
+    if bj == 1:
+        bj = LANES
+    jo, ji = sch.split(j, [None, bj])
+    outer = spatial[:-1]
+    inner = []
+    row = _reuse_axis(sch, name, n_spatial)
+    if row is not None and _extent(sch, outer[row]) > 1:
+        bi = _pick(_extent(sch, outer[row]), (4, 2))
+        if bi > 1:
+            io, ii = sch.split(outer[row], [None, bi])
+            outer = outer[:row] + [io] + outer[row + 1:]
+            inner = [ii]
+    # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
+    # in cache while every row tile uses them
+    sch.reorder(jo, *outer, *reduce_, *inner, ji)
+    if bj > LANES and bj % LANES == 0:
+        j0, j1 = sch.split(ji, [None, LANES])
+        sch.unroll(j0)
+        sch.vectorize(j1)
+    else:
+        sch.vectorize(ji)
+    for lp in inner:
+        sch.unroll(lp)
+    tile_loops = [jo] + outer
+    fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
+    if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
+        sch.parallel(fused)
+    return fused
+
+
+def default_schedule(func: PrimFunc) -> PrimFunc:
+    """``func`` with the default schedule applied to every block (see the module docstring)."""
+    tiled = []
+    for stmt in _root_stmts(func):
+        loops, node = _nest(stmt)
+        if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
+            tiled.append(node.block.name)
+    for name in tiled:
+        func = split_init(func, name)
+    sch = Schedule(func)
+    done: set[str] = set()
+    for stmt in _root_stmts(func):
+        loops, node = _nest(stmt)
+        if not isinstance(node, BlockRealize) or node.block.name in done:
+            continue
+        block = node.block
+        name = block.name
+        n_spatial = sum(iv.kind == "spatial" for iv in block.iter_vars)
+        if name in tiled:
+            _schedule_tiled(sch, name, n_spatial)
+        elif n_spatial == len(block.iter_vars):
+            _schedule_spatial(sch, name)
+        else:
+            _schedule_row_reduction(sch, sch.get_block(name), n_spatial)
+        done.add(name)
+    return sch.func

@@ -1,0 +1,299 @@
+"""Whole models as native code: ``mb.compile(mod)`` -> :class:`Executable`; ``exe.save`` and
+``mb.load`` for a deployable artifact.
+
+    >>> exe = mb.compile(mb.from_onnx("mlp.onnx"), target="llvm")
+    >>> y = exe(x)                          # or exe.run({"input": x})
+    >>> exe.save("mlp.mlcb")
+    >>> mb.load("mlp.mlcb")(x)              # no recompiling: object code, plan and weights
+
+Compiling legalizes every op call to a PrimFunc, gives each the default schedule
+(:mod:`mlcbook.graph.default_schedule`), builds them all into one native library, and plans
+the run: every value gets a buffer allocated once (weights are kept as given, reshapes are
+views of their input), and a run is a list of kernel calls on those buffers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import ArgumentError, BuildError, GraphError
+from ..ops.types import Attrs, TensorType, TupleType
+from ..tir.function import IRModule, PrimFunc
+from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
+from .functor import ExprMutator
+from .interpret import bind_inputs, main_function
+
+#: ops that only reinterpret their input's memory: no kernel, the output is a view
+VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
+FORMAT_VERSION = 1
+
+
+@dataclass
+class _Slot:
+    """A buffer of the plan: an input, a weight, an intermediate, or a view of another slot."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str                 #: "input", "const", "temp" or "view"
+    ref: int = -1             #: input index (input) or viewed slot (view)
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype, "kind": self.kind, "ref": self.ref}
+
+    @staticmethod
+    def from_json(d: dict) -> "_Slot":
+        return _Slot(tuple(d["shape"]), d["dtype"], d["kind"], d["ref"])
+
+
+@dataclass
+class Plan:
+    """What a run does: ``steps`` call kernels on slots; ``outputs`` are slots to return."""
+
+    inputs: list[tuple[str, TensorType]]
+    slots: list[_Slot]
+    steps: list[tuple[str, list[int]]]
+    outputs: list[int]
+    tuple_output: bool
+
+    def to_json(self) -> dict:
+        return {"version": FORMAT_VERSION,
+                "inputs": [[n, list(t.shape), t.dtype] for n, t in self.inputs],
+                "slots": [s.to_json() for s in self.slots],
+                "steps": [[k, a] for k, a in self.steps],
+                "outputs": self.outputs, "tuple_output": self.tuple_output}
+
+    @staticmethod
+    def from_json(d: dict) -> "Plan":
+        if d.get("version") != FORMAT_VERSION:
+            raise BuildError(f"this artifact has format version {d.get('version')}; this "
+                             f"mlcbook reads version {FORMAT_VERSION}: compile the model again")
+        return Plan([(n, TensorType(tuple(s), dt)) for n, s, dt in d["inputs"]],
+                    [_Slot.from_json(s) for s in d["slots"]],
+                    [(k, list(a)) for k, a in d["steps"]], list(d["outputs"]),
+                    bool(d["tuple_output"]))
+
+
+def _plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
+    """Assign slots to the values of a legalized graph function."""
+    slots: list[_Slot] = []
+    consts: dict[int, np.ndarray] = {}
+    where: dict[int, Any] = {}   # node id -> slot index, or a list of them for tuples
+    steps = []
+
+    def new(t: TensorType, kind: str, ref: int = -1) -> int:
+        slots.append(_Slot(t.shape, t.dtype, kind, ref))
+        return len(slots) - 1
+
+    for k, p in enumerate(func.params):
+        where[id(p)] = new(p.type, "input", k)
+    for n in post_order(func.body):
+        if id(n) in where:
+            continue
+        if isinstance(n, Constant):
+            where[id(n)] = s = new(n.type, "const")
+            consts[s] = np.ascontiguousarray(n.data)
+        elif isinstance(n, Var):
+            raise GraphError(f"variable {n.name!r} is not an input of {func.name!r}")
+        elif isinstance(n, CallTIR):
+            args = [where[id(a)] for a in n.args]
+            outs = [new(t, "temp") for t in n.out_types]
+            steps.append((n.func, args + outs))
+            where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
+        elif isinstance(n, Call) and n.op in VIEW_OPS:
+            where[id(n)] = new(n.type, "view", where[id(n.args[0])])
+        elif isinstance(n, Call):
+            raise GraphError(f"op call {n.name!r} ({n.op}) was not legalized")
+        elif isinstance(n, Tuple):
+            where[id(n)] = [where[id(f)] for f in n.fields]
+        elif isinstance(n, TupleGetItem):
+            where[id(n)] = where[id(n.tuple_value)][n.index]
+    out = where[id(func.body)]
+    tuple_output = isinstance(out, list)
+    outputs = out if tuple_output else [out]
+    if any(isinstance(o, list) for o in outputs):
+        raise GraphError("nested tuples cannot be returned by a compiled model")
+    inputs = [(p.name, p.type) for p in func.params]
+    return Plan(inputs, slots, steps, outputs, tuple_output), consts
+
+
+class Executable:
+    """A compiled model: call it like the graph function it came from.
+
+    ``exe(x)``, ``exe(input=x)`` or ``exe.run({"input": x})``; inputs are checked by name,
+    shape and dtype. Returns one array, or a tuple for models with several outputs.
+    """
+
+    def __init__(self, plan: Plan, kernels: Mapping[str, Any], consts: Mapping[int, np.ndarray],
+                 stats: dict | None = None):
+        self.plan = plan
+        self.kernels = dict(kernels)
+        self.stats = dict(stats or {})
+        params = tuple(Var(n, t) for n, t in plan.inputs)
+        self._sig = Function(params, Tuple(params), "main")  # for checking inputs
+        missing = sorted({k for k, _ in plan.steps} - set(self.kernels))
+        if missing:
+            raise BuildError(f"the plan calls kernels {', '.join(missing)} that the library "
+                             "does not have; the artifact is inconsistent")
+        self._buffers: list[np.ndarray | None] = [None] * len(plan.slots)
+        for i, s in enumerate(plan.slots):
+            if s.kind == "const":
+                self._buffers[i] = np.ascontiguousarray(consts[i], dtype=s.dtype)
+            elif s.kind == "temp":
+                self._buffers[i] = np.empty(s.shape, s.dtype)
+        self._calls = [(self.kernels[k], args) for k, args in plan.steps]
+
+    @property
+    def input_names(self) -> list[str]:
+        return [n for n, _ in self.plan.inputs]
+
+    def _root(self, i: int) -> int:
+        while self.plan.slots[i].kind == "view":
+            i = self.plan.slots[i].ref
+        return i
+
+    def __call__(self, *args, **kwargs):
+        return self._execute(bind_inputs(self._sig, args, kwargs))
+
+    def run(self, inputs: Mapping[str, np.ndarray] | None = None):
+        """Run on ``inputs``, a mapping from input names to arrays."""
+        if inputs is not None and not isinstance(inputs, Mapping):
+            raise ArgumentError("exe.run takes a dict {input name: array}; call exe(x) to pass "
+                                "arrays by position")
+        return self._execute(bind_inputs(self._sig, [], dict(inputs or {})))
+
+    def profile(self, *args, repeat: int = 20, **kwargs) -> list[tuple[str, float]]:
+        """Median seconds of each kernel call of a run on these inputs, in plan order."""
+        arrays = bind_inputs(self._sig, args, kwargs)
+        times = [[] for _ in self._calls]
+        for _ in range(repeat):
+            self._execute(arrays, times)
+        return [(k, float(np.median(t))) for (k, _), t in zip(self.plan.steps, times)]
+
+    def _execute(self, arrays: list[np.ndarray], times: list | None = None):
+        bufs = list(self._buffers)
+        for i, s in enumerate(self.plan.slots):
+            if s.kind == "input":
+                bufs[i] = np.ascontiguousarray(arrays[s.ref])
+        ptr = [0] * len(bufs)
+        for i in range(len(bufs)):
+            b = bufs[self._root(i)]
+            ptr[i] = b.__array_interface__["data"][0] if b is not None and b.size else 0
+        if times is None:
+            for kernel, args in self._calls:
+                kernel.run_unchecked([ptr[a] for a in args])
+        else:
+            for (kernel, args), t in zip(self._calls, times):
+                t0 = time.perf_counter()
+                kernel.run_unchecked([ptr[a] for a in args])
+                t.append(time.perf_counter() - t0)
+        outs = [np.array(bufs[self._root(o)]).reshape(self.plan.slots[o].shape)
+                for o in self.plan.outputs]
+        return tuple(outs) if self.plan.tuple_output else outs[0]
+
+    # --- artifact ------------------------------------------------------------------------------
+    def save(self, path) -> str:
+        """Write the deployable artifact: native object code, the plan and the weights."""
+        if not self.kernels:
+            obj = b""
+        else:
+            with tempfile.TemporaryDirectory() as d:
+                f = os.path.join(d, "kernels.o")
+                next(iter(self.kernels.values())).export_object(f)
+                with open(f, "rb") as fh:
+                    obj = fh.read()
+        weights = io.BytesIO()
+        np.savez(weights, **{str(i): b for i, b in enumerate(self._buffers)
+                             if self.plan.slots[i].kind == "const"})
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("plan.json", json.dumps(self.plan.to_json()))
+            z.writestr("kernels.o", obj)
+            z.writestr("weights.npz", weights.getvalue())
+            z.writestr("kernels.json", json.dumps(sorted(self.kernels)))
+        return str(path)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{n}: {t}" for n, t in self.plan.inputs)
+        return f"<Executable ({ins}): {len(self.plan.steps)} kernel calls, " \
+               f"{len(self.kernels)} kernels>"
+
+
+def load(path) -> Executable:
+    """Load an artifact written by :meth:`Executable.save` (no compiler needed)."""
+    from ..runtime import load_kernel
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise BuildError(f"no compiled model at {path!r}")
+    try:
+        with zipfile.ZipFile(path) as z:
+            plan = Plan.from_json(json.loads(z.read("plan.json")))
+            obj = z.read("kernels.o")
+            names = json.loads(z.read("kernels.json"))
+            with np.load(io.BytesIO(z.read("weights.npz"))) as w:
+                consts = {int(k): w[k] for k in w.files}
+    except (zipfile.BadZipFile, KeyError, ValueError) as e:
+        raise BuildError(f"{path!r} is not an mlcbook compiled model ({e}); write one with "
+                         "exe.save(path)") from None
+    kernels = {}
+    if obj:
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "kernels.o")
+            with open(f, "wb") as fh:
+                fh.write(obj)
+            lib = load_kernel(f)
+        kernels = {lib.name: lib} if not hasattr(lib, "kernels") else dict(lib.kernels)
+    missing = [n for n in names if n not in kernels]
+    if missing:
+        raise BuildError(f"{path!r} lacks the kernels {', '.join(missing)}")
+    return Executable(plan, kernels, consts)
+
+
+class _InferenceLayouts(ExprMutator):
+    """Rewrites that are right only for inference, where weights never change: a gemm whose
+    weight is used transposed gets the transposed weight instead, so that its kernel reads
+    rows of the weight with unit stride (and vectorizes)."""
+
+    def visit_Call(self, call: Call):
+        call = self.generic_visit(call)
+        if call.op == "gemm" and call.attrs["trans_b"] and isinstance(call.args[1], Constant):
+            w = call.args[1]
+            wt = Constant(np.ascontiguousarray(w.data.T), w.name, w.owner)
+            return Call("gemm", (call.args[0], wt) + call.args[2:],
+                        Attrs(dict(call.attrs, trans_b=0)), call.name)
+        return call
+
+
+def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  # noqa: A001
+    """Compile a module's main graph function (or a graph Function) to an Executable."""
+    from ..runtime import build
+    from .default_schedule import default_schedule
+    from .legalize import legalize
+    t0 = time.perf_counter()
+    func, _ = main_function(mod)
+    func = _InferenceLayouts().visit_function(func)
+    lmod = legalize(IRModule({**(mod.functions if isinstance(mod, IRModule) else {}),
+                              "main": func}), keep=VIEW_OPS)
+    func, _ = main_function(lmod)
+    used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
+    prims = {name: default_schedule(f) for name, f in lmod.items()
+             if isinstance(f, PrimFunc) and name in used}
+    t1 = time.perf_counter()
+    kernels: dict[str, Any] = {}
+    if prims:
+        lib = build(IRModule(prims), target=target, fastmath=fastmath)
+        kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
+    plan, consts = _plan(func)
+    stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
+             "kernels": len(kernels), "calls": len(plan.steps)}
+    return Executable(plan, kernels, consts, stats)
+
+
+__all__ = ["compile", "load", "Executable", "Plan"]

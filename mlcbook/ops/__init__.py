@@ -1,0 +1,22 @@
+"""``mb.ops``: the operator library. Each op has a fusion kind, attributes with defaults,
+shape/dtype inference with clear errors, a numpy reference, and a legalization to loop IR.
+
+    >>> import mlcbook as mb
+    >>> mb.ops.get("matmul").kind
+    <OpKind.OUT_ELEMWISE_FUSABLE: 4>
+    >>> mb.ops.list_ops()[:3]
+    ['abs', 'add', 'avg_pool']
+
+Add an op with :func:`register` (and :func:`register_legalization`); the graph IR, the
+interpreter, the ONNX frontend and the compiler pick it up by name.
+"""
+
+from . import elementwise, linalg, nn, reduce, transform  # noqa: F401 - they register the ops
+from . import lower_elementwise, lower_nn, lower_transform  # noqa: F401 - and their legalizations
+from .legalize import legalize_call
+from .registry import (REQUIRED, Op, OpKind, get, list_ops, register, register_legalization,
+                       unregister)
+from .types import Attrs, TensorType, TupleType, Type, type_of_array
+
+__all__ = ["legalize_call", "REQUIRED", "Op", "OpKind", "get", "list_ops", "register", "register_legalization",
+           "unregister", "Attrs", "TensorType", "TupleType", "Type", "type_of_array"]

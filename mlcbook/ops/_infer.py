@@ -1,0 +1,73 @@
+"""Shared pieces of shape and dtype inference: broadcasting, axes, dtype agreement."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import OpAttributeError, OpDTypeError, OpShapeError
+from .types import TensorType
+
+FLOATS = ("float16", "float32", "float64")
+INTS = ("int8", "uint8", "int32", "int64")
+NUMBERS = INTS + FLOATS
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of ``shapes``; names the op and both shapes when they do not fit."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        dims = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise OpShapeError(
+                f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be "
+                f"broadcast together (dimension {k - ndim} is {sorted(dims)}); make the "
+                "dimensions equal or 1")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def same_dtype(op: str, types: Sequence[TensorType]) -> str:
+    """The common dtype of ``types``; raises if they differ."""
+    dtypes = [t.dtype for t in types]
+    if len(set(dtypes)) > 1:
+        raise OpDTypeError(
+            f"{op}: inputs have different dtypes {', '.join(dtypes)}; insert a cast so they agree")
+    return dtypes[0]
+
+
+def require_dtype(op: str, t: TensorType, allowed: Sequence[str], what: str = "input") -> None:
+    if t.dtype not in allowed:
+        raise OpDTypeError(
+            f"{op}: the {what} has dtype {t.dtype}, but {op} takes {', '.join(allowed)}")
+
+
+def norm_axis(op: str, axis: int, ndim: int, name: str = "axis", allow_end: bool = False) -> int:
+    """``axis`` in ``[0, ndim)`` (``[0, ndim]`` if ``allow_end``); negative counts from the end."""
+    hi = ndim + 1 if allow_end else ndim
+    if not -ndim <= axis < hi:
+        raise OpAttributeError(
+            f"{op}: {name}={axis} is out of range for a tensor of rank {ndim}; "
+            f"use a value in [{-ndim}, {hi - 1}]")
+    return axis + ndim if axis < 0 else axis
+
+
+def norm_axes(op: str, axes: Sequence[int], ndim: int, name: str = "axes") -> tuple[int, ...]:
+    out = tuple(norm_axis(op, int(a), ndim, name) for a in axes)
+    if len(set(out)) != len(out):
+        raise OpAttributeError(f"{op}: {name}={tuple(axes)} repeats an axis")
+    return out
+
+
+def ints(op: str, name: str, value, length: int | None = None) -> tuple[int, ...]:
+    """An attribute that must be a tuple of ints (of ``length`` if given)."""
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        out = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise OpAttributeError(f"{op}: {name} must be a list of ints, got {value!r}") from None
+    if length is not None and len(out) != length:
+        raise OpAttributeError(f"{op}: {name}={out} must have {length} values")
+    return out

@@ -1,0 +1,157 @@
+"""Elementwise and broadcasting ops: arithmetic, comparisons, activations, ``where``, ``cast``.
+
+    >>> get("relu").reference(np.array([-1.0, 2.0]))
+    array([0., 2.])
+
+Binary ops broadcast like numpy. Integer ``div`` truncates toward zero (ONNX's rule, which
+is C's), unlike numpy's ``//``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._infer import FLOATS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
+from .registry import OpKind, register
+from .types import TensorType, check_graph_dtype
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _unary(name, fn, dtypes=FLOATS, attrs=None, doc=""):
+    def infer(types, attrs):
+        require_dtype(name, types[0], dtypes)
+        return types[0]
+
+    def reference(x, **a):
+        return np.asarray(fn(x, **a)).astype(x.dtype, copy=False)
+
+    register(name, kind=OpKind.ELEMWISE, infer=infer, reference=reference, attrs=attrs,
+             num_inputs=(1, 1), doc=doc)
+
+
+def _gelu(x, approximate="none"):
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        return 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)))
+    return 0.5 * x64 * (1 + _erf(x64 / math.sqrt(2)))
+
+
+def _sigmoid(x):
+    x64 = x.astype(np.float64)
+    return 1 / (1 + np.exp(-x64))
+
+
+SIGNED = ("int8", "int32", "int64") + FLOATS
+
+_unary("neg", np.negative, SIGNED, doc="-x")
+_unary("abs", np.abs, NUMBERS, doc="|x|")
+_unary("exp", np.exp, doc="e**x")
+_unary("log", np.log, doc="natural logarithm")
+_unary("sqrt", np.sqrt, doc="square root")
+_unary("reciprocal", lambda x: 1 / x, doc="1 / x")
+_unary("relu", lambda x: np.maximum(x, 0), SIGNED, doc="max(x, 0)")
+_unary("sigmoid", _sigmoid, doc="1 / (1 + exp(-x))")
+_unary("tanh", np.tanh, doc="hyperbolic tangent")
+_unary("erf", lambda x: _erf(x.astype(np.float64)), doc="the error function")
+_unary("leaky_relu", lambda x, alpha: np.where(x < 0, x * np.asarray(alpha, x.dtype), x),
+       attrs={"alpha": 0.01}, doc="x if x >= 0 else alpha * x")
+_unary("gelu", _gelu, attrs={"approximate": "none"},
+       doc="x * Phi(x); approximate='tanh' uses the tanh formula")
+
+
+def _clip_ref(x, min=None, max=None):  # noqa: A002 - ONNX's names
+    y = x
+    if min is not None:
+        y = np.maximum(y, np.asarray(min, x.dtype))
+    if max is not None:
+        y = np.minimum(y, np.asarray(max, x.dtype))
+    return y
+
+
+def _clip_infer(types, attrs):
+    require_dtype("clip", types[0], NUMBERS)
+    return types[0]
+
+
+register("clip", kind=OpKind.ELEMWISE, infer=_clip_infer, reference=_clip_ref,
+         attrs={"min": None, "max": None}, doc="min(max(x, min), max); a missing bound is no bound")
+
+
+def _cast_infer(types, attrs):
+    return TensorType(types[0].shape, check_graph_dtype(attrs["dtype"]))
+
+
+def _cast_ref(x, dtype):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return x.astype(dtype)
+
+
+register("cast", kind=OpKind.ELEMWISE, infer=_cast_infer, reference=_cast_ref,
+         attrs={"dtype": None}, doc="convert to `dtype` (float -> int truncates toward zero)")
+
+
+# --- binary, broadcasting ----------------------------------------------------------------------
+def _trunc_div(x, y):
+    if x.dtype.kind in "iu":
+        q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
+        return (np.sign(x.astype(np.int64)) * np.sign(y.astype(np.int64)) * q).astype(x.dtype)
+    return x / y
+
+
+def _binary(name, fn, dtypes=NUMBERS, out_dtype=None, doc=""):
+    def infer(types, attrs):
+        dtype = same_dtype(name, types)
+        require_dtype(name, types[0], dtypes)
+        shape = broadcast_shapes(name, types[0].shape, types[1].shape)
+        return TensorType(shape, out_dtype or dtype)
+
+    def reference(x, y):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = np.asarray(fn(x, y))
+        return out.astype(out_dtype or x.dtype, copy=False)
+
+    register(name, kind=OpKind.BROADCAST, infer=infer, reference=reference, num_inputs=(2, 2),
+             doc=doc)
+
+
+_binary("add", np.add, doc="x + y")
+_binary("sub", np.subtract, doc="x - y")
+_binary("mul", np.multiply, doc="x * y")
+_binary("div", _trunc_div, doc="x / y (integers: truncated toward zero)")
+_binary("maximum", np.maximum, doc="elementwise max")
+_binary("minimum", np.minimum, doc="elementwise min")
+_binary("equal", np.equal, NUMBERS + ("bool",), "bool", doc="x == y")
+_binary("less", np.less, NUMBERS, "bool", doc="x < y")
+_binary("greater", np.greater, NUMBERS, "bool", doc="x > y")
+
+
+def _pow_infer(types, attrs):
+    require_dtype("pow", types[0], NUMBERS, "base")
+    require_dtype("pow", types[1], NUMBERS, "exponent")
+    return TensorType(broadcast_shapes("pow", types[0].shape, types[1].shape), types[0].dtype)
+
+
+def _pow_ref(x, y):
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return np.power(x.astype(np.int64), y.astype(np.int64)).astype(x.dtype)
+    return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+
+
+register("pow", kind=OpKind.BROADCAST, infer=_pow_infer, reference=_pow_ref, num_inputs=(2, 2),
+         doc="x ** y; the result has the base's dtype, the exponent may have another")
+
+
+def _where_infer(types, attrs):
+    cond, x, y = types
+    require_dtype("where", cond, ("bool",), "condition")
+    dtype = same_dtype("where", (x, y))
+    return TensorType(broadcast_shapes("where", cond.shape, x.shape, y.shape), dtype)
+
+
+register("where", kind=OpKind.BROADCAST, infer=_where_infer,
+         reference=lambda c, x, y: np.where(c, x, y), num_inputs=(3, 3),
+         doc="x where cond else y, broadcasting all three")
+

@@ -1,0 +1,83 @@
+"""Matrix products: ``matmul`` (numpy's batched, broadcasting ``@``) and ``gemm``
+(``alpha * op(A) @ op(B) + beta * C``, ONNX's fully connected layer).
+
+    >>> get("matmul").infer_type([TensorType((8, 1, 4, 5)), TensorType((3, 5, 6))], {})
+    Tensor((8, 3, 4, 6), "float32")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OpShapeError
+from ._infer import NUMBERS, broadcast_shapes, require_dtype, same_dtype
+from .registry import OpKind, register
+from .types import TensorType
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of ``a @ b`` for numpy semantics (1-D operands are promoted and squeezed)."""
+    if not a or not b:
+        raise OpShapeError(f"matmul: operands must have at least one dimension, got {a} and {b}")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise OpShapeError(
+            f"matmul: shapes {a} and {b} do not fit: the last dimension of the first ({a2[-1]}) "
+            f"must equal the second-to-last of the second ({b2[-2]})")
+    batch = broadcast_shapes("matmul", a2[:-2], b2[:-2])
+    out = batch + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def _matmul_infer(types, attrs):
+    dtype = same_dtype("matmul", types)
+    require_dtype("matmul", types[0], NUMBERS)
+    return TensorType(matmul_shape(types[0].shape, types[1].shape), dtype)
+
+
+def _matmul_ref(a, b):
+    if a.dtype.kind == "f":
+        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    return np.matmul(a, b)
+
+
+register("matmul", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_matmul_infer, reference=_matmul_ref,
+         num_inputs=(2, 2), doc="a @ b with numpy's rules (batched, broadcasting, 1-D promoted)")
+
+
+def _gemm_infer(types, attrs):
+    dtype = same_dtype("gemm", types)
+    require_dtype("gemm", types[0], NUMBERS)
+    a, b = types[0].shape, types[1].shape
+    if len(a) != 2 or len(b) != 2:
+        raise OpShapeError(f"gemm: A and B must be 2-D, got shapes {a} and {b}; use matmul")
+    m, ka = (a[1], a[0]) if attrs["trans_a"] else a
+    kb, n = (b[1], b[0]) if attrs["trans_b"] else b
+    if ka != kb:
+        raise OpShapeError(
+            f"gemm: inner dimensions differ: A{'ᵀ' if attrs['trans_a'] else ''} is {m}x{ka} "
+            f"but B{'ᵀ' if attrs['trans_b'] else ''} is {kb}x{n}; check trans_a/trans_b")
+    if len(types) == 3:
+        c = types[2].shape
+        if broadcast_shapes("gemm", c, (m, n)) != (m, n):
+            raise OpShapeError(f"gemm: C of shape {c} does not broadcast to the output ({m}, {n})")
+    return TensorType((m, n), dtype)
+
+
+def _gemm_ref(a, b, c=None, alpha=1.0, beta=1.0, trans_a=0, trans_b=0):
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    y = alpha * ((a64.T if trans_a else a64) @ (b64.T if trans_b else b64))
+    if c is not None:
+        y = y + beta * c.astype(np.float64)
+    return y.astype(a.dtype)
+
+
+register("gemm", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_gemm_infer, reference=_gemm_ref,
+         attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0}, num_inputs=(2, 3),
+         doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b")

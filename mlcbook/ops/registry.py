@@ -1,0 +1,135 @@
+"""The operator registry: for every op its fusion kind, attributes, shape/dtype inference,
+numpy reference and (once registered) legalization to loop IR.
+
+    >>> op = get("add")
+    >>> op.kind
+    <OpKind.BROADCAST: 1>
+    >>> op.infer_type([TensorType((2, 3)), TensorType((3,))], {})
+    Tensor((2, 3), "float32")
+
+An op is written once and every layer uses it: the graph IR infers types with it when a
+call is built, the graph interpreter runs its reference, the compiler lowers it with its
+legalization, and fusion groups ops by their kind.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import GraphError, OpAttributeError, UnknownOpError
+from .types import Attrs, TensorType, Type
+
+
+class OpKind(enum.IntEnum):
+    """How an op's outputs depend on its inputs: the fusion categories of the TVM paper.
+
+    The order matters: fusion combines kinds by taking the larger one.
+    """
+
+    ELEMWISE = 0        #: out[i] = f(in[i]) for same-shaped tensors
+    BROADCAST = 1       #: out[i] = f(in0[bcast(i)], in1[bcast(i)])
+    INJECTIVE = 2       #: each output element reads one input element (reshape, transpose, slice)
+    REDUCTION = 3       #: reduces some axes (sum, max, softmax's pieces)
+    OUT_ELEMWISE_FUSABLE = 4  #: a complex op whose output can take elementwise ops (matmul, conv)
+    OPAQUE = 8          #: cannot be fused
+
+
+#: marks an attribute that has no default and must be given
+REQUIRED = object()
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One operator. Build with :func:`register`; look up with :func:`get`."""
+
+    name: str
+    kind: OpKind
+    infer: Callable[[tuple[TensorType, ...], Attrs], Type]
+    reference: Callable[..., Any]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    num_inputs: tuple[int, int | None] = (1, 1)
+    doc: str = ""
+    legalize: Callable | None = None
+
+    def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
+        """``attrs`` with defaults filled in; unknown or missing attributes raise."""
+        attrs = dict(attrs or {})
+        unknown = sorted(set(attrs) - set(self.attrs))
+        if unknown:
+            known = ", ".join(self.attrs) or "none"
+            raise OpAttributeError(
+                f"op {self.name!r} has no attribute {', '.join(map(repr, unknown))}; "
+                f"its attributes are: {known}")
+        out = {}
+        for k, default in self.attrs.items():
+            if k in attrs and attrs[k] is not None:
+                out[k] = attrs[k]
+            elif default is REQUIRED:
+                raise OpAttributeError(f"op {self.name!r} needs the attribute {k!r}")
+            elif default is not None:
+                out[k] = default
+        return Attrs(out)
+
+    def check_arity(self, n: int) -> None:
+        lo, hi = self.num_inputs
+        if n < lo or (hi is not None and n > hi):
+            want = f"{lo}" if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            raise GraphError(f"op {self.name!r} takes {want} input(s), got {n}")
+
+    def infer_type(self, arg_types: Sequence[Type], attrs: Mapping[str, Any] | None) -> Type:
+        """The output type of this op applied to ``arg_types`` (raises on bad inputs)."""
+        self.check_arity(len(arg_types))
+        for k, t in enumerate(arg_types):
+            if not isinstance(t, TensorType):
+                raise GraphError(
+                    f"input {k} of op {self.name!r} is a {t}, not a tensor; pick one item of "
+                    "the tuple with TupleGetItem")
+        return self.infer(tuple(arg_types), self.normalize_attrs(attrs))
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name} ({self.kind.name.lower()})>"
+
+
+_REGISTRY: dict[str, Op] = {}
+
+
+def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
+             doc: str = "") -> Op:
+    """Add an op to the registry (re-registering a name is an error: names are global)."""
+    if name in _REGISTRY:
+        raise GraphError(f"op {name!r} is already registered; pick another name")
+    op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc)
+    _REGISTRY[name] = op
+    return op
+
+
+def register_legalization(name: str):
+    """Decorator attaching a legalization (TE tensors, attrs, output type -> TE tensor(s))."""
+    def deco(fn):
+        object.__setattr__(get(name), "legalize", fn)
+        return fn
+    return deco
+
+
+def unregister(name: str) -> None:
+    """Remove an op (for exercises that add their own op and clean up after)."""
+    _REGISTRY.pop(name, None)
+
+
+def get(name: str) -> Op:
+    """The op called ``name``."""
+    op = _REGISTRY.get(name)
+    if op is None:
+        import difflib
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownOpError(f"no op named {name!r} is registered{hint} "
+                             "(mb.ops.list_ops() lists them)")
+    return op
+
+
+def list_ops() -> list[str]:
+    """The names of all registered ops, sorted."""
+    return sorted(_REGISTRY)

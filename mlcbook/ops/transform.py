@@ -1,0 +1,250 @@
+"""Injective ops that move data without arithmetic: ``reshape``, ``flatten``, ``squeeze``,
+``unsqueeze``, ``transpose``, ``concat``, ``split``, ``slice``, ``gather``, ``pad``.
+
+Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
+into attributes at import), so every output shape is known when the call is built.
+
+    >>> get("reshape").infer_type([TensorType((2, 3, 4))], {"shape": (0, -1)})
+    Tensor((2, 12), "float32")
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ._infer import ints, norm_axes, norm_axis, require_dtype, same_dtype
+from .registry import REQUIRED, OpKind, register
+from .types import TensorType, TupleType
+
+
+def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
+    """The concrete target shape: 0 copies the input's dimension (unless ``allowzero``),
+    -1 is inferred from the element count."""
+    shape = list(ints("reshape", "shape", shape))
+    for i, s in enumerate(shape):
+        if s == 0 and not allowzero:
+            if i >= len(in_shape):
+                raise OpAttributeError(
+                    f"reshape: shape={tuple(shape)} copies dimension {i} (a 0) but the input "
+                    f"{tuple(in_shape)} has only {len(in_shape)} dimensions")
+            shape[i] = in_shape[i]
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise OpAttributeError(f"reshape: shape={tuple(shape)} may have at most one -1 and no "
+                               "other negative sizes")
+    size = math.prod(in_shape)
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or size % known:
+            raise OpShapeError(f"reshape: cannot infer the -1 in {tuple(shape)} for an input of "
+                               f"shape {tuple(in_shape)} ({size} elements)")
+        shape[shape.index(-1)] = size // known
+    if math.prod(shape) != size:
+        raise OpShapeError(
+            f"reshape: cannot reshape {tuple(in_shape)} ({size} elements) into {tuple(shape)} "
+            f"({math.prod(shape)} elements)")
+    return tuple(shape)
+
+
+def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc=""):
+    register(name, kind=OpKind.INJECTIVE, infer=infer, reference=ref, attrs=attrs,
+             num_inputs=num_inputs, doc=doc)
+
+
+def _reshape_infer(types, attrs):
+    x = types[0]
+    return TensorType(resolve_reshape(x.shape, attrs["shape"], attrs["allowzero"]), x.dtype)
+
+
+_injective("reshape", _reshape_infer,
+           lambda x, shape, allowzero=0: x.reshape(resolve_reshape(x.shape, shape, allowzero)),
+           {"shape": REQUIRED, "allowzero": 0},
+           doc="same elements, new shape; 0 copies a dimension, -1 is inferred")
+
+
+def _flatten_shape(shape, axis):
+    axis = norm_axis("flatten", axis, len(shape), allow_end=True)
+    return (math.prod(shape[:axis]), math.prod(shape[axis:]))
+
+
+_injective("flatten", lambda t, a: TensorType(_flatten_shape(t[0].shape, a["axis"]), t[0].dtype),
+           lambda x, axis=1: x.reshape(_flatten_shape(x.shape, axis)), {"axis": 1},
+           doc="2-D view: dimensions before `axis` x dimensions from `axis` on")
+
+
+def _squeeze_shape(shape, axes):
+    if axes is None:
+        return tuple(s for s in shape if s != 1)
+    axes = norm_axes("squeeze", ints("squeeze", "axes", axes), len(shape))
+    for a in axes:
+        if shape[a] != 1:
+            raise OpShapeError(f"squeeze: axis {a} of shape {tuple(shape)} has size {shape[a]}, "
+                               "not 1; only size-1 axes can be squeezed")
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _unsqueeze_shape(shape, axes):
+    axes = ints("unsqueeze", "axes", axes)
+    out_rank = len(shape) + len(axes)
+    axes = norm_axes("unsqueeze", axes, out_rank)
+    it = iter(shape)
+    return tuple(1 if i in axes else next(it) for i in range(out_rank))
+
+
+_injective("squeeze", lambda t, a: TensorType(_squeeze_shape(t[0].shape, a.get("axes")), t[0].dtype),
+           lambda x, axes=None: x.reshape(_squeeze_shape(x.shape, axes)), {"axes": None},
+           doc="remove size-1 axes (all of them if `axes` is not given)")
+_injective("unsqueeze", lambda t, a: TensorType(_unsqueeze_shape(t[0].shape, a["axes"]), t[0].dtype),
+           lambda x, axes: x.reshape(_unsqueeze_shape(x.shape, axes)), {"axes": REQUIRED},
+           doc="insert size-1 axes at `axes` (positions in the output)")
+
+
+def _perm(ndim, perm):
+    if perm is None:
+        return tuple(reversed(range(ndim)))
+    perm = ints("transpose", "perm", perm)
+    if sorted(perm) != list(range(ndim)):
+        raise OpAttributeError(f"transpose: perm={perm} is not a permutation of 0..{ndim - 1}")
+    return perm
+
+
+def _transpose_infer(types, attrs):
+    x = types[0]
+    return TensorType(tuple(x.shape[p] for p in _perm(x.ndim, attrs.get("perm"))), x.dtype)
+
+
+_injective("transpose", _transpose_infer,
+           lambda x, perm=None: np.ascontiguousarray(np.transpose(x, _perm(x.ndim, perm))),
+           {"perm": None}, doc="permute axes (reverse them if `perm` is not given)")
+
+
+def _concat_infer(types, attrs):
+    dtype = same_dtype("concat", types)
+    x = types[0]
+    axis = norm_axis("concat", attrs["axis"], x.ndim)
+    for t in types[1:]:
+        if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape))
+                                   if i != axis):
+            raise OpShapeError(
+                f"concat: shapes {x.shape} and {t.shape} differ outside axis {axis}; all inputs "
+                "must have the same shape except along the concatenation axis")
+    size = sum(t.shape[axis] for t in types)
+    return TensorType(x.shape[:axis] + (size,) + x.shape[axis + 1:], dtype)
+
+
+_injective("concat", _concat_infer, lambda *xs, axis: np.concatenate(xs, axis=axis),
+           {"axis": REQUIRED}, num_inputs=(1, None), doc="join tensors along `axis`")
+
+
+def _split_infer(types, attrs):
+    x = types[0]
+    axis = norm_axis("split", attrs["axis"], x.ndim)
+    sizes = ints("split", "sizes", attrs["sizes"])
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise OpShapeError(f"split: sizes={sizes} must be non-negative and add up to "
+                           f"{x.shape[axis]}, the size of axis {axis} of {x.shape}")
+    return TupleType(tuple(TensorType(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype)
+                           for s in sizes))
+
+
+def _split_ref(x, sizes, axis=0):
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+register("split", kind=OpKind.INJECTIVE, infer=_split_infer, reference=_split_ref,
+         attrs={"axis": 0, "sizes": REQUIRED}, doc="cut along `axis` into pieces of `sizes`")
+
+
+def slice_ranges(shape, starts, ends, axes=None, steps=None) -> list[tuple[int, int, int]]:
+    """(start, step, length) for every axis after ONNX's clamping rules."""
+    starts, ends = ints("slice", "starts", starts), ints("slice", "ends", ends)
+    axes = norm_axes("slice", ints("slice", "axes", axes) if axes is not None
+                     else tuple(range(len(starts))), len(shape))
+    steps = ints("slice", "steps", steps) if steps is not None else (1,) * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise OpAttributeError(
+            f"slice: starts, ends, axes and steps must have the same length; got {starts}, "
+            f"{ends}, {axes}, {steps}")
+    out = [(0, 1, d) for d in shape]
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        d = shape[a]
+        if st == 0:
+            raise OpAttributeError("slice: a step of 0 is not allowed")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+            n = max(0, -(-(e - s) // st))
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+            n = max(0, -(-(s - e) // -st))
+        out[a] = (s, st, n)
+    return out
+
+
+def _slice_infer(types, attrs):
+    x = types[0]
+    rng = slice_ranges(x.shape, attrs["starts"], attrs["ends"], attrs.get("axes"),
+                       attrs.get("steps"))
+    return TensorType(tuple(n for _, _, n in rng), x.dtype)
+
+
+def _slice_ref(x, starts, ends, axes=None, steps=None):
+    index = tuple(np.arange(n) * st + s for s, st, n in slice_ranges(x.shape, starts, ends, axes,
+                                                                     steps))
+    return x[np.ix_(*index)] if x.ndim else x.copy()
+
+
+_injective("slice", _slice_infer, _slice_ref,
+           {"starts": REQUIRED, "ends": REQUIRED, "axes": None, "steps": None},
+           doc="x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)")
+
+
+def _gather_infer(types, attrs):
+    data, idx = types
+    require_dtype("gather", idx, ("int32", "int64"), "indices")
+    axis = norm_axis("gather", attrs["axis"], data.ndim)
+    return TensorType(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
+
+
+def _gather_ref(data, indices, axis=0):
+    n = data.shape[axis]
+    if indices.size and (indices.min() < -n or indices.max() >= n):
+        raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis {axis}")
+    return np.take(data, indices, axis=axis)
+
+
+_injective("gather", _gather_infer, _gather_ref, {"axis": 0}, num_inputs=(2, 2),
+           doc="pick slices along `axis` by integer indices (negative counts from the end)")
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def _pad_infer(types, attrs):
+    x = types[0]
+    pads = ints("pad", "pads", attrs["pads"], 2 * x.ndim)
+    if attrs["mode"] not in PAD_MODES:
+        raise OpAttributeError(f"pad: mode={attrs['mode']!r} is not one of {PAD_MODES}")
+    shape = tuple(d + pads[i] + pads[x.ndim + i] for i, d in enumerate(x.shape))
+    if min(shape, default=0) < 0:
+        raise OpShapeError(f"pad: pads={pads} crop {x.shape} to a negative size")
+    if attrs["mode"] != "constant" and 0 in x.shape and sum(pads):
+        raise OpShapeError(f"pad: mode {attrs['mode']!r} cannot pad an empty tensor {x.shape}")
+    return TensorType(shape, x.dtype)
+
+
+def _pad_ref(x, pads, mode="constant", value=0.0):
+    nd = x.ndim
+    crop = tuple(slice(max(0, -pads[i]), x.shape[i] - max(0, -pads[nd + i])) for i in range(nd))
+    x = x[crop]
+    widths = [(max(0, pads[i]), max(0, pads[nd + i])) for i in range(nd)]
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))
+    return np.pad(x, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])
+
+
+_injective("pad", _pad_infer, _pad_ref, {"pads": REQUIRED, "mode": "constant", "value": 0.0},
+           doc="pad (or crop, with negative pads) every axis; pads = all befores, then all afters")
+

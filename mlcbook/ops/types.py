@@ -1,0 +1,149 @@
+"""The types of graph values: :class:`TensorType` (static shape + dtype) and :class:`TupleType`,
+and :class:`Attrs`, the immutable attribute mapping of an op call.
+
+They live beside the operators because every op's shape inference speaks them; the graph IR
+re-exports them as ``mb.graph.TensorType``.
+
+    >>> TensorType((64, 784), "float32")
+    Tensor((64, 784), "float32")
+    >>> TensorType((64, 784), "float32").size
+    50176
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..errors import OpDTypeError, OpShapeError
+
+#: dtypes a graph value may have (the loop IR's; ONNX's int16, uint16, ... are not supported)
+GRAPH_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")
+
+
+def check_graph_dtype(dtype: Any) -> str:
+    """The dtype's name if graph values may have it, else raise :class:`OpDTypeError`."""
+    name = getattr(dtype, "name", dtype)
+    if isinstance(name, type):
+        name = np.dtype(name).name
+    if name not in GRAPH_DTYPES:
+        raise OpDTypeError(
+            f"dtype {dtype!r} is not supported by mlcbook graphs; use one of {', '.join(GRAPH_DTYPES)}")
+    return name
+
+
+class Type:
+    """Base of value types."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A tensor of static ``shape`` (non-negative ints; ``()`` is a scalar) and ``dtype``."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        shape = tuple(self.shape)
+        for s in shape:
+            if isinstance(s, (np.integer,)):
+                continue
+            if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+                raise OpShapeError(
+                    f"tensor shape {shape} has the dimension {s!r}; every dimension must be a "
+                    "non-negative int (mlcbook compiles static shapes)")
+        object.__setattr__(self, "shape", tuple(int(s) for s in shape))
+        object.__setattr__(self, "dtype", check_graph_dtype(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return f"Tensor({self.shape}, \"{self.dtype}\")"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    """The type of a tuple of values, e.g. the outputs of ``split``."""
+
+    fields: tuple[Type, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "fields", tuple(self.fields))
+
+    def __str__(self) -> str:
+        return "Tuple(" + ", ".join(str(f) for f in self.fields) + ")"
+
+    __repr__ = __str__
+
+
+def type_of_array(a: np.ndarray) -> TensorType:
+    """The TensorType of a numpy array."""
+    return TensorType(tuple(a.shape), check_graph_dtype(a.dtype))
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return tuple(_freeze(x) for x in v.tolist()) if v.ndim else v.item()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    raise TypeError(f"op attribute values must be numbers, strings or tuples of them, got {v!r}")
+
+
+class Attrs(Mapping):
+    """An immutable, hashable mapping of op attributes (values: numbers, strings, tuples).
+
+    >>> Attrs(axis=1)["axis"]
+    1
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping | None = None, **kwargs):
+        d = dict(items or {}, **kwargs)
+        object.__setattr__(self, "_items", tuple(sorted((k, _freeze(v)) for k, v in d.items())))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Attrs is immutable")
+
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Attrs):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self == Attrs(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return "Attrs(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"

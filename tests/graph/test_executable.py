@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import ArgumentError, BuildError
+from mlcbook.graph import Constant, Function, TensorType, Tuple, Var, interpret, op
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(0)
+    x = Var("x", TensorType((4, 12)))
+    w = Constant(rng.standard_normal((12, 8)).astype("float32"), name="w")
+    h = op.relu(op.matmul(x, w, name="fc"))
+    h = op.reshape(h, shape=(4, 2, 4))
+    f = Function([x], Tuple([op.softmax(h), op.sum(h, axes=(2,), keepdims=0)]))
+    return f, mb.compile(f)
+
+
+def test_compiled_model_matches_the_reference(model):
+    f, exe = model
+    x = np.random.default_rng(1).standard_normal((4, 12)).astype("float32")
+    for got, want in zip(exe(x), interpret(f, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_run_by_name_and_repeated_runs_do_not_share_outputs(model):
+    _, exe = model
+    a = exe.run({"x": np.ones((4, 12), "float32")})[1]
+    b = exe.run({"x": np.zeros((4, 12), "float32")})[1]
+    assert not np.array_equal(a, b)
+
+
+def test_reshape_is_a_view_not_a_kernel(model):
+    _, exe = model
+    assert "reshape" not in exe.kernels
+    assert exe.stats["calls"] == len(exe.plan.steps)
+
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda e: e(np.ones((4, 11), "float32")), r"expects shape \(4, 12\)"),
+    (lambda e: e(np.ones((4, 12), "int32")), "expects dtype float32"),
+    (lambda e: e.run({"y": np.ones((4, 12), "float32")}), "no input named 'y'"),
+    (lambda e: e(), "missing input"),
+    (lambda e: e.run(np.ones((4, 12), "float32")), "takes a dict"),
+])
+def test_inputs_are_checked(model, call, msg):
+    with pytest.raises(ArgumentError, match=msg):
+        call(model[1])
+
+
+def test_save_and_load_run_without_recompiling(model, tmp_path):
+    _, exe = model
+    path = exe.save(tmp_path / "m.mlcb")
+    loaded = mb.load(path)
+    x = np.random.default_rng(2).standard_normal((4, 12)).astype("float32")
+    for a, b in zip(loaded(x), exe(x)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_loading_something_else_is_an_error(tmp_path):
+    bad = tmp_path / "bad.mlcb"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(BuildError, match="not an mlcbook compiled model"):
+        mb.load(bad)
+    with pytest.raises(BuildError, match="no compiled model"):
+        mb.load(tmp_path / "missing.mlcb")
+
+
+def test_model_returning_an_input_and_a_constant():
+    x = Var("x", TensorType((3,)))
+    f = Function([x], Tuple([x, Constant(np.arange(2, dtype="int64"))]))
+    a, b = mb.compile(f)(np.ones(3, "float32"))
+    assert a.tolist() == [1, 1, 1] and b.tolist() == [0, 1]

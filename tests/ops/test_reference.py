@@ -1,0 +1,87 @@
+"""The numpy references, checked against direct (slow, obviously right) computations."""
+import itertools
+
+import numpy as np
+
+from mlcbook.ops import get
+
+
+def ref(op, *args, **attrs):
+    o = get(op)
+    return o.reference(*args, **dict(o.normalize_attrs(attrs)))
+
+
+def naive_conv2d(x, w, stride, pad):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    for b, k, i, j in itertools.product(range(n), range(f), range(oh), range(ow)):
+        out[b, k, i, j] = np.sum(xp[b, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+                                 * w[k])
+    return out
+
+
+def test_conv_matches_direct_loops():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 6)).astype("float32")
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    got = ref("conv", x, w, strides=(2, 2), pads=(1, 1, 1, 1))
+    np.testing.assert_allclose(got, naive_conv2d(x, w, 2, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_conv_is_per_group_conv():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    w = rng.standard_normal((6, 2, 3, 3)).astype("float32")
+    got = ref("conv", x, w, group=2)
+    want = np.concatenate([naive_conv2d(x[:, :2], w[:3], 1, 0),
+                           naive_conv2d(x[:, 2:], w[3:], 1, 0)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_avg_pool_count_include_pad():
+    x = np.ones((1, 1, 2, 2), "float32")
+    excl = ref("avg_pool", x, kernel_shape=(2, 2), pads=(1, 1, 1, 1), strides=(1, 1))
+    incl = ref("avg_pool", x, kernel_shape=(2, 2), pads=(1, 1, 1, 1), strides=(1, 1),
+               count_include_pad=1)
+    assert np.all(excl == 1.0)
+    assert incl[0, 0, 0, 0] == 0.25 and incl[0, 0, 1, 1] == 1.0
+
+
+def test_max_pool_ignores_padding():
+    x = -np.ones((1, 1, 2, 2), "float32")
+    assert np.all(ref("max_pool", x, kernel_shape=(2, 2), pads=(1, 1, 1, 1)) == -1.0)
+
+
+def test_integer_division_truncates_toward_zero():
+    x = np.array([-7, 7, -7, 7], "int32")
+    y = np.array([2, 2, -2, -2], "int32")
+    assert ref("div", x, y).tolist() == [-3, 3, 3, -3]
+
+
+def test_softmax_rows_sum_to_one_and_survive_large_inputs():
+    x = np.array([[1000.0, 1001.0, 1002.0]], "float32")
+    s = ref("softmax", x)
+    assert np.isfinite(s).all() and abs(s.sum() - 1) < 1e-6
+
+
+def test_layer_norm_normalizes():
+    x = np.random.default_rng(2).standard_normal((3, 8)).astype("float32")
+    y = ref("layer_norm", x, np.ones(8, "float32"), np.zeros(8, "float32"))
+    np.testing.assert_allclose(y.mean(axis=1), 0, atol=1e-6)
+    np.testing.assert_allclose(y.std(axis=1), 1, atol=1e-3)
+
+
+def test_reduce_max_of_nothing_is_minus_infinity():
+    assert ref("max", np.zeros((2, 0), "float32"), axes=(1,), keepdims=0).tolist() == \
+        [-np.inf, -np.inf]
+
+
+def test_pad_modes():
+    x = np.array([1, 2, 3], "float32")
+    assert ref("pad", x, pads=(2, 1), mode="reflect").tolist() == [3, 2, 1, 2, 3, 2]
+    assert ref("pad", x, pads=(1, 1), mode="edge").tolist() == [1, 1, 2, 3, 3]
+    assert ref("pad", x, pads=(1, 2), mode="wrap").tolist() == [3, 1, 2, 3, 1, 2]
+    assert ref("pad", x, pads=(-1, 1), value=9.0).tolist() == [2, 3, 9]
