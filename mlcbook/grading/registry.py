@@ -5,7 +5,7 @@ A chapter's checker module registers one function per exercise::
     @exercise("01.lnumpy_bmm", points=2, title="Batched matmul with loops")
     def _check_bmm(answer, rng):
         ...                       # raise Fail("...") to give zero points
-        return "matches A @ B on 3 fresh shapes"
+        return "matches A @ B on 3 fresh shapes"  # or Partial(1, "...") for some points
 
 and a notebook calls ``mb.grading.check("01.lnumpy_bmm", lnumpy_bmm)``.
 """
@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import GradingError
-from .compare import Fail, NotImplementedAnswer
+from .compare import Fail, NotImplementedAnswer, Partial
 from .result import CheckResult
 
 Checker = Callable[[object, np.random.Generator], str]
@@ -95,4 +95,9 @@ def check(exercise_id: str, answer: object, *, seed: int | None = None) -> Check
         return CheckResult(ex.id, 0, ex.points,
                            f"internal error in the checker ({type(err).__name__}: {err}); "
                            "your answer could not be judged, please report this to the course")
+    if isinstance(message, Partial):
+        if not 0 <= message.points <= ex.points:
+            return CheckResult(ex.id, 0, ex.points, f"internal error in the checker (it gave "
+                               f"{message.points} of {ex.points} points); please report this")
+        return CheckResult(ex.id, message.points, ex.points, message.message)
     return CheckResult(ex.id, ex.points, ex.points, message)
