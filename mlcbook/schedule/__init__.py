@@ -10,8 +10,11 @@
 Modules, one family of primitives each: :mod:`.queries` (get_block, get_loops, ...),
 :mod:`.loops` (split, fuse, reorder), :mod:`.for_kind` (parallel, vectorize, unroll,
 annotate), :mod:`.compute_at`, :mod:`.inline` (compute_inline, reverse_compute_inline),
-:mod:`.sampling`; the core is :mod:`.state` (Schedule, handles, the ``schedule_primitive``
-decorator), :mod:`.trace`, :mod:`.errors`, :mod:`.tree` and :mod:`.analysis`.
+:mod:`.sampling`, :mod:`.cache` (cache_read, cache_write), :mod:`.reduction`
+(decompose_reduction, rfactor), :mod:`.layout` (transform_layout), :mod:`.padding`
+(pad_einsum), :mod:`.blockize`; the core is :mod:`.state` (Schedule, handles, the
+``schedule_primitive`` decorator), :mod:`.trace`, :mod:`.errors`, :mod:`.tree` and
+:mod:`.analysis`.
 """
 
 from . import errors
