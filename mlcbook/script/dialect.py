@@ -1,0 +1,147 @@
+"""The names of mlcbook's script dialect, used as ``T.<name>`` (``from mlcbook.script import T``).
+
+The parser reads these names from a function's *source*; the body of a ``@T.prim_func`` is
+never run. So most names here are markers: calling ``T.grid`` or ``T.block`` in ordinary
+Python raises a :class:`~mlcbook.errors.ScriptError` saying so. The expression
+constructors (``T.float32(0.5)``, ``T.max``, ``T.exp``, ``T.Cast``, ``T.select``, ...) build
+real IR expressions, and ``T.Buffer`` returns a description of a parameter, because Python
+evaluates a parameter's annotation when the ``def`` statement runs.
+
+    >>> @T.prim_func
+    ... def add_one(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    ...     for i in range(8):
+    ...         with T.block("B"):
+    ...             vi = T.axis.spatial(8, i)
+    ...             B[vi] = A[vi] + T.float32(1)
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+from typing import NamedTuple
+
+from ..errors import ScriptError
+from ..tir import expr as _e
+
+
+def prim_func(fn=None, *, num_outputs: int = 1, root: bool = True):
+    """Decorator: parse the decorated function's source into a :class:`~mlcbook.tir.PrimFunc`.
+
+    ``@T.prim_func(num_outputs=2)`` marks the last two parameters as outputs;
+    ``root=False`` takes the body as is instead of wrapping it in the root block.
+    """
+    from .parser import parse_python_function
+
+    def decorate(f):
+        return parse_python_function(f, num_outputs=num_outputs, root=root)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def ir_module(cls):
+    """Class decorator: an :class:`~mlcbook.tir.IRModule` of the class's ``@T.prim_func`` methods."""
+    from ..tir.function import IRModule, PrimFunc
+    funcs = {}
+    for name, f in vars(cls).items():
+        if name.startswith("__"):
+            continue
+        if not isinstance(f, PrimFunc):
+            raise ScriptError(f"{cls.__name__}.{name} in an @T.ir_module class is not a "
+                              "@T.prim_func; decorate it with @T.prim_func or move it out")
+        funcs[name] = f
+    if not funcs:
+        raise ScriptError(f"class {cls.__name__!r} decorated with @T.ir_module has no "
+                          "@T.prim_func methods; decorate each function with @T.prim_func")
+    return IRModule(funcs)
+
+
+class BufferType(NamedTuple):
+    """What ``T.Buffer((128, 128), "float32")`` evaluates to in a parameter annotation."""
+
+    shape: tuple
+    dtype: str = "float32"
+    scope: str = "global"
+
+
+def Buffer(shape, dtype: str = "float32", scope: str = "global") -> BufferType:  # noqa: N802
+    """Parameter annotation ``A: T.Buffer((128, 128), "float32")`` (scope ``"global"`` unless given)."""
+    return BufferType(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,), dtype, scope)
+
+
+def _marker(name: str):
+    def marker(*args, **kwargs):
+        raise ScriptError(
+            f"T.{name}(...) only has a meaning inside a function decorated with @T.prim_func, "
+            "whose source the parser reads (its body is never run); to build IR from Python, "
+            "use mb.tir or mb.te")
+    marker.__name__ = name.rsplit(".", 1)[-1]
+    marker.__qualname__ = f"T.{name}"
+    marker.__doc__ = f"``T.{name}``: a script-dialect marker, read by the parser."
+    return marker
+
+
+grid = _marker("grid")
+serial = _marker("serial")
+parallel = _marker("parallel")
+vectorized = _marker("vectorized")
+unroll = _marker("unroll")
+block = _marker("block")
+reads = _marker("reads")
+writes = _marker("writes")
+init = _marker("init")
+where = _marker("where")
+alloc_buffer = _marker("alloc_buffer")
+allocate = _marker("allocate")
+func_attr = _marker("func_attr")
+block_attr = _marker("block_attr")
+evaluate = _marker("evaluate")
+
+
+class axis:  # noqa: N801 - read as T.axis.spatial
+    """Block iteration variables: ``vi = T.axis.spatial(128, i)``, ``T.axis.reduce``,
+    ``vi, vj = T.axis.remap("SS", [i, j])``."""
+
+    spatial = staticmethod(_marker("axis.spatial"))
+    reduce = staticmethod(_marker("axis.reduce"))
+    remap = staticmethod(_marker("axis.remap"))
+
+
+def _const_ctor(dtype: str):
+    def ctor(value):
+        if isinstance(value, str):
+            value = builtins.float(value)
+        return _e.Const(value, dtype)
+    ctor.__name__ = dtype
+    ctor.__doc__ = f"``T.{dtype}(value)``: a {dtype} constant."
+    return ctor
+
+
+float16, float32, float64 = (_const_ctor(d) for d in ("float16", "float32", "float64"))
+int8, uint8, int32, int64 = (_const_ctor(d) for d in ("int8", "uint8", "int32", "int64"))
+bool = _const_ctor("bool")  # noqa: A001 - T.bool(True)
+
+
+def Cast(dtype: str, value) -> _e.Cast:  # noqa: N802
+    """``T.Cast("float32", i)``: convert a value to ``dtype``."""
+    return _e.Cast(dtype, _e.as_expr(value))
+
+
+max, min = _e.max, _e.min  # noqa: A001
+select = if_then_else = _e.select
+exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _e.tanh, \
+    _e.sigmoid, _e.erf
+pow, abs, floor, ceil = _e.pow, _e.abs, _e.floor, _e.ceil  # noqa: A001
+
+#: every ``T.<name>`` the parser knows (nested ones dotted), for "did you mean" hints
+NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
+         "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
+         "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
+         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
+         "max", "min", "select", "if_then_else", *_e.MATH_FUNCS)
+
+
+def __getattr__(name: str):
+    close = difflib.get_close_matches(name, NAMES, n=1)
+    hint = f"; did you mean T.{close[0]}?" if close else ""
+    raise AttributeError(f"T has no name {name!r}{hint}")

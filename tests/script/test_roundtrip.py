@@ -1,0 +1,77 @@
+"""Round trip, checked over generated programs: ``parse(str(f))`` is ``f`` and prints the same."""
+
+import math
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from mlcbook.script import parse
+from mlcbook.tir import (Block, BlockRealize, Buffer, BufferRegion, Cast, Const, Evaluate,
+                         IRModule, PrimFunc, Range, Unary, assert_structural_equal,
+                         root_block_realize, verify)
+
+from ._programs import prim_funcs
+
+_SETTINGS = settings(max_examples=300, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@_SETTINGS
+@given(prim_funcs())
+def test_function_round_trip(func):
+    verify(func)  # the generator makes well-formed programs only
+    text = str(func)
+    back = parse(text)
+    assert_structural_equal(back, func)
+    assert str(back) == text
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prim_funcs(depth=2), prim_funcs(depth=2))
+def test_module_round_trip(f, g):
+    mod = IRModule({"main": f, "other": g})
+    text = str(mod)
+    back = parse(text)
+    assert isinstance(back, IRModule)
+    assert_structural_equal(back, mod)
+    assert str(back) == text
+
+
+_REGION_LINE = re.compile(r"^\s*T\.(reads|writes)\(.*\)$")
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prim_funcs())
+def test_inferred_regions_round_trip(func):
+    # without T.reads/T.writes the parser infers the regions; the result prints and reads back
+    lines = str(func).split("\n")
+    text = "\n".join(line for line in lines if not _REGION_LINE.match(line))
+    inferred = parse(text)
+    again = parse(str(inferred))
+    assert_structural_equal(again, inferred)
+    assert str(again) == str(inferred)
+
+
+def _regressions():
+    """Programs the property tests once found wrong, kept as plain examples."""
+    A = Buffer("A", (4,), "float32")
+    nan_min = Cast("int32", Const(math.nan, "float32"))
+    region = BufferRegion(A, (Range(nan_min, Const(1, "int64")),))
+    blk = Block("b", (), (region,), (), Evaluate(Const(0, "int32")))
+    yield PrimFunc("nan_region", (A,), root_block_realize(BlockRealize((), True, blk)))
+    neg = Unary("-", Const(-1, "int32"))   # `--1`, not the constant 1
+    yield PrimFunc("neg", (A,), root_block_realize(Evaluate(neg)), num_outputs=0)
+    yield PrimFunc("for", (A,), root_block_realize(Evaluate(Const(0, "int32"))))
+    yield PrimFunc("attrs", (A,), root_block_realize(Evaluate(Const(0, "int32"))),
+                   attrs={"\x85\u2028": "line\nbreaks"})
+
+
+@pytest.mark.parametrize("func", list(_regressions()), ids=lambda f: f.name)
+def test_regressions_round_trip(func):
+    text = str(func)
+    back = parse(text)
+    assert_structural_equal(back, func)
+    assert str(back) == text
