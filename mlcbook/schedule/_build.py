@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional
 
-from ..script.infer import infer_regions
+from ..tir.regions import infer_regions
 from ..tir.expr import Binary, Buffer, Const, PrimExpr, Var
 from ..tir.simplify import simplify
 from ..tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range,

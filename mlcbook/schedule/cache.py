@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from ..script.infer import same_expr
+from ..tir.regions import same_expr
 from ..tir.expr import Buffer, Const, Var
 from ..tir.functor import replace_buffers
 from ..tir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..script.infer import infer_regions
+from ..tir.regions import infer_regions
 from ..tir.expr import Buffer, BufferLoad, Var
 from ..tir.functor import Mutator, substitute
 from ..tir.stmt import Block, BlockRealize, BufferStore, Stmt

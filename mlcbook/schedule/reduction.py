@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..script.infer import same_expr
+from ..tir.regions import same_expr
 from ..tir.analysis import buffers_read, buffers_written, free_vars
 from ..tir.expr import (Binary, Buffer, BufferLoad, Const, PrimExpr, Var, infinity, is_float,
                         neg_infinity)

@@ -25,7 +25,7 @@ from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr,
                         Var, MATH_FUNCS, as_expr, check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
-from .infer import same_expr
+from ..tir.regions import same_expr
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%"}

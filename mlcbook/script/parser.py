@@ -35,7 +35,7 @@ from ..tir.stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, Fo
 from ..tir.verify import verify
 from . import dialect
 from .exprs import _BINOPS, ExprParser, Source
-from .infer import infer_regions
+from ..tir.regions import infer_regions
 
 _LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
                "unroll": "unrolled"}

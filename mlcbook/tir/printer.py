@@ -73,6 +73,16 @@ def stmt_to_str(s: Stmt) -> str:
     return "\n".join(p.lines)
 
 
+def part_to_str(node) -> str:
+    """A region ``A[vi, 0:4]``, a range ``0:4`` or an iteration variable ``vk: reduce(0:16)``."""
+    p = _Printer(rename=False)
+    if isinstance(node, BufferRegion):
+        return p.region(node)
+    if isinstance(node, Range):
+        return p._range(node)
+    return f"{p.expr(node.var)}: {node.kind}(0:{p.expr(node.extent)})"
+
+
 def func_to_str(f: PrimFunc, name: str | None = None) -> str:
     """The script text of a PrimFunc (what ``print(f)`` shows), optionally under another name."""
     p = _Printer(rename=True)

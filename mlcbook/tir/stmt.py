@@ -22,6 +22,11 @@ from ..errors import DTypeMismatchError, ShapeError, TIRError
 from .expr import Buffer, Const, PrimExpr, Var, as_expr, check_indices, is_int
 
 
+def _part_str(self) -> str:
+    from .printer import part_to_str
+    return part_to_str(self)
+
+
 class Stmt:
     """Base of every statement."""
 
@@ -98,6 +103,8 @@ class For(Stmt):
 class Range:
     """The half-open interval ``[min, min + extent)``."""
 
+    __str__ = _part_str
+
     min: PrimExpr
     extent: PrimExpr
 
@@ -111,6 +118,8 @@ class Range:
 @dataclass(frozen=True, eq=False, repr=False)
 class BufferRegion:
     """A rectangular region of a buffer, one :class:`Range` per dimension."""
+
+    __str__ = _part_str
 
     buffer: Buffer
     region: tuple[Range, ...]
@@ -138,6 +147,8 @@ ITER_KINDS = ("spatial", "reduce")
 @dataclass(frozen=True, eq=False, repr=False)
 class IterVar:
     """An iteration variable of a block: ``var`` ranges over ``[0, extent)``; kind spatial or reduce."""
+
+    __str__ = _part_str
 
     var: Var
     extent: PrimExpr

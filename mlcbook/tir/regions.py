@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from ..tir.expr import Buffer, BufferLoad, Const, PrimExpr, Var
-from ..tir.functor import Visitor, post_order_visit
-from ..tir.stmt import Allocate, Block, BufferRegion, BufferStore, IterVar, Range, Stmt
+from .expr import Buffer, BufferLoad, Const, PrimExpr, Var
+from .functor import Visitor, post_order_visit
+from .stmt import Allocate, Block, BufferRegion, BufferStore, IterVar, Range, Stmt
 
 
 def infer_regions(body: Stmt, init: Stmt | None, iter_vars: tuple[IterVar, ...],
