@@ -9,6 +9,8 @@ The whole user-facing surface::
     mb.grading      # graded exercises: check(exercise_id, answer)
     mb.Schedule, mb.Trace, mb.ScheduleError   # transform loop IR step by step (mb.schedule)
     mb.lower, mb.build, mb.Target, mb.time_kernel   # native code through LLVM
+    mb.from_onnx, mb.compile, mb.load   # whole models: ONNX -> graph IR -> Executable
+    mb.models       # a small model shipped inside the package (the tour's)
     mb.MLCError     # base of every error a user can cause
 """
 
@@ -26,7 +28,7 @@ def __getattr__(name):
     import importlib
     if name in ("te", "script", "grading"):
         return importlib.import_module(f".{name}", __name__)
-    if name in ("graph", "ops", "frontend"):
+    if name in ("graph", "ops", "frontend", "models"):
         return importlib.import_module(f".{name}", __name__)
     if name == "schedule":
         return importlib.import_module(".schedule", __name__)

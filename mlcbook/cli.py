@@ -1,6 +1,8 @@
 """The ``mlcbook`` command (also ``python -m mlcbook``).
 
     mlcbook tour                        the built-in end-to-end demo
+    mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
+    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
@@ -36,10 +38,36 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mlcbook {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    from . import tour as tour_module
     tour = sub.add_parser("tour", help="run the built-in end-to-end demo",
-                          description="Run the built-in end-to-end demo of the compiler.")
-    tour.add_argument("args", nargs=argparse.REMAINDER, help="passed on to the tour")
-    tour.set_defaults(run=_tour)
+                          description="Run the built-in end-to-end demo: a small model from "
+                          "ONNX to native code, then one kernel through the layers below.")
+    tour_module.add_arguments(tour)
+    tour.set_defaults(run=lambda args: tour_module.run(args, tour))
+
+    comp = sub.add_parser("compile", help="compile an ONNX model to a deployable .mlcb file",
+                          description="Import an ONNX model, compile it to native code with the "
+                          "default schedules, and save the executable (object code, plan, "
+                          "weights) for `mlcbook run`.")
+    comp.add_argument("model", metavar="MODEL.onnx")
+    comp.add_argument("-o", "--output", required=True, metavar="OUT.mlcb",
+                      help="where to write the compiled model")
+    comp.add_argument("--batch-size", type=int, metavar="N",
+                      help="the size of a symbolic first dimension of the inputs")
+    comp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                      help="the full shape of one input (repeat for several inputs)")
+    comp.set_defaults(run=_compile)
+
+    run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
+                         description="Load a model written by `mlcbook compile`, run it on "
+                         "inputs saved with numpy.save, and print or save its outputs.")
+    run.add_argument("artifact", metavar="MODEL.mlcb")
+    run.add_argument("-i", "--input", action="append", required=True, metavar="[NAME=]X.npy",
+                     help="an input array; by position, or NAME=X.npy by input name "
+                     "(repeat for several inputs)")
+    run.add_argument("-o", "--output", metavar="Y.npy",
+                     help="save the output (several outputs: an .npz archive)")
+    run.set_defaults(run=_run)
 
     grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
                            description="Execute each notebook in a fresh kernel, collect every "
@@ -76,9 +104,159 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _tour(args: argparse.Namespace) -> int:
-    from . import tour
-    return int(tour.main(args.args) or 0)
+def _symbolic_dims_hint(model, batch_size, shapes) -> None:
+    """Raise ArgumentError naming the option to use if an input has a symbolic dimension
+    that neither ``--batch-size`` nor ``--shape`` fixes."""
+    from .errors import ArgumentError
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [vi.name for vi in model.graph.input if vi.name not in inits]
+    for name in shapes:
+        if name not in inputs:
+            raise ArgumentError(f"--shape names {name!r}, which is not an input of the model; "
+                                f"its inputs are: {', '.join(inputs) or 'none'}")
+    for vi in model.graph.input:
+        if vi.name in inits or vi.name in shapes or not vi.type.HasField("tensor_type"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        shown = ",".join(str(d.dim_value) if d.HasField("dim_value") else "?" for d in dims)
+        for axis, d in enumerate(dims):
+            if d.HasField("dim_value") or (axis == 0 and batch_size is not None):
+                continue
+            sym = d.dim_param or "?"
+            fix = "--batch-size N" if axis == 0 else f"--shape {vi.name}={shown.replace('?', 'D')}"
+            raise ArgumentError(f"input {vi.name!r} has the symbolic dimension {sym!r} at axis "
+                                f"{axis} (shape {shown}); mlcbook compiles static shapes: "
+                                f"pass {fix}")
+
+
+def _parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    from .errors import ArgumentError
+    shapes = {}
+    for spec in specs:
+        name, sep, dims = spec.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+        except ValueError:
+            shape = None
+        if not sep or not name or shape is None or any(d < 0 for d in shape):
+            raise ArgumentError(f"--shape {spec!r} is not NAME=D1,D2,... with non-negative "
+                                "integers, e.g. --shape input=1,3,224,224")
+        shapes[name] = shape
+    return shapes
+
+
+def _compile(args: argparse.Namespace) -> int:
+    import time
+
+    from .errors import ArgumentError
+    from .frontend.onnx import load_model
+    from .frontend import from_onnx
+    from .graph import compile as compile_model
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ArgumentError(f"--batch-size must be at least 1, got {args.batch_size}")
+    shapes = _parse_shapes(args.shape)
+    t0 = time.perf_counter()
+    model = load_model(args.model)
+    _symbolic_dims_hint(model, args.batch_size, shapes)
+    mod = from_onnx(model, shapes=shapes, batch_size=args.batch_size)
+    exe = compile_model(mod, target="llvm")
+    try:
+        exe.save(args.output)
+    except OSError as err:
+        raise ArgumentError(f"cannot write {args.output!r}: {err.strerror or err}; check that "
+                            "its folder exists and is writable") from None
+    seconds = time.perf_counter() - t0
+    plan = exe.plan
+    ins = ", ".join(f"{n} {t.shape} {t.dtype}" for n, t in plan.inputs)
+    outs = ", ".join(f"{plan.slots[o].shape} {plan.slots[o].dtype}" for o in plan.outputs)
+    print(f"compiled {args.model} in {seconds:.2f} s: {exe.stats['kernels']} kernels, "
+          f"{exe.stats['calls']} kernel calls per run")
+    print(f"  inputs:  {ins}\n  outputs: {outs}")
+    print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB); run it with "
+          f"`mlcbook run {args.output} --input X.npy`")
+    return 0
+
+
+def _load_npy(path: str):
+    import numpy as np
+
+    from .errors import ArgumentError
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+        if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):
+            raise ValueError("it is not a .npy file")
+        value = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ArgumentError(f"no input file {path!r}") from None
+    except (OSError, ValueError) as err:
+        raise ArgumentError(f"cannot read {path!r} as a numpy array ({err}); write inputs "
+                            "with numpy.save(path, array)") from None
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise ArgumentError(f"{path!r} is an .npz archive of several arrays; pass one .npy "
+                            "file per input, e.g. --input NAME=X.npy")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+
+    from .errors import ArgumentError
+    from .graph import load
+    exe = load(args.artifact)
+    names = exe.input_names
+    positional, named, files = [], {}, {}
+    for spec in args.input:
+        name, sep, path = spec.partition("=")
+        if sep and name not in names and not Path(spec).exists():
+            raise ArgumentError(f"--input {spec!r}: {args.artifact} has no input named "
+                                f"{name!r}; its inputs are: {', '.join(names)}")
+        if sep and name in names:
+            if name in named:
+                raise ArgumentError(f"input {name!r} is given twice")
+            named[name], files[name] = _load_npy(path), path
+        else:
+            if len(positional) < len(names):
+                files[names[len(positional)]] = spec
+            positional.append(_load_npy(spec))
+    # a shape that differs is usually a batch size chosen at compile time: say how to change it
+    given = {**dict(zip(names, positional)), **named}
+    for name, ty in exe.plan.inputs:
+        value = given.get(name)
+        if value is not None and tuple(value.shape) != ty.shape:
+            fix = (f"--batch-size {value.shape[0]}" if value.ndim == len(ty.shape)
+                   and value.shape[1:] == ty.shape[1:] else
+                   f"--shape {name}={','.join(map(str, value.shape))}")
+            raise ArgumentError(
+                f"input {name!r} of {args.artifact} has the shape {ty.shape} it was compiled "
+                f"for, but {files[name]!r} holds {tuple(value.shape)}; shapes are fixed at "
+                f"compile time: pass an array of that shape, or compile again with {fix}")
+    t0 = time.perf_counter()
+    result = exe(*positional, **named)
+    seconds = time.perf_counter() - t0
+    outputs = list(result) if isinstance(result, tuple) else [result]
+    print(f"ran {args.artifact} in {seconds * 1e3:.2f} ms")
+    for k, y in enumerate(outputs):
+        print(f"output {k}: shape {y.shape}, {y.dtype}")
+        print(np.array2string(y, threshold=40, edgeitems=3, precision=5))
+    if args.output:
+        # numpy adds the suffix when it is missing; say which file was really written
+        suffix = ".npy" if len(outputs) == 1 else ".npz"
+        path = args.output if args.output.endswith(suffix) else args.output + suffix
+        try:
+            if len(outputs) == 1:
+                np.save(path, outputs[0])
+            else:
+                np.savez(path, **{f"output_{k}": y for k, y in enumerate(outputs)})
+        except OSError as err:
+            raise ArgumentError(f"cannot write {args.output!r}: {err.strerror or err}; check "
+                                "that its folder exists and is writable") from None
+        kind = "array" if len(outputs) == 1 else f"{len(outputs)} arrays output_0, output_1, ..."
+        print(f"wrote {path} ({kind})")
+    return 0
 
 
 def _grade(args: argparse.Namespace) -> int:
