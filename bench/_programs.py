@@ -1,0 +1,117 @@
+"""The programs the benchmarks compile, written by hand as loop IR (script text).
+
+Until schedules are written with ``mb.Schedule``, each "schedule" here is the loop nest a
+schedule would produce, spelled out:
+
+* ``matmul_naive``  — the abstraction: i, j, k loops around one block with an init.
+* ``matmul_ch4``    — chapter 4's schedule: split i by 32 and j by 64, reorder to
+  (io, jo, k, ii, ji), vectorize ji, parallelize io. The init stays in the block, guarded
+  by ``k == 0``; every update goes through memory.
+* ``matmul_best``   — B repacked into 64-wide column panels (``Bp[jo, k, ji]``), a 4 x 64
+  register tile of C (16 AVX-512 registers) accumulated over all of k, panels in parallel.
+* ``fused_relu``    — ``y = max(x * a + b, 0)`` in one pass, 64-wide vectors, parallel chunks.
+* ``conv2d_best``   — 3x3 conv (NCHW, padding 1): pad into a scratch buffer, repack the
+  weights with output channels innermost (``Wp[c, ky, kx, f]``), and accumulate a register
+  tile of 4 output pixels x 64 channels over (c, ky, kx) — the matmul micro-kernel again;
+  output rows in parallel.
+"""
+
+from __future__ import annotations
+
+import mlcbook as mb
+
+
+def matmul_naive(n: int):
+    return mb.script.parse(f'''
+@T.prim_func
+def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
+    for i, j, k in T.grid({n}, {n}, {n}):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+''')
+
+
+def matmul_ch4(n: int):
+    return mb.script.parse(f'''
+@T.prim_func
+def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
+    for io in T.parallel({n // 32}):
+        for jo, k, ii in T.grid({n // 64}, {n}, 32):
+            for ji in T.vectorized(64):
+                with T.block("C"):
+                    vi = T.axis.spatial({n}, io * 32 + ii)
+                    vj = T.axis.spatial({n}, jo * 64 + ji)
+                    vk = T.axis.reduce({n}, k)
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+''')
+
+
+def matmul_best(n: int, mr: int = 4, nr: int = 64):
+    return mb.script.parse(f'''
+@T.prim_func(root=False)
+def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
+    with T.allocate(({n // nr}, {n}, {nr}), "float32") as Bp:
+        for jo in T.parallel({n // nr}):
+            for k in range({n}):
+                for ji in T.vectorized({nr}):
+                    Bp[jo, k, ji] = B[k, jo * {nr} + ji]
+        for jo in T.parallel({n // nr}):
+            for io in range({n // mr}):
+                with T.allocate(({mr}, {nr}), "float32", "local") as Cl:
+                    for ii in T.unroll({mr}):
+                        for ji in T.vectorized({nr}):
+                            Cl[ii, ji] = T.float32(0)
+                    for k in range({n}):
+                        for ii in T.unroll({mr}):
+                            for ji in T.vectorized({nr}):
+                                Cl[ii, ji] = Cl[ii, ji] + A[io * {mr} + ii, k] * Bp[jo, k, ji]
+                    for ii in T.unroll({mr}):
+                        for ji in T.vectorized({nr}):
+                            C[io * {mr} + ii, jo * {nr} + ji] = Cl[ii, ji]
+''')
+
+
+def fused_relu(n: int, chunk: int = 65536, lanes: int = 64):
+    return mb.script.parse(f'''
+@T.prim_func(root=False)
+def fused(X: T.Buffer(({n},), "float32"), a: T.Buffer((1,), "float32"), b: T.Buffer((1,), "float32"), Y: T.Buffer(({n},), "float32")):
+    for io in T.parallel({n // chunk}):
+        for im in range({chunk // lanes}):
+            for ii in T.vectorized({lanes}):
+                Y[io * {chunk} + im * {lanes} + ii] = T.max(X[io * {chunk} + im * {lanes} + ii] * a[0] + b[0], T.float32(0))
+''')
+
+
+def conv2d_best(c: int = 64, f: int = 64, h: int = 56, w: int = 56, xr: int = 4):
+    hp, wp = h + 2, w + 2
+    return mb.script.parse(f'''
+@T.prim_func(root=False)
+def conv2d(X: T.Buffer((1, {c}, {h}, {w}), "float32"), W: T.Buffer(({f}, {c}, 3, 3), "float32"), O: T.Buffer((1, {f}, {h}, {w}), "float32")):
+    with T.allocate(({c}, {hp}, {wp}), "float32") as Xp:
+        with T.allocate(({c}, 3, 3, {f}), "float32") as Wp:
+            for ci in T.parallel({c}):
+                for y in range({hp}):
+                    for x in T.vectorized({wp}):
+                        Xp[ci, y, x] = T.if_then_else(1 <= y and y <= {h} and 1 <= x and x <= {w}, X[0, ci, y - 1, x - 1], T.float32(0))
+            for ci, ky, kx in T.grid({c}, 3, 3):
+                for fo in T.vectorized({f}):
+                    Wp[ci, ky, kx, fo] = W[fo, ci, ky, kx]
+            for y in T.parallel({h}):
+                for xo in range({w // xr}):
+                    with T.allocate(({xr}, {f}), "float32", "local") as Ol:
+                        for xi in T.unroll({xr}):
+                            for fo in T.vectorized({f}):
+                                Ol[xi, fo] = T.float32(0)
+                        for ci, ky, kx in T.grid({c}, 3, 3):
+                            for xi in T.unroll({xr}):
+                                for fo in T.vectorized({f}):
+                                    Ol[xi, fo] = Ol[xi, fo] + Xp[ci, y + ky, xo * {xr} + xi + kx] * Wp[ci, ky, kx, fo]
+                        for xi in T.unroll({xr}):
+                            for fo in T.vectorized({f}):
+                                O[0, fo, y, xo * {xr} + xi] = Ol[xi, fo]
+''')

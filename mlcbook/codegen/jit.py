@@ -1,0 +1,95 @@
+"""LLVM IR text -> optimized machine code, through llvmlite.
+
+Optimization uses LLVM's new pass manager (``create_pass_builder`` with pipeline tuning
+options at ``-O3``); llvmlite >= 0.45 has no legacy pass manager. Code for this machine is
+loaded with MCJIT and its entry points are looked up by symbol; code for another triple can
+only be shown (``asm``) or written out (``object_code``).
+
+    >>> lib = compile_ir(ir_text, entries, Target())
+    >>> lib.address("mlcb_main")                      # an int: the native function
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import functools
+
+from ..errors import BuildError
+from .target import Target, _llvm
+
+
+@functools.lru_cache(maxsize=None)
+def _load_libm() -> None:
+    # math functions the kernels call (expf, tanhf, erff, ...) must be visible to the JIT
+    llvm = _llvm()
+    name = ctypes.util.find_library("m")
+    if name:
+        llvm.load_library_permanently(name)
+
+
+def _optimize(mod, tm, level: int = 3) -> None:
+    llvm = _llvm()
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+class CompiledModule:
+    """Machine code for one LLVM module, with its IR before and after optimization."""
+
+    def __init__(self, ir_text: str, entries: list, target: Target):
+        llvm = _llvm()
+        self.target, self.entries = target, entries
+        self.llvm_ir = ir_text
+        try:
+            mod = llvm.parse_assembly(ir_text)
+            mod.verify()
+        except RuntimeError as e:
+            raise BuildError(f"mlcbook generated invalid LLVM IR (a bug in mlcbook): {e}") from None
+        self._tm = target.target_machine(jit=target.is_host)
+        mod.triple = self._tm.triple
+        mod.data_layout = str(self._tm.target_data)
+        _optimize(mod, self._tm)
+        self.optimized_ir = str(mod)
+        self._engine = None
+        if target.is_host:
+            _load_libm()
+            self._engine = llvm.create_mcjit_compiler(mod, self._tm)
+            self._engine.finalize_object()
+
+    def address(self, symbol: str) -> int:
+        if self._engine is None:
+            raise BuildError(
+                f"this kernel was compiled for {self.target.triple}, not for this machine; it "
+                "can show its .asm() and .llvm_ir() and be exported, but not run here")
+        addr = self._engine.get_function_address(symbol)
+        if not addr:
+            raise BuildError(f"symbol {symbol!r} not found in the compiled module")
+        return addr
+
+    def global_address(self, symbol: str) -> int:
+        return self._engine.get_global_value_address(symbol)
+
+    def asm(self) -> str:
+        """The assembly of the optimized module for the target."""
+        return self._fresh_tm().emit_assembly(self._reparse())
+
+    def object_code(self) -> bytes:
+        """A relocatable (position-independent) object file of the optimized module."""
+        return self._fresh_tm().emit_object(self._reparse())
+
+    def _fresh_tm(self):
+        return self.target.target_machine(jit=False)
+
+    def _reparse(self):
+        llvm = _llvm()
+        mod = llvm.parse_assembly(self.optimized_ir)
+        mod.triple = self.target.triple
+        return mod
+
+
+def compile_ir(ir_text: str, entries: list, target: Target) -> CompiledModule:
+    return CompiledModule(ir_text, entries, target)

@@ -1,0 +1,320 @@
+"""Statements of lowered loop IR -> the body of an LLVM function.
+
+Loop kinds become:
+
+* ``serial`` — an ordinary counted loop;
+* ``unrolled`` — the body emitted once per iteration with the loop variable a constant;
+* ``vectorized`` — the body emitted once for all iterations as SIMD lanes (see
+  :mod:`.llvm_expr`); if lanes could observe each other through memory
+  (:func:`.vectorize.vectorize_hazard`) the loop stays serial and a warning says why;
+* ``parallel`` — the body is *outlined* into ``void body(i64 begin, i64 end, ptr closure)``
+  and handed to the runtime's thread pool through the launcher pointer every kernel gets as
+  its last argument; the closure is a struct of the variables and buffers the body uses,
+  unpacked into an always-inlined helper whose buffer parameters are ``noalias``. A
+  parallel loop inside another one runs serially inside its thread.
+
+``Allocate`` reserves memory in the function's entry block: on the stack when small, with
+``aligned_alloc`` (freed on return) when large, always 64-byte aligned.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import llvmlite.ir as ir
+
+from ..errors import BuildError
+from ..tir.analysis import free_vars
+from ..tir.expr import Buffer, BufferLoad, Const, Var
+from ..tir.functor import Visitor
+from ..tir.stmt import Allocate, BufferStore, For
+from .llvm_expr import R, S, ExprEmitter, Val
+from .llvm_types import I32, I64, PTR, VOID, itemsize, mem_type, reg_type
+from .vectorize import vectorize_hazard
+
+#: allocations up to this many bytes live on the stack; larger ones on the heap
+STACK_LIMIT = 256 * 1024
+#: the widest vector mlcbook emits for one vectorized loop; longer loops are chunked
+MAX_LANES = 64
+#: an unrolled loop longer than this is an error (split it first)
+MAX_UNROLL = 4096
+
+LAUNCH_TYPE = ir.FunctionType(VOID, [PTR, I64, PTR])
+BODY_TYPE = ir.FunctionType(VOID, [I64, I64, PTR])
+
+
+class FunctionEmitter(ExprEmitter):
+    """Emit one LLVM function; ``launcher`` is the runtime's parallel-for (None: run serially)."""
+
+    def __init__(self, cg, fn: ir.Function, name: str, launcher, fast: bool):
+        self.cg, self.fn, self.name, self.launcher, self.fast = cg, fn, name, launcher, fast
+        entry = fn.append_basic_block("entry")
+        self.body_block = fn.append_basic_block("body")
+        self.alloca_b = ir.IRBuilder(entry)
+        self.b = ir.IRBuilder(self.body_block)
+        self.env: dict = {}
+        self.buffers: dict = {}
+        self.ranges: dict = {}
+        self.lanes = None
+        self.mask = None
+        self.heap: list = []
+
+    def finish(self) -> None:
+        if self.heap:
+            free = self.cg.declare("free", ir.FunctionType(VOID, [PTR]))
+            for p in self.heap:
+                self.b.call(free, [p])
+        self.b.ret_void()
+        self.alloca_b.branch(self.body_block)
+
+    # --- statements -----------------------------------------------------------------------------
+    def exec(self, s) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise BuildError(
+                f"cannot compile a {type(s).__name__} statement; blocks must be lowered first "
+                "(mb.build does that — was the function changed after mb.lower?)")
+        method(s)
+
+    def stmt_SeqStmt(self, s) -> None:
+        for x in s.stmts:
+            self.exec(x)
+
+    def stmt_Evaluate(self, s) -> None:
+        pass
+
+    def stmt_BufferStore(self, s: BufferStore) -> None:
+        self.store(s.buffer, s.indices[0], self.emit(s.value))
+
+    def stmt_IfThenElse(self, s) -> None:
+        c = self.emit(s.cond)
+        B = self.b
+        if c.kind != S:
+            # lanes disagree: run both sides under complementary masks
+            old, m = self.mask, c.value
+            self.mask = m if old is None else B.and_(old, m)
+            self.exec(s.then_case)
+            if s.else_case is not None:
+                nm = self._not(m)
+                self.mask = nm if old is None else B.and_(old, nm)
+                self.exec(s.else_case)
+            self.mask = old
+            return
+        then_bb = B.append_basic_block("if.then")
+        end_bb = B.append_basic_block("if.end")
+        else_bb = B.append_basic_block("if.else") if s.else_case is not None else end_bb
+        B.cbranch(c.value, then_bb, else_bb)
+        B.position_at_end(then_bb)
+        self.exec(s.then_case)
+        B.branch(end_bb)
+        if s.else_case is not None:
+            B.position_at_end(else_bb)
+            self.exec(s.else_case)
+            B.branch(end_bb)
+        B.position_at_end(end_bb)
+
+    def stmt_Allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        n = math.prod(buf.shape)
+        size = n * itemsize(buf.dtype)
+        A = self.alloca_b
+        if size <= STACK_LIMIT:
+            p = A.alloca(ir.ArrayType(mem_type(buf.dtype), n), name=buf.name)
+            p.align = 64
+            p.type = PTR  # opaque pointers (llvmlite would type it [n x T]*)
+        else:
+            aligned_alloc = self.cg.declare("aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
+            p = A.call(aligned_alloc, [ir.Constant(I64, 64), ir.Constant(I64, -(-size // 64) * 64)],
+                       name=buf.name)
+            self.heap.append(p)
+        self.buffers[buf] = p
+        self.exec(s.body)
+
+    def stmt_For(self, s: For) -> None:
+        if s.kind == "unrolled" and isinstance(s.extent, Const):
+            return self._unrolled(s)
+        if self.lanes is None:
+            if s.kind == "vectorized":
+                return self._vectorized(s)
+            if s.kind == "parallel" and self.launcher is not None:
+                return self._parallel(s)
+        self._serial(s)
+
+    # --- loops -----------------------------------------------------------------------------------
+    def _loop(self, var: Var, start: ir.Value, end: ir.Value, body) -> None:
+        B = self.b
+        pre = B.block
+        header = B.append_basic_block(f"{var.name}.header")
+        body_bb = B.append_basic_block(f"{var.name}.body")
+        latch = B.append_basic_block(f"{var.name}.latch")
+        exit_bb = B.append_basic_block(f"{var.name}.end")
+        B.branch(header)
+        B.position_at_end(header)
+        iv = B.phi(start.type, name=var.name)
+        iv.add_incoming(start, pre)
+        B.cbranch(B.icmp_signed("<", iv, end), body_bb, exit_bb)
+        B.position_at_end(body_bb)
+        body(iv)
+        B.branch(latch)
+        B.position_at_end(latch)
+        nxt = B.add(iv, ir.Constant(iv.type, 1), flags=("nsw",))
+        B.branch(header)
+        iv.add_incoming(nxt, latch)
+        B.position_at_end(exit_bb)
+
+    def _set_range(self, s: For) -> None:
+        if isinstance(s.extent, Const):
+            self.ranges[s.loop_var] = (0, s.extent.value - 1)
+
+    def _serial(self, s: For) -> None:
+        self._set_range(s)
+        ext = self.emit(s.extent)
+        if ext.kind != S:
+            raise BuildError(f"the extent of loop {s.loop_var.name} differs between the lanes "
+                             "of a vectorized loop around it")
+
+        def body(iv):
+            self.env[s.loop_var] = Val(S, iv)
+            self.exec(s.body)
+
+        self._loop(s.loop_var, self._const(s.loop_var.dtype, 0), ext.value, body)
+
+    def _unrolled(self, s: For) -> None:
+        n = s.extent.value
+        if n > MAX_UNROLL:
+            raise BuildError(
+                f"loop {s.loop_var.name} is marked unrolled but has {n} iterations (more than "
+                f"{MAX_UNROLL}); split it and unroll only the inner part")
+        for k in range(n):
+            self.env[s.loop_var] = Val(S, self._const(s.loop_var.dtype, k))
+            self.ranges[s.loop_var] = (k, k)
+            self.exec(s.body)
+
+    def _vectorized(self, s: For) -> None:
+        v = s.loop_var
+        reason = None if isinstance(s.extent, Const) else "its extent is not a constant"
+        reason = reason or vectorize_hazard(s)
+        if reason is not None:
+            warnings.warn(f"loop {v.name} is marked vectorized but is compiled as a serial "
+                          f"loop: {reason}", stacklevel=2)
+            return self._serial(s)
+        n = s.extent.value
+        self._set_range(s)
+        full, tail = divmod(n, MAX_LANES) if n > MAX_LANES else (0, n)
+        if full:
+            def chunk(c):
+                base = self.b.mul(c, ir.Constant(c.type, MAX_LANES), flags=("nsw",))
+                self._lanes_body(v, base, MAX_LANES, s.body)
+
+            self._loop(Var(v.name + ".chunk", v.dtype), self._const(v.dtype, 0),
+                       self._const(v.dtype, full), chunk)
+        if tail:
+            self._lanes_body(v, self._const(v.dtype, full * MAX_LANES), tail, s.body)
+
+    def _lanes_body(self, v: Var, base: ir.Value, lanes: int, body) -> None:
+        self.lanes = lanes
+        self.env[v] = Val(R, base, 1)
+        try:
+            self.exec(body)
+        finally:
+            self.lanes = None
+            self.mask = None
+
+    # --- parallel loops: outline the body and call the runtime's launcher ----------------------------
+    def _parallel(self, s: For) -> None:
+        ext = self.emit(s.extent)
+        vars_, bufs = _captures(s)
+        values = [self.env[v].value for v in vars_] + [self._buffer(b) for b in bufs]
+        fn = ir.Function(self.cg.module, BODY_TYPE, self.cg.fresh(f"{self.name}_parallel"))
+        fn.linkage = "internal"
+        sub = FunctionEmitter(self.cg, fn, fn.name, None, self.fast)
+        begin, end, closure = fn.args
+        if values:
+            st = ir.LiteralStructType([x.type for x in values])
+            for k, var in enumerate(vars_):
+                p = _field(sub.b, closure, st, k)
+                sub.env[var] = Val(S, sub.b.load(p, typ=st.elements[k]))
+            for k, buf in enumerate(bufs, start=len(vars_)):
+                sub.buffers[buf] = sub.b.load(_field(sub.b, closure, st, k), typ=PTR)
+        sub.ranges = dict(self.ranges)
+        sub._set_range(s)
+        ty = reg_type(s.loop_var.dtype)
+        lo, hi = (begin, end) if ty.width == 64 else (sub.b.trunc(begin, ty), sub.b.trunc(end, ty))
+
+        def body(iv):
+            sub.env[s.loop_var] = Val(S, iv)
+            sub.exec(s.body)
+
+        sub._loop(s.loop_var, lo, hi, body)
+        sub.finish()
+
+        B = self.b
+        if values:
+            cl = self.alloca_b.alloca(st, name="closure")
+            cl.type = PTR
+            for k, x in enumerate(values):
+                B.store(x, _field(B, cl, st, k))
+        else:
+            cl = ir.Constant(PTR, None)
+        if isinstance(ext.value, ir.Constant):
+            n = ir.Constant(I64, ext.value.constant)
+        else:
+            n = ext.value if ext.value.type.width == 64 else B.sext(ext.value, I64)
+        B.call(_IndirectCallee(self.launcher, LAUNCH_TYPE), [_AsPtr(fn), n, cl])
+
+
+class _IndirectCallee:
+    """A function pointer as a call target: llvmlite needs the callee's function type, which
+    an opaque ``ptr`` value does not carry."""
+
+    def __init__(self, ptr, function_type: ir.FunctionType):
+        self.ptr, self.function_type, self.type = ptr, function_type, ptr.type
+
+    def get_reference(self) -> str:
+        return self.ptr.get_reference()
+
+    def __str__(self) -> str:
+        return str(self.ptr)
+
+
+class _AsPtr:
+    """A function used as a value: an opaque ``ptr`` (llvmlite prints a typed pointer)."""
+
+    type = PTR
+
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+
+    def get_reference(self) -> str:
+        return self.fn.get_reference()
+
+
+def _field(b: ir.IRBuilder, base, st, k: int):
+    p = b.gep(base, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=st)
+    p.type = PTR  # opaque pointers: llvmlite would otherwise type it as a typed pointer
+    return p
+
+
+def _captures(loop: For) -> tuple[list[Var], list[Buffer]]:
+    """Variables and buffers a loop uses but does not define."""
+    class _Bufs(Visitor):
+        def __init__(self):
+            self.used, self.defined = {}, set()
+
+        def visit_Allocate(self, s):
+            self.defined.add(s.buffer)
+            self.generic_visit(s)
+
+        def visit_BufferLoad(self, e: BufferLoad):
+            self.used.setdefault(e.buffer, None)
+            self.generic_visit(e)
+
+        def visit_BufferStore(self, s: BufferStore):
+            self.used.setdefault(s.buffer, None)
+            self.generic_visit(s)
+
+    v = _Bufs()
+    v.visit(loop)
+    vars_ = [x for x in free_vars(loop) if x is not loop.loop_var]
+    return vars_, [b for b in v.used if b not in v.defined]

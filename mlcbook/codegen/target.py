@@ -1,0 +1,137 @@
+"""What to compile for: ``mb.Target("llvm -mcpu=skylake-avx512")``.
+
+    >>> mb.Target("llvm")                            # this machine (the default)
+    Target('llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=znver5')
+    >>> mb.Target("llvm -mtriple=aarch64-linux-gnu")  # emit assembly for inspection only
+
+Options: ``-mtriple=`` (default: this process), ``-mcpu=`` (default: the host CPU when the
+triple is the host's, else ``generic``), ``-mattr=+f1,-f2`` (default: the host's features
+when the CPU is the host's). A target whose triple is not this machine's can produce LLVM IR,
+assembly and object files, but its kernels cannot run here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import BuildError
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm():
+    import llvmlite.binding as llvm
+    # llvmlite >= 0.45 initializes LLVM itself; only targets and printers are ours to add
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+class Target:
+    """An LLVM target: triple, CPU name and feature string."""
+
+    def __init__(self, spec: "str | Target" = "llvm"):
+        if isinstance(spec, Target):
+            self.triple, self.cpu, self.features = spec.triple, spec.cpu, spec.features
+            return
+        if not isinstance(spec, str):
+            raise BuildError(f"a target is a string like 'llvm -mcpu=skylake-avx512', got {spec!r}")
+        words = spec.split()
+        if not words or words[0] != "llvm":
+            raise BuildError(
+                f"unknown target {spec!r}; mlcbook compiles for LLVM CPUs: use 'llvm' "
+                "optionally followed by -mtriple=..., -mcpu=..., -mattr=...")
+        opts = {}
+        for w in words[1:]:
+            key, eq, value = w.partition("=")
+            if not eq or key not in ("-mtriple", "-mcpu", "-mattr"):
+                raise BuildError(
+                    f"unknown target option {w!r} in {spec!r}; known: -mtriple=, -mcpu=, -mattr=")
+            opts[key] = value
+        llvm = _llvm()
+        host_triple = llvm.get_process_triple()
+        self.triple = _normalize_triple(opts.get("-mtriple", host_triple))
+        on_host = _arch(self.triple) == _arch(host_triple)
+        host_cpu = llvm.get_host_cpu_name()
+        default_cpu = host_cpu if on_host else "generic"
+        self.cpu = opts.get("-mcpu", default_cpu)
+        if "-mattr" in opts:
+            self.features = opts["-mattr"]
+        elif on_host and self.cpu == host_cpu:
+            self.features = llvm.get_host_cpu_features().flatten()
+        else:
+            self.features = ""
+        try:
+            llvm.Target.from_triple(self.triple)
+        except RuntimeError as e:
+            raise BuildError(f"LLVM does not know the triple {self.triple!r}: {e}") from None
+
+    @staticmethod
+    def host() -> "Target":
+        return Target("llvm")
+
+    @property
+    def is_host(self) -> bool:
+        """Whether code for this target can run in this process."""
+        return _arch(self.triple) == _arch(_llvm().get_process_triple())
+
+    @property
+    def vector_bits(self) -> int:
+        """Width of the widest SIMD registers the features enable (128 if unknown)."""
+        feats = set(self.features.split(","))
+        if "+avx512f" in feats:
+            return 512
+        if "+avx" in feats or "+avx2" in feats:
+            return 256
+        if not self.features and self.cpu in _WIDE_CPUS:
+            return _WIDE_CPUS[self.cpu]
+        return 128
+
+    def vector_lanes(self, dtype: str = "float32") -> int:
+        """How many ``dtype`` values fit in one vector register: 16 float32 on AVX-512."""
+        import numpy as np
+        return self.vector_bits // (8 * np.dtype(dtype).itemsize)
+
+    def target_machine(self, jit: bool = False, opt: int = 3):
+        llvm = _llvm()
+        t = llvm.Target.from_triple(self.triple)
+        return t.create_target_machine(
+            cpu=self.cpu, features=self.features, opt=opt,
+            reloc="default" if jit else "pic",
+            codemodel="jitdefault" if jit else "default", jit=jit)
+
+    def __str__(self) -> str:
+        s = f"llvm -mtriple={self.triple} -mcpu={self.cpu}"
+        if self.features and self._explicit_features():
+            s += f" -mattr={self.features}"
+        return s
+
+    def _explicit_features(self) -> bool:
+        llvm = _llvm()
+        return not (self.cpu == llvm.get_host_cpu_name() and self.is_host
+                    and self.features == llvm.get_host_cpu_features().flatten())
+
+    def __repr__(self) -> str:
+        return f"Target({str(self)!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Target) and (self.triple, self.cpu, self.features) == (
+            other.triple, other.cpu, other.features)
+
+    def __hash__(self) -> int:
+        return hash((self.triple, self.cpu, self.features))
+
+
+_WIDE_CPUS = {"skylake-avx512": 512, "cascadelake": 512, "icelake-server": 512,
+              "sapphirerapids": 512, "znver4": 512, "znver5": 512, "haswell": 256,
+              "skylake": 256, "znver2": 256, "znver3": 256}
+
+
+def _arch(triple: str) -> str:
+    return triple.split("-")[0]
+
+
+def _normalize_triple(triple: str) -> str:
+    parts = triple.split("-")
+    if len(parts) == 3 and parts[1] in ("linux", "windows", "darwin", "none"):
+        return f"{parts[0]}-unknown-{parts[1]}-{parts[2]}"
+    return triple

@@ -1,0 +1,475 @@
+"""Arithmetic simplification of loop IR: constant folding, identities, and index algebra.
+
+    >>> i, j = Var("i"), Var("j")
+    >>> str(simplify((i * 8 + j) // 8, {j: (0, 7)}))
+    'i'
+    >>> str(simplify((i * 8 + j) % 8, {j: (0, 7)}))
+    'j'
+
+Integer expressions are put in a *linear form* (a sum of ``coefficient * atom`` plus a
+constant, where an atom is anything that is not ``+``, ``-`` or multiplication by a
+constant), so that ``i*4 + j - i*4`` cancels to ``j``. Floor division and modulo by a
+positive constant ``c`` split the linear form into the part that is a multiple of ``c``
+and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division whatever
+``r`` is, and when the bounds of the variables (``ranges``, inclusive ``(lo, hi)`` per
+variable, plus the extents of the loops and blocks around a statement) prove
+``0 <= r < c``, ``r // c`` is 0 and ``(q*c + r) % c`` is ``r``.
+
+Float arithmetic is only folded when exact: ``x * 1.0``, ``x / 1.0`` and ``x - 0.0`` go,
+but ``x + 0.0`` stays (it turns -0.0 into +0.0) and ``x * 0.0`` stays (NaN, inf).
+"""
+
+from __future__ import annotations
+
+import math
+from math import gcd
+from typing import Optional
+
+import numpy as np
+
+from .analysis import int_bounds
+from .expr import (Binary, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
+                   _int_range, is_float, is_int)
+from .function import PrimFunc
+from .functor import Mutator
+from .stmt import Block, Evaluate, For, IfThenElse, Stmt, no_op
+
+
+def simplify(node, ranges: Optional[dict] = None):
+    """Simplify an expression, a statement or a PrimFunc; returns a new node (or the same).
+
+    ``ranges`` maps variables to inclusive integer bounds ``(lo, hi)``; inside statements
+    the extents of enclosing loops and of block iteration variables are added on the way.
+    """
+    s = _Simplifier(ranges)
+    if isinstance(node, PrimFunc):
+        return node.with_body(s.visit(node.body))
+    return s.visit(node)
+
+
+# --- linear forms ------------------------------------------------------------------------------
+class _Lin:
+    """``sum(coef * atom) + const`` over an int dtype; atoms keyed by :func:`_key`."""
+
+    __slots__ = ("terms", "const", "dtype")
+
+    def __init__(self, dtype: str, terms=None, const: int = 0):
+        self.dtype = dtype
+        self.terms: dict = dict(terms or {})   # key -> [coef, atom]
+        self.const = const
+
+    def copy(self) -> "_Lin":
+        return _Lin(self.dtype, {k: [c, a] for k, (c, a) in self.terms.items()}, self.const)
+
+    def add(self, other: "_Lin", sign: int = 1) -> "_Lin":
+        out = self.copy()
+        for k, (c, a) in other.terms.items():
+            if k in out.terms:
+                out.terms[k][0] += sign * c
+                if out.terms[k][0] == 0:
+                    del out.terms[k]
+            else:
+                out.terms[k] = [sign * c, a]
+        out.const += sign * other.const
+        return out
+
+    def scale(self, f: int) -> "_Lin":
+        if f == 0:
+            return _Lin(self.dtype)
+        return _Lin(self.dtype, {k: [c * f, a] for k, (c, a) in self.terms.items()},
+                    self.const * f)
+
+    def split(self, c: int) -> tuple["_Lin", "_Lin"]:
+        """``(q, r)`` with ``self == q*c + r``, where q takes every multiple of ``c``."""
+        q, r = _Lin(self.dtype), _Lin(self.dtype)
+        for k, (coef, a) in self.terms.items():
+            if coef % c == 0:
+                q.terms[k] = [coef // c, a]
+            else:
+                r.terms[k] = [coef, a]
+        q.const, r.const = self.const // c, self.const % c
+        return q, r
+
+    def common_factor(self) -> int:
+        g = abs(self.const)
+        for coef, _ in self.terms.values():
+            g = gcd(g, abs(coef))
+        return g
+
+
+def _key(e: PrimExpr):
+    """A hashable key equal for expressions that are the same tree over the same variables."""
+    if isinstance(e, Var):
+        return ("v", id(e))
+    if isinstance(e, Const):
+        return ("c", e.dtype, e.value)
+    if isinstance(e, Binary):
+        return ("b", e.op, _key(e.a), _key(e.b))
+    if isinstance(e, Unary):
+        return ("u", e.op, _key(e.a))
+    if isinstance(e, Cast):
+        return ("cast", e.dtype, _key(e.value))
+    if isinstance(e, Select):
+        return ("s", _key(e.cond), _key(e.true_value), _key(e.false_value))
+    if isinstance(e, Call):
+        return ("call", e.name) + tuple(_key(a) for a in e.args)
+    if isinstance(e, BufferLoad):
+        return ("ld", id(e.buffer)) + tuple(_key(i) for i in e.indices)
+    return ("id", id(e))
+
+
+def _fits(value: int, dtype: str) -> bool:
+    lo, hi = _int_range(dtype)
+    return lo <= value <= hi
+
+
+_NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+def _float_const(value: float, dtype: str) -> Const:
+    return Const(float(_NP[dtype](value)), dtype)
+
+
+# --- the simplifier ------------------------------------------------------------------------------
+class _Simplifier(Mutator):
+    def __init__(self, ranges: Optional[dict]):
+        self.ranges: dict = dict(ranges or {})
+
+    # statements: learn the ranges of loop and block variables on the way down
+    def visit_For(self, s: For):
+        extent = self.visit(s.extent)
+        b = int_bounds(extent, self.ranges)
+        if b is not None:
+            self.ranges[s.loop_var] = (0, max(b[1] - 1, 0))
+        body = self.visit(s.body)
+        if extent is s.extent and body is s.body:
+            return s
+        return For(s.loop_var, extent, body, s.kind, s.annotations)
+
+    def visit_Block(self, s: Block):
+        for iv in s.iter_vars:
+            b = int_bounds(iv.extent, self.ranges)
+            if b is not None:
+                self.ranges[iv.var] = (0, max(b[1] - 1, 0))
+        return self.generic_visit(s)
+
+    def visit_IterVar(self, iv):
+        return iv  # the variable is a definition, not a use; keep it a Var
+
+    def visit_IfThenElse(self, s: IfThenElse):
+        cond = self.visit(s.cond)
+        if isinstance(cond, Const):
+            if cond.value:
+                return self.visit(s.then_case)
+            return self.visit(s.else_case) if s.else_case is not None else no_op()
+        then_case = self.visit(s.then_case)
+        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        if isinstance(else_case, Evaluate):
+            else_case = None
+        if cond is s.cond and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return IfThenElse(cond, then_case, else_case)
+
+    # expressions
+    def visit_Var(self, e: Var):
+        b = self.ranges.get(e)
+        if b is not None and b[0] == b[1] and is_int(e.dtype):
+            return Const(b[0], e.dtype)
+        return e
+
+    def visit_Binary(self, e: Binary):
+        a, b = self.visit(e.a), self.visit(e.b)
+        out = self._binary(e.op, a, b)
+        if out is None:
+            return e if (a is e.a and b is e.b) else Binary(e.op, a, b)
+        return out
+
+    def visit_Unary(self, e: Unary):
+        a = self.visit(e.a)
+        if e.op == "not":
+            if isinstance(a, Const):
+                return Const(not a.value, "bool")
+            if isinstance(a, Unary) and a.op == "not":
+                return a.a
+            return e if a is e.a else Unary("not", a)
+        if is_int(e.dtype):
+            return self._from_lin(self._lin(a).scale(-1))
+        if isinstance(a, Const):
+            return _float_const(-a.value, e.dtype)
+        if isinstance(a, Unary) and a.op == "-":
+            return a.a
+        return e if a is e.a else Unary("-", a)
+
+    def visit_Cast(self, e: Cast):
+        v = self.visit(e.value)
+        if v.dtype == e.dtype:
+            return v
+        if isinstance(v, Const):
+            folded = _fold_cast(v, e.dtype)
+            if folded is not None:
+                return folded
+        return e if v is e.value else Cast(e.dtype, v)
+
+    def visit_Select(self, e: Select):
+        cond = self.visit(e.cond)
+        t, f = self.visit(e.true_value), self.visit(e.false_value)
+        if isinstance(cond, Const):
+            return t if cond.value else f
+        if _key(t) == _key(f):
+            return t
+        if cond is e.cond and t is e.true_value and f is e.false_value:
+            return e
+        return Select(cond, t, f)
+
+    def visit_Call(self, e: Call):
+        args = tuple(self.visit(a) for a in e.args)
+        if all(isinstance(a, Const) for a in args):
+            folded = _fold_call(e.name, args, e.dtype)
+            if folded is not None:
+                return folded
+        if all(x is y for x, y in zip(args, e.args)):
+            return e
+        return Call(e.name, args)
+
+    # --- binary rules -----------------------------------------------------------------------
+    def _binary(self, op: str, a: PrimExpr, b: PrimExpr) -> Optional[PrimExpr]:
+        dt = a.dtype
+        if op in ("and", "or"):
+            return _logic(op, a, b)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            return self._compare(op, a, b)
+        if is_int(dt):
+            return self._int_arith(op, a, b)
+        if is_float(dt):
+            return _float_arith(op, a, b)
+        return None
+
+    def _int_arith(self, op, a, b) -> Optional[PrimExpr]:
+        dt = a.dtype
+        if dt not in ("int32", "int64"):
+            # int8/uint8 are storage types that wrap; fold constants only
+            if isinstance(a, Const) and isinstance(b, Const) and op in _INT_FOLD \
+                    and not (op in ("//", "%") and b.value == 0):
+                r = _INT_FOLD[op](a.value, b.value)
+                return Const(r, dt) if _fits(r, dt) else None
+            return None
+        if op in ("+", "-", "*"):
+            la, lb = self._lin(a), self._lin(b)
+            if op == "+":
+                lin = la.add(lb)
+            elif op == "-":
+                lin = la.add(lb, -1)
+            elif not lb.terms:
+                lin = la.scale(lb.const)
+            elif not la.terms:
+                lin = lb.scale(la.const)
+            else:
+                return None
+            if not all(_fits(c, dt) for c, _ in lin.terms.values()) or not _fits(lin.const, dt):
+                return None
+            return self._from_lin(lin)
+        if op in ("min", "max"):
+            if isinstance(a, Const) and isinstance(b, Const):
+                return Const((min if op == "min" else max)(a.value, b.value), dt)
+            d = self._bounds_of(self._lin(a).add(self._lin(b), -1))
+            if d is not None:
+                if d[1] <= 0:
+                    return a if op == "min" else b
+                if d[0] >= 0:
+                    return b if op == "min" else a
+            return None
+        if op in ("//", "%") and isinstance(b, Const):
+            c = b.value
+            if c == 0:
+                return None
+            if isinstance(a, Const):
+                return Const(a.value // c if op == "//" else a.value % c, dt)
+            if c == 1:
+                return a if op == "//" else Const(0, dt)
+            if c > 0:
+                return self._floordiv(a, c) if op == "//" else self._floormod(a, c)
+        return None
+
+    def _floordiv(self, a: PrimExpr, c: int) -> PrimExpr:
+        dt = a.dtype
+        if isinstance(a, Binary) and a.op == "//" and isinstance(a.b, Const) and a.b.value > 0:
+            return self._floordiv(a.a, a.b.value * c)   # (x // c1) // c2 == x // (c1*c2)
+        q, r = self._lin(a).split(c)
+        rest = self._div_rest(r, c, "//")
+        return self._from_lin(q.add(self._lin(rest))) if q.terms or q.const else rest
+
+    def _floormod(self, a: PrimExpr, c: int) -> PrimExpr:
+        if isinstance(a, Binary) and a.op == "%" and isinstance(a.b, Const) \
+                and a.b.value > 0 and a.b.value % c == 0:
+            a = a.a                                       # (x % (k*c)) % c == x % c
+        _, r = self._lin(a).split(c)
+        return self._div_rest(r, c, "%")
+
+    def _div_rest(self, r: _Lin, c: int, op: str) -> PrimExpr:
+        """``r // c`` or ``r % c`` for the non-multiple rest ``r`` of a split."""
+        dt = r.dtype
+        b = self._bounds_of(r)
+        if b is not None and b[0] // c == b[1] // c:
+            k = b[0] // c                                 # r lies in [k*c, (k+1)*c)
+            if op == "//":
+                return Const(k, dt)
+            return self._from_lin(r.add(_Lin(dt, const=k * c), -1))
+        g = gcd(r.common_factor(), c)
+        if g > 1:
+            # floor(g*r' / c) == floor(r' / (c/g)); (g*r') % c == g * (r' % (c/g))
+            rr = _Lin(dt, {k: [co // g, a] for k, (co, a) in r.terms.items()}, r.const // g)
+            inner = self._from_lin(rr)
+            if op == "//":
+                return self._floordiv(inner, c // g)
+            return self._from_lin(self._lin(self._floormod(inner, c // g)).scale(g))
+        return Binary(op, self._from_lin(r), Const(c, dt))
+
+    def _compare(self, op, a, b) -> Optional[PrimExpr]:
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(_CMP[op](a.value, b.value), "bool")
+        if not is_int(a.dtype):
+            return None
+        d = self._bounds_of(self._lin(a).add(self._lin(b), -1))
+        if d is None:
+            return None
+        lo, hi = d
+        truth = {"<": (hi < 0, lo >= 0), "<=": (hi <= 0, lo > 0),
+                 ">": (lo > 0, hi <= 0), ">=": (lo >= 0, hi < 0),
+                 "==": (lo == hi == 0, lo > 0 or hi < 0),
+                 "!=": (lo > 0 or hi < 0, lo == hi == 0)}[op]
+        if truth[0]:
+            return Const(True, "bool")
+        if truth[1]:
+            return Const(False, "bool")
+        return None
+
+    # --- linear form helpers -------------------------------------------------------------------
+    def _lin(self, e: PrimExpr) -> _Lin:
+        dt = e.dtype
+        if isinstance(e, Const):
+            return _Lin(dt, const=int(e.value))
+        if isinstance(e, Binary) and e.op in ("+", "-"):
+            return self._lin(e.a).add(self._lin(e.b), 1 if e.op == "+" else -1)
+        if isinstance(e, Binary) and e.op == "*":
+            if isinstance(e.b, Const):
+                return self._lin(e.a).scale(int(e.b.value))
+            if isinstance(e.a, Const):
+                return self._lin(e.b).scale(int(e.a.value))
+        if isinstance(e, Unary) and e.op == "-":
+            return self._lin(e.a).scale(-1)
+        return _Lin(dt, {_key(e): [1, e]})
+
+    def _bounds_of(self, lin: _Lin):
+        lo = hi = lin.const
+        for coef, atom in lin.terms.values():
+            b = int_bounds(atom, self.ranges)
+            if b is None:
+                return None
+            lo += min(coef * b[0], coef * b[1])
+            hi += max(coef * b[0], coef * b[1])
+        return lo, hi
+
+    def _from_lin(self, lin: _Lin) -> PrimExpr:
+        lin = self._merge_div_mod(lin)
+        dt = lin.dtype
+        pos = [(c, a) for c, a in lin.terms.values() if c > 0]
+        neg = [(c, a) for c, a in lin.terms.values() if c < 0]
+        out: Optional[PrimExpr] = None
+        if not pos and lin.const > 0:
+            out, const = Const(lin.const, dt), 0
+        else:
+            const = lin.const
+        for c, a in pos:
+            t = a if c == 1 else Binary("*", a, Const(c, dt))
+            out = t if out is None else Binary("+", out, t)
+        for c, a in neg:
+            if out is None:
+                out = Binary("*", a, Const(c, dt))
+            else:
+                out = Binary("-", out, a if c == -1 else Binary("*", a, Const(-c, dt)))
+        if out is None:
+            return Const(const, dt)
+        if const > 0:
+            out = Binary("+", out, Const(const, dt))
+        elif const < 0:
+            out = Binary("-", out, Const(-const, dt))
+        return out
+
+    def _merge_div_mod(self, lin: _Lin) -> _Lin:
+        """``(x // c) * (k*c) + (x % c) * k`` is ``x * k``: undo a split that a fuse made."""
+        changed = True
+        while changed:
+            changed = False
+            for key, (coef, atom) in list(lin.terms.items()):
+                if not (isinstance(atom, Binary) and atom.op == "%" and isinstance(atom.b, Const)):
+                    continue
+                c = atom.b.value
+                dkey = ("b", "//", _key(atom.a), _key(atom.b))
+                if dkey in lin.terms and lin.terms[dkey][0] == coef * c:
+                    del lin.terms[key], lin.terms[dkey]
+                    lin = lin.add(self._lin(atom.a).scale(coef))
+                    changed = True
+                    break
+        return lin
+
+
+_INT_FOLD = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+             "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
+
+_CMP = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
+        "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+
+
+def _logic(op: str, a: PrimExpr, b: PrimExpr) -> Optional[PrimExpr]:
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Const):
+            if op == "and":
+                return y if x.value else Const(False, "bool")
+            return Const(True, "bool") if x.value else y
+    return None
+
+
+def _float_arith(op: str, a: PrimExpr, b: PrimExpr) -> Optional[PrimExpr]:
+    dt = a.dtype
+    if isinstance(a, Const) and isinstance(b, Const):
+        x, y = _NP[dt](a.value), _NP[dt](b.value)
+        with np.errstate(all="ignore"):
+            r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+                 "/": lambda: x / y, "min": lambda: np.minimum(x, y),
+                 "max": lambda: np.maximum(x, y)}[op]()
+        return _float_const(r, dt)
+    if isinstance(b, Const):
+        if (op in ("*", "/") and b.value == 1.0) or (op == "-" and b.value == 0.0):
+            return a
+    if isinstance(a, Const) and op == "*" and a.value == 1.0:
+        return b
+    return None
+
+
+def _fold_cast(v: Const, dtype: str) -> Optional[Const]:
+    if dtype == "bool":
+        return Const(bool(v.value), "bool")
+    if is_float(dtype):
+        return _float_const(float(v.value), dtype)
+    value = v.value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value)  # truncation toward zero, as the cast does
+    value = int(value)
+    return Const(value, dtype) if _fits(value, dtype) else None
+
+
+_CALLS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x),
+          "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "erf": math.erf,
+          "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil}
+
+
+def _fold_call(name: str, args: tuple, dtype: str) -> Optional[Const]:
+    try:
+        r = _CALLS[name](*(a.value for a in args))
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    if is_int(dtype):
+        return Const(int(r), dtype) if _fits(int(r), dtype) else None
+    return _float_const(r, dtype)

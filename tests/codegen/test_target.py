@@ -1,0 +1,57 @@
+"""Targets: the host by default, overridable CPU and features, other triples for inspection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import BuildError
+
+from ._util import map_func
+
+
+def test_default_target_is_this_machine():
+    import llvmlite.binding as llvm
+    t = mb.Target()
+    assert t.is_host and t.cpu == llvm.get_host_cpu_name()
+    assert str(t).startswith("llvm -mtriple=")
+    assert mb.Target(str(t)) == t
+
+
+def test_cpu_and_features_can_be_chosen():
+    t = mb.Target("llvm -mcpu=skylake-avx512")
+    assert t.cpu == "skylake-avx512" and t.vector_bits == 512
+    assert t.vector_lanes("float32") == 16
+    assert mb.Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma").vector_bits == 256
+
+
+def test_kernel_built_for_an_older_cpu_still_runs_here():
+    k = mb.build(map_func(lambda x: x + 1.0, ["float32"], "float32", lanes=16),
+                 target="llvm -mcpu=x86-64 -mattr=+sse2")
+    assert "zmm" not in k.asm() and "xmm" in k.asm()
+    a = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(k(a), a + 1)
+
+
+def test_avx512_target_uses_zmm_registers():
+    k = mb.build(map_func(lambda x: x * 2.0, ["float32"], "float32", lanes=16),
+                 target="llvm -mcpu=skylake-avx512")
+    assert "zmm" in k.asm()
+
+
+def test_other_triple_emits_assembly_but_cannot_run():
+    k = mb.build(map_func(lambda x: x * 2.0, ["float32"], "float32", lanes=4),
+                 target="llvm -mtriple=aarch64-linux-gnu")
+    asm = k.asm()
+    assert ".4s" in asm and "ldp\tq" in asm  # NEON: 4 float32 lanes in q registers
+    with pytest.raises(BuildError, match="aarch64.*not for this machine"):
+        k(np.zeros(64, "float32"))
+
+
+@pytest.mark.parametrize("spec,msg", [("cuda", "unknown target 'cuda'"),
+                                      ("llvm -mfoo=1", "unknown target option '-mfoo=1'"),
+                                      ("llvm -mtriple=nonsense-cpu-os", "does not know the triple")])
+def test_bad_targets_are_explained(spec, msg):
+    with pytest.raises(BuildError, match=msg):
+        mb.Target(spec)

@@ -1,0 +1,146 @@
+"""Vectorized loops become LLVM vector instructions of the loop's width, and stay correct."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.tir import Buffer, BufferStore, For, IfThenElse, PrimFunc, Var, const, seq
+
+from ._util import map_func
+
+RNG = np.random.default_rng(1)
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def test_16_wide_loop_yields_16_float_vector_ops():
+    k = mb.build(map_func(lambda x: x * 2.0 + 1.0, ["float32"], "float32", n=64, lanes=16))
+    ir = k.llvm_ir()
+    assert "load <16 x float>" in ir
+    assert "store <16 x float>" in ir
+    assert "fmul contract <16 x float>" in ir
+    a = f32(64)
+    np.testing.assert_allclose(k(a), a * 2 + 1, rtol=1e-6)
+
+
+def test_vector_width_follows_the_loop_extent():
+    k = mb.build(map_func(lambda x: x + x, ["float64"], "float64", n=32, lanes=8))
+    assert "<8 x double>" in k.llvm_ir()
+
+
+def test_loop_invariant_value_is_broadcast():
+    # Out[i] = X0[i] * s[0]: s[0] is loaded once and splat across the lanes
+    n = 32
+    A, s, out = Buffer("A", (n,)), Buffer("s", (1,)), Buffer("Out", (n,))
+    io, ii = Var("io"), Var("ii")
+    body = For(io, 2, For(ii, 16, BufferStore(out, A[io * 16 + ii] * s[0], (io * 16 + ii,)),
+                          "vectorized"))
+    k = mb.build(PrimFunc("scale", (A, s, out), body))
+    ir = k.llvm_ir()
+    assert "shufflevector" in ir and "load float" in ir
+    a, sv = f32(n), np.array([3.0], "float32")
+    np.testing.assert_allclose(k(a, sv), a * 3, rtol=1e-6)
+
+
+def test_strided_access_becomes_a_gather():
+    # Out[i] = A[2*i]: not contiguous in i
+    A, out = Buffer("A", (64,)), Buffer("Out", (32,))
+    io, ii = Var("io"), Var("ii")
+    i = io * 16 + ii
+    k = mb.build(PrimFunc("even", (A, out),
+                          For(io, 2, For(ii, 16, BufferStore(out, A[i * 2], (i,)), "vectorized"))))
+    assert "llvm.masked.gather.v16f32" in k.llvm_ir()
+    a = f32(64)
+    np.testing.assert_array_equal(k(a), a[::2])
+
+
+def test_transposed_store_becomes_a_scatter():
+    A, out = Buffer("A", (8, 16)), Buffer("Out", (16, 8))
+    i, j = Var("i"), Var("j")
+    k = mb.build(PrimFunc("t", (A, out),
+                          For(i, 8, For(j, 16, BufferStore(out, A[i, j], (j, i)), "vectorized"))))
+    assert "llvm.masked.scatter.v16f32" in k.llvm_ir()
+    a = f32(8, 16)
+    np.testing.assert_array_equal(k(a), a.T)
+
+
+def test_lane_dependent_if_becomes_masked_accesses():
+    # 10 elements in 16-wide chunks: the predicate of the non-dividing split masks lanes
+    A, out = Buffer("A", (10,)), Buffer("Out", (10,))
+    io, ii = Var("io"), Var("ii")
+    i = io * 16 + ii
+    body = For(io, 1, For(ii, 16, IfThenElse(i < 10, BufferStore(out, A[i] + 1.0, (i,))),
+                          "vectorized"))
+    k = mb.build(PrimFunc("pred", (A, out), body))
+    ir = k.llvm_ir()
+    assert "llvm.masked.load.v16f32" in ir and "llvm.masked.store.v16f32" in ir
+    a = f32(10)
+    np.testing.assert_allclose(k(a), a + 1, rtol=1e-6)
+
+
+def test_vectorized_loop_with_inner_reduction_loop():
+    # C[i, j] += A[i, k] * B[k, j] with j vectorized and k a serial loop inside it
+    src = '''
+@T.prim_func
+def mm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 16), "float32"), C: T.Buffer((4, 16), "float32")):
+    for i in range(4):
+        for j in T.vectorized(16):
+            for k in range(8):
+                with T.block("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+'''
+    k = mb.build(mb.script.parse(src))
+    assert "<16 x float>" in k.llvm_ir()
+    a, b = f32(4, 8), f32(8, 16)
+    np.testing.assert_allclose(k(a, b), a @ b, rtol=1e-5, atol=1e-6)
+
+
+def test_long_vectorized_loop_is_emitted_in_chunks():
+    n = 200  # 3 chunks of 64 lanes and a tail of 8
+    A, out = Buffer("A", (n,)), Buffer("Out", (n,))
+    i = Var("i")
+    k = mb.build(PrimFunc("long", (A, out), For(i, n, BufferStore(out, A[i] * 3.0, (i,)),
+                                                "vectorized")))
+    ir = k.llvm_ir()
+    assert "<64 x float>" in ir and "<8 x float>" in ir
+    a = f32(n)
+    np.testing.assert_allclose(k(a), a * 3, rtol=1e-6)
+
+
+def test_loop_carried_dependence_is_compiled_serially_with_a_warning():
+    # s[0] = s[0] + A[i]: every lane updates the same element — vector code would be wrong
+    A, s = Buffer("A", (16,)), Buffer("s", (1,))
+    i = Var("i")
+    body = seq(BufferStore(s, const(0.0, "float32"), (0,)),
+               For(i, 16, BufferStore(s, s[0] + A[i], (0,)), "vectorized"))
+    with pytest.warns(UserWarning, match="compiled as a serial loop.*same element"):
+        k = mb.build(PrimFunc("sum", (A, s), body))
+    a = f32(16)
+    np.testing.assert_allclose(k(a), [a.sum()], rtol=1e-5)
+
+
+def test_shifted_access_in_place_is_compiled_serially_with_a_warning():
+    # A[i+1] = A[i] propagates A[0] in a serial loop; lanes would read stale values
+    A = Buffer("A", (17,))
+    i = Var("i")
+    f = PrimFunc("shift", (A,), For(i, 16, BufferStore(A, A[i], (i + 1,)), "vectorized"))
+    with pytest.warns(UserWarning, match="different indices"):
+        k = mb.build(f)
+    a = f32(17)
+    k(a)
+    np.testing.assert_array_equal(a, np.full(17, a[0]))
+
+
+def test_safe_vectorized_loop_gives_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mb.build(map_func(lambda x: x - 1.0, ["float32"], "float32", n=48, lanes=16))
