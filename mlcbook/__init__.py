@@ -15,37 +15,36 @@ The whole user-facing surface::
 """
 
 from . import errors, tir
-from .errors import MLCError
+from .errors import MLCError, ScheduleError
 
 __version__ = "0.1.0"
 
-__all__ = ["MLCError", "errors", "tir", "te", "script", "schedule", "Schedule", "Trace", "grading",
-           "__version__"]
+# Everything else loads on first use, so that `import mlcbook` stays light (llvmlite, onnx
+# and the grading machinery are imported only by the code that needs them).
+# name -> (module, attribute or None for the module itself)
+_LAZY = {
+    "te": (".te", None), "script": (".script", None), "schedule": (".schedule", None),
+    "graph": (".graph", None), "ops": (".ops", None), "frontend": (".frontend", None),
+    "codegen": (".codegen", None), "runtime": (".runtime", None), "models": (".models", None),
+    "grading": (".grading", None),
+    "Schedule": (".schedule", "Schedule"), "Trace": (".schedule", "Trace"),
+    "lower": (".tir.transform", "lower"), "build": (".runtime", "build"),
+    "time_kernel": (".runtime", "time_kernel"), "Target": (".codegen", "Target"),
+    "from_onnx": (".frontend", "from_onnx"),
+    "compile": (".graph.executable", "compile"), "load": (".graph.executable", "load"),
+}
+
+__all__ = ["MLCError", "ScheduleError", "errors", "tir", "__version__", *_LAZY]
 
 
 def __getattr__(name):
-    # te, script and grading load on first use so `import mlcbook` stays light
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mlcbook' has no attribute {name!r}")
     import importlib
-    if name in ("te", "script", "grading"):
-        return importlib.import_module(f".{name}", __name__)
-    if name in ("graph", "ops", "frontend", "models"):
-        return importlib.import_module(f".{name}", __name__)
-    if name == "schedule":
-        return importlib.import_module(".schedule", __name__)
-    if name in ("Schedule", "Trace"):
-        return getattr(importlib.import_module(".schedule", __name__), name)
-    if name == "ScheduleError":
-        return errors.ScheduleError
-    if name in ("codegen", "runtime"):
-        return importlib.import_module(f".{name}", __name__)
-    if name in ("build", "time_kernel"):
-        return getattr(importlib.import_module(".runtime", __name__), name)
-    if name == "lower":
-        return importlib.import_module(".tir.transform", __name__).lower
-    if name == "Target":
-        return importlib.import_module(".codegen", __name__).Target
-    if name == "from_onnx":
-        return importlib.import_module(".frontend", __name__).from_onnx
-    if name in ("compile", "load"):
-        return getattr(importlib.import_module(".graph.executable", __name__), name)
-    raise AttributeError(f"module 'mlcbook' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    mod = importlib.import_module(module, __name__)
+    return mod if attr is None else getattr(mod, attr)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
