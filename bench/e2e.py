@@ -1,7 +1,7 @@
 """Whole models: ``mb.compile`` (default schedules, no tuning) beside onnxruntime, same thread count.
 
     python bench/e2e.py                 # MLP and CNN, 1 and 2 threads, prints a table
-    python bench/e2e.py --threads 2     # one thread count
+    python bench/e2e.py --rounds 15     # more rounds on a busy machine
 
 Models (built by mlcbook.frontend.examples, fixed random weights):
 
@@ -10,7 +10,9 @@ Models (built by mlcbook.frontend.examples, fixed random weights):
   batch 8 of 1x28x28.
 
 Each figure is the median latency of a full call (``exe(x)`` including its input checks;
-``session.run``) from the same run; the ratio is mlcbook / onnxruntime (lower is better).
+``session.run``) over interleaved rounds of one run (see ``_common.measure``); the ratio
+is mlcbook / onnxruntime (lower is better). onnxruntime gets one session per thread count;
+mlcbook's thread pool is set to the same count around each call.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import time
 
 import numpy as np
 
-from _common import check_threads, emit, machine, run_worker, table
+from _common import Case, by_key, machine, measure, table
 
 MODELS = ("mlp", "cnn")
+THREADS = (1, 2)
 
 
 def _model(name: str):
@@ -32,53 +35,55 @@ def _model(name: str):
     return examples.cnn(batch=8), (8, 1, 28, 28)
 
 
-def measure(threads: int, repeat: int) -> list[dict]:
+def cases() -> tuple[list[Case], dict]:
+    """The cases to measure, and per model (compile seconds, kernel calls)."""
     import onnxruntime as ort
 
     import mlcbook as mb
-    rows = []
+    out, info = [], {}
     for name in MODELS:
         model, shape = _model(name)
         x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                    providers=["CPUExecutionProvider"])
         t0 = time.perf_counter()
         exe = mb.compile(mb.from_onnx(model))
-        compile_s = time.perf_counter() - t0
-        want = sess.run(None, {"input": x})[0]
+        info[name] = (time.perf_counter() - t0, exe.stats["calls"])
         got = exe(x)
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-            raise SystemExit(f"{name}: mlcbook and onnxruntime disagree "
-                             f"(max difference {np.abs(got - want).max():.2e})")
-        t_ort = mb.time_kernel(lambda: sess.run(None, {"input": x}), repeat=repeat)
-        t_mb = mb.time_kernel(lambda: exe(x), repeat=repeat)
-        rows.append(dict(model=name, threads=threads, mlcbook=t_mb.median, ort=t_ort.median,
-                         compile=compile_s, kernels=exe.stats["calls"]))
-    return rows
+        for t in THREADS:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = t
+            opts.inter_op_num_threads = 1
+            sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                        providers=["CPUExecutionProvider"])
+            want = sess.run(None, {"input": x})[0]
+            if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+                raise SystemExit(f"{name}: mlcbook and onnxruntime disagree "
+                                 f"(max difference {np.abs(got - want).max():.2e})")
+            out.append(Case("e2e", (name, "onnxruntime"), t,
+                            lambda s=sess, x=x: s.run(None, {"input": x})))
+            out.append(Case("e2e", (name, "mlcbook"), t, lambda e=exe, x=x: e(x)))
+    return out, info
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
-    ap.add_argument("--repeat", type=int, default=7)
-    args = ap.parse_args()
-    if args.worker:
-        check_threads(args.threads[0])
-        emit(measure(args.threads[0], args.repeat))
-        return
+def report(all_cases: list[Case], info: dict) -> str:
+    by = by_key(all_cases)
     rows = []
-    for n in args.threads:
-        rows += run_worker("e2e.py", n, "--repeat", str(args.repeat))
+    for name in MODELS:
+        for t in THREADS:
+            mb_s, ort_s = by[((name, "mlcbook"), t)].median, by[((name, "onnxruntime"), t)].median
+            rows.append([name, t, f"{mb_s * 1e3:.3f}", f"{ort_s * 1e3:.3f}",
+                         f"{mb_s / ort_s:.1f}x", info[name][1], f"{info[name][0]:.2f}"])
+    return table(["model", "threads", "mlcbook ms", "onnxruntime ms", "ratio", "kernel calls",
+                  "compile s"], rows)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args(argv)
+    cs, info = cases()
+    measure(cs, args.rounds)
     print("# End to end: mlcbook (default schedules) vs onnxruntime\n")
-    print(table(["model", "threads", "mlcbook ms", "onnxruntime ms", "ratio", "kernel calls",
-                 "compile s"],
-                [[r["model"], r["threads"], f"{r['mlcbook'] * 1e3:.3f}", f"{r['ort'] * 1e3:.3f}",
-                  f"{r['mlcbook'] / r['ort']:.1f}x", r["kernels"], f"{r['compile']:.2f}"]
-                 for r in rows]))
+    print(report(cs, info))
     print(f"\nMachine: {machine()}.")
 
 

@@ -218,6 +218,7 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     # values whose import failed already: nodes using them are skipped, not reported again
     poisoned = {vi.name for vi in graph.input if vi.name not in cx.values}
     poisoned |= {i.name for i in graph.initializer if i.name not in cx.values}
+    failed: list[tuple[GraphError, str]] = []
     for k, node in enumerate(graph.node):
         if k in bad or any(i in poisoned for i in node.input if i):
             poisoned.update(node.output)
@@ -231,18 +232,36 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
             poisoned.update(node.output)
             continue
         except GraphError as e:
-            raise type(e)(f"{_node_label(node, k)}: {e.message}") from None
+            # keep going: the nodes after it may be unsupported or fail too, and the user
+            # should see every one of them at once
+            failed.append((e, f"{_node_label(node, k)}: {e.message}"))
+            poisoned.update(node.output)
+            continue
         _bind_outputs(cx, node, outs)
-    if problems:
-        supported = ", ".join(sorted(CONVERTERS))
-        listing = "\n".join(f"  - {p}" for p in problems)
-        raise UnsupportedModelError(
-            f"the model uses {len(problems)} thing(s) mlcbook does not support:\n{listing}\n"
-            f"Supported ops: {supported}.\nReplace or remove these nodes (re-export the model, "
-            "or edit it with onnx.helper) and import again.")
+    if problems or failed:
+        raise _import_error(problems, failed)
     outs = [cx.values[o.name] for o in graph.output]
     body = outs[0] if len(outs) == 1 else Tuple(outs)
     return IRModule({"main": Function(tuple(params), body, "main")})
+
+
+def _import_error(problems: list[str], failed: list[tuple[GraphError, str]]) -> GraphError:
+    """One error listing every unsupported thing and every node that failed to convert:
+    an UnsupportedModelError if anything is unsupported, else the first failure's type."""
+    from .onnx_ops import CONVERTERS
+    parts = []
+    if problems:
+        listing = "\n".join(f"  - {p}" for p in problems)
+        parts.append(f"the model uses {len(problems)} thing(s) mlcbook does not support:\n"
+                     f"{listing}\nSupported ops: {', '.join(sorted(CONVERTERS))}.")
+    if failed:
+        listing = "\n".join(f"  - {m}" for _, m in failed)
+        parts.append(f"{len(failed)} node(s) failed to convert:\n{listing}")
+    if len(failed) == 1 and not problems:
+        return type(failed[0][0])(failed[0][1])
+    cls = UnsupportedModelError if problems else type(failed[0][0])
+    return cls("\n".join(parts) + "\nReplace or fix these nodes (re-export the model, or edit "
+               "it with onnx.helper) and import again.")
 
 
 def _bind_outputs(cx: Context, node, outs) -> None:

@@ -117,6 +117,14 @@ class Builder:
             if self._ret is None:
                 raise GraphError(f"function {name!r} has no result; call bb.ret(value) "
                                  "before the end of the `with` block")
+            if isinstance(self._funcs.get(name), PrimFunc):
+                # te.create_prim_func names every function "main", so this clash is easy
+                # to make and would silently drop the kernel a call_tir refers to
+                raise GraphError(
+                    f"graph function {name!r} would replace the PrimFunc {name!r} already in "
+                    f"the module (te.create_prim_func names functions 'main' by default); "
+                    f"name the PrimFunc, e.g. te.create_prim_func([...], name='my_kernel'), "
+                    f"or give the graph function another name")
             self._funcs[name] = Function(tuple(params), self._ret, name)
         finally:
             self._current, self._ret = None, None

@@ -10,9 +10,9 @@ Blocks are scheduled by what they are, read from their iteration variables:
   reduce loops stay innermost, the spatial loops are fused and parallelized;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
   is long): the output is cut into register tiles of ``rows x cols``; the reduce loops run
-  around each tile and the tile's columns are vectorized. The reduction's ``init`` is first
-  split into a block of its own (:func:`split_init`), so that it does not run as a guarded
-  test inside the reduce loops.
+  around each tile and the tile's columns are vectorized. The tile accumulates in a
+  ``local`` buffer (``cache_write``), copied out once per tile (``reverse_compute_at``);
+  ``decompose_reduction`` zeroes it before the reduce loops instead of testing inside them.
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -20,14 +20,13 @@ Blocks are scheduled by what they are, read from their iteration variables:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad, Var
+from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
-from ..tir.functor import post_order_visit, substitute
-from ..tir.stmt import Block, BlockRealize, For, IterVar, SeqStmt, seq
+from ..tir.functor import post_order_visit
+from ..tir.stmt import BlockRealize, For, SeqStmt
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -62,44 +61,6 @@ def _is_tiled_reduction(realize: BlockRealize, loops) -> bool:
     return inner >= 8 and work >= 4
 
 
-def split_init(func: PrimFunc, block_name: str) -> PrimFunc:
-    """Move the ``init`` of reduction block ``block_name`` into a block of its own,
-    ``<name>_init``, in a loop nest of its own right before the reduction's nest.
-
-    The reduction keeps its meaning (its first update now reads the initialized value), and
-    its reduce loops can then be reordered freely without guarding the init."""
-    out = []
-    for stmt in _root_stmts(func):
-        loops, node = _nest(stmt)
-        if not (isinstance(node, BlockRealize) and node.block.name == block_name
-                and node.block.init is not None):
-            out.append(stmt)
-            continue
-        block = node.block
-        spatial = [(iv, v) for iv, v in zip(block.iter_vars, node.iter_values)
-                   if iv.kind == "spatial"]
-        used = set()
-        for _, v in spatial:
-            used |= set(free_vars(v))
-        lmap = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in loops
-                if lp.loop_var in used}
-        ivmap = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
-        init_block = Block(f"{block_name}_init",
-                           tuple(IterVar(ivmap[iv.var], iv.extent, iv.kind) for iv, _ in spatial),
-                           (), tuple(substitute(w, ivmap) for w in block.writes),
-                           substitute(block.init, ivmap), None)
-        init = BlockRealize(tuple(substitute(v, lmap) for _, v in spatial), node.predicate,
-                            init_block)
-        update = replace(node, block=replace(block, init=None))
-        for lp in reversed(loops):
-            if lp.loop_var in lmap:
-                init = For(lmap[lp.loop_var], lp.extent, init, lp.kind, lp.annotations)
-            update = For(lp.loop_var, lp.extent, update, lp.kind, lp.annotations)
-        out += [init, update]
-    root = func.body.block
-    return func.with_body(replace(func.body, block=replace(root, body=seq(*out))))
-
-
 def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
 
@@ -116,11 +77,12 @@ def _vectorize_inner(sch: Schedule, loop) -> list:
     e = _extent(sch, loop)
     if e < 4:
         return [loop]
-    if e <= LANES or e % LANES:
-        if e <= 4 * LANES:
-            sch.vectorize(loop)
-            return []
-    outer, inner = sch.split(loop, [None, LANES])
+    if e <= LANES or (e % LANES and e <= 4 * LANES):
+        sch.vectorize(loop)
+        return []
+    # a width that divides the extent, else full vectors with the last one predicated
+    lanes = next((w for w in (LANES, LANES // 2, LANES // 4) if e % w == 0), LANES)
+    outer, inner = sch.split(loop, [None, lanes])
     sch.vectorize(inner)
     return [outer]
 
@@ -171,19 +133,42 @@ def _reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return None
 
 
+def _pick_cols(extent: int) -> int:
+    """Columns of a register tile along an output row of ``extent``: the whole row when it
+    is short, else the widest divisor of at most four vector registers, preferring whole
+    registers, then half (8) and quarter (4) ones, so the tile needs no predicate."""
+    if extent <= 4 * LANES:
+        return extent
+    for step in (LANES, LANES // 2, LANES // 4):
+        for c in range(4 * LANES - 4 * LANES % step, step - 1, -step):
+            if extent % c == 0:
+                return c
+    # nothing fits: full-width tiles, the last one predicated
+    return LANES
+
+
+def _vectorize_tile_row(sch: Schedule, loop) -> None:
+    """Vectorize the columns of a tile row, one register at a time when they split evenly."""
+    e = _extent(sch, loop)
+    lanes = next((w for w in (LANES, LANES // 2) if e > w and e % w == 0), None)
+    if lanes is None:
+        sch.vectorize(loop)
+        return
+    outer, inner = sch.split(loop, [None, lanes])
+    sch.unroll(outer)
+    sch.vectorize(inner)
+
+
 def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
     block = sch.get_block(name)
+    # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
+    # it to the tile) and write it back once, after its reduction
+    write_back = sch.cache_write(block, 0, "local")
     loops = sch.get_loops(block)
     spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
-    ej = _extent(sch, j)
-    # a short row is one tile (its vector is split into registers by the code generator);
-    # a long one is cut into tiles of up to four registers, predicated if nothing divides it
-    bj = _pick(ej, (4 * LANES, 2 * LANES, LANES)) if ej > 4 * LANES else ej
-    if bj == 1:
-        bj = LANES
-    jo, ji = sch.split(j, [None, bj])
+    jo, ji = sch.split(j, [None, _pick_cols(_extent(sch, j))])
     outer = spatial[:-1]
     inner = []
     row = _reuse_axis(sch, name, n_spatial)
@@ -196,16 +181,15 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     sch.reorder(jo, *outer, *reduce_, *inner, ji)
-    if bj > LANES and bj % LANES == 0:
-        j0, j1 = sch.split(ji, [None, LANES])
-        sch.unroll(j0)
-        sch.vectorize(j1)
-    else:
-        sch.vectorize(ji)
+    _vectorize_tile_row(sch, ji)
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
     fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
+    sch.reverse_compute_at(write_back, fused)
+    wb_loops = sch.get_loops(write_back)
+    _vectorize_tile_row(sch, wb_loops[-1])
+    sch.decompose_reduction(block, reduce_[0])
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
     return fused
@@ -218,8 +202,6 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
         loops, node = _nest(stmt)
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
-    for name in tiled:
-        func = split_init(func, name)
     sch = Schedule(func)
     done: set[str] = set()
     for stmt in _root_stmts(func):

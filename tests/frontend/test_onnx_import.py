@@ -154,3 +154,52 @@ def test_constant_nodes_are_anonymous():
     mod = mb.from_onnx(make(nodes, [vi("x", [2])], [vi("y", [2])]))
     consts = [n for n in post_order(mod["main"].body) if isinstance(n, Constant)]
     assert consts and not consts[0].name
+
+
+def _bad_gemm(name, x, out):
+    # onnx's shape inference does not check Gemm's C; mlcbook's does
+    return helper.make_node("Gemm", [x, "w", "c"], [out], name=name)
+
+
+_GEMM_WEIGHTS = [numpy_helper.from_array(np.ones((3, 5), np.float32), "w"),
+                 numpy_helper.from_array(np.ones(7, np.float32), "c")]
+
+
+def test_conversion_errors_and_unsupported_nodes_are_listed_together():
+    # C has 7 values for 5 columns: both gemms fail shape inference
+    nodes = [_bad_gemm("mm1", "x", "a"),
+             helper.make_node("Celu", ["x"], ["b"], name="celu1"),
+             _bad_gemm("mm2", "b2", "y2"),
+             helper.make_node("Relu", ["a"], ["d"], name="after_mm1")]
+    inits = _GEMM_WEIGHTS
+    model = make(nodes, [vi("x", [2, 3]), vi("b2", [2, 3])], [vi("d", [2, 5]), vi("y2", [2, 5])],
+                 inits)
+    with pytest.raises(UnsupportedModelError) as err:
+        mb.from_onnx(model)
+    msg = str(err.value)
+    assert "1 thing(s) mlcbook does not support" in msg
+    assert "node 'celu1' (Celu)" in msg
+    assert "2 node(s) failed to convert" in msg
+    assert "node 'mm1' (Gemm)" in msg and "node 'mm2' (Gemm)" in msg
+    # a node fed by a failed one is skipped, not reported again
+    assert "after_mm1" not in msg
+
+
+def test_several_conversion_errors_keep_their_type_and_are_all_listed():
+    from mlcbook.errors import OpShapeError
+    nodes = [_bad_gemm("mm1", "x", "a"), _bad_gemm("mm2", "x", "y2")]
+    inits = _GEMM_WEIGHTS
+    model = make(nodes, [vi("x", [2, 3])], [vi("a", [2, 5]), vi("y2", [2, 5])], inits)
+    with pytest.raises(OpShapeError) as err:
+        mb.from_onnx(model)
+    msg = str(err.value)
+    assert "2 node(s) failed to convert" in msg
+    assert "node 'mm1' (Gemm)" in msg and "node 'mm2' (Gemm)" in msg
+
+
+def test_a_single_conversion_error_names_its_node():
+    from mlcbook.errors import OpShapeError
+    inits = _GEMM_WEIGHTS
+    model = make([_bad_gemm("mm1", "x", "a")], [vi("x", [2, 3])], [vi("a", [2, 5])], inits)
+    with pytest.raises(OpShapeError, match=r"^\[MLC-G002\] node 'mm1' \(Gemm\): "):
+        mb.from_onnx(model)

@@ -36,6 +36,19 @@ def test_builder_requires_a_result():
             bb.call("relu", x)
 
 
+def test_graph_function_may_not_replace_a_primfunc_of_the_same_name():
+    bb = Builder()
+    x = bb.input("x", (1, 3))
+    x_ = mb.te.placeholder((1, 3), name="X")
+    y_ = mb.te.compute((1, 3), lambda i, j: x_[i, j] + x_[i, j], name="Y")
+    kernel = mb.te.create_prim_func([x_, y_])  # named "main" by default
+    with pytest.raises(GraphError, match=r"graph function 'main' would replace the PrimFunc "
+                                         r"'main'.*name='my_kernel'"):
+        with bb.function("main", [x]):
+            bb.ret(bb.call_tir(kernel, [x], TensorType((1, 3))))
+    assert bb.get()["main"] is kernel
+
+
 def test_call_tir_by_unknown_name():
     bb = Builder()
     with pytest.raises(GraphError, match="no function 'nope'"):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule, split_init
+from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
 from mlcbook.tir.analysis import collect_blocks
@@ -15,19 +15,31 @@ def run(func, args):
     return outs[0]
 
 
-def test_split_init_moves_the_init_into_its_own_block():
-    f = legalize_call("matmul", [T((4, 8)), T((8, 16))])
-    g = split_init(f, "matmul")
-    names = [r.block.name for r in collect_blocks(g.body)]
-    assert names == ["root", "matmul_init", "matmul"]
-    assert collect_blocks(g.body)[2].block.init is None
-    mb.tir.verify(g)
-    a, b = np.ones((4, 8), "float32"), np.ones((8, 16), "float32")
-    np.testing.assert_array_equal(run(g, [a, b]), a @ b)
+def test_tiled_reduction_accumulates_in_a_local_tile_zeroed_before_the_reduction():
+    g = default_schedule(legalize_call("matmul", [T((8, 24)), T((24, 40))]))
+    realizes = collect_blocks(g.body)
+    names = [r.block.name for r in realizes]
+    assert names == ["root", "matmul_init", "matmul", "matmul_local"]
+    by_name = {r.block.name: r.block for r in realizes}
+    assert by_name["matmul"].init is None
+    assert by_name["matmul_init"].writes[0].buffer.scope == "local"
+    assert by_name["matmul"].writes[0].buffer.scope == "local"
+
+
+@pytest.mark.parametrize("cols", [200, 10, 40, 72])
+def test_tiled_reduction_tiles_divide_awkward_widths_without_a_predicate(cols):
+    f = legalize_call("matmul", [T((8, 24)), T((24, cols))])
+    g = default_schedule(f)
+    assert "T.where" not in str(g)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in ((8, 24), (24, cols))]
+    np.testing.assert_allclose(run(g, args), args[0] @ args[1], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("op,types,attrs", [
     ("matmul", [T((8, 24)), T((24, 40))], {}),
+    ("gemm", [T((8, 24)), T((24, 200)), T((200,))], {}),
+    ("gemm", [T((8, 24)), T((200, 24)), T((200,))], {"trans_b": 1}),
     ("conv", [T((1, 3, 10, 12)), T((4, 3, 3, 3)), T((4,))], {"pads": (1, 1, 1, 1)}),
     ("softmax", [T((3, 20))], {}),
     ("add", [T((5, 70)), T((70,))], {}),
