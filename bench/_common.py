@@ -5,6 +5,11 @@ program over another, every case (a program at a thread count) is measured once 
 *round*, rounds repeat, and each figure is the median over rounds: a busy moment costs all
 programs alike. Thread counts are set in-process for both sides — numpy's BLAS through
 threadpoolctl, mlcbook's pool with ``mb.runtime.num_threads``.
+
+After a multi-threaded case the harness pauses (``SETTLE`` seconds): OpenBLAS's worker
+threads keep spinning for about 0.1 s after each call, and would otherwise take a core
+from whatever is measured next (measured here: a 2-thread kernel right after a 2-thread
+numpy matmul ran 1.6x slower for ~0.1 s).
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ try:
 except ImportError as e:  # pragma: no cover - the message is the point
     raise SystemExit("the benchmarks need threadpoolctl to pin numpy's threads: "
                      "pip install -e '.[bench]'") from e
+
+
+#: seconds to pause after a multi-threaded case (see the module docstring)
+SETTLE = 0.15
 
 
 @dataclass
@@ -62,12 +71,14 @@ class _Threads:
 
     def __exit__(self, *exc):
         mb.runtime.set_num_threads(self._old)
-        self._blas.unregister()
+        self._blas.restore_original_limits()
 
 
 def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
-    """Fill ``case.seconds``: a warm-up call, then ``rounds`` interleaved measurements of
-    enough back-to-back calls to last ``min_seconds`` (cases marked ``once``: one call)."""
+    """Fill ``case.seconds`` with ``rounds`` interleaved measurements, each of enough
+    back-to-back calls to last ``min_seconds``, after as many untimed calls (the cores of
+    this virtual machine are slow for a few tens of ms after being idle). Cases marked
+    ``once`` are called once."""
     numbers = {}
     for c in cases:
         with _Threads(c.threads):
@@ -80,6 +91,8 @@ def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
             t0 = time.perf_counter()
             c.fn()
             numbers[id(c)] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-7)))
+        if c.threads > 1:
+            time.sleep(SETTLE)
     repeated = [c for c in cases if not c.once]
     for r in range(rounds):
         # rotate the order so that no case always runs right after the same neighbour
@@ -87,10 +100,14 @@ def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
         for c in repeated[shift:] + repeated[:shift]:
             n = numbers[id(c)]
             with _Threads(c.threads):
+                for _ in range(n):  # untimed: wakes the idle cores and warms the caches
+                    c.fn()
                 t0 = time.perf_counter()
                 for _ in range(n):
                     c.fn()
                 c.seconds.append((time.perf_counter() - t0) / n)
+            if c.threads > 1:
+                time.sleep(SETTLE)
 
 
 def blas_name() -> str:

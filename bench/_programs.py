@@ -7,8 +7,9 @@ schedule would produce, spelled out:
 * ``matmul_ch4``    — chapter 4's schedule: split i by 32 and j by 64, reorder to
   (io, jo, k, ii, ji), vectorize ji, parallelize io. The init stays in the block, guarded
   by ``k == 0``; every update goes through memory.
-* ``matmul_best``   — B repacked into 64-wide column panels (``Bp[jo, k, ji]``), a 4 x 64
-  register tile of C (16 AVX-512 registers) accumulated over all of k, panels in parallel.
+* ``matmul_best``   — for each 64-wide column panel of B (the panels in parallel): copy the
+  panel into a contiguous scratch ``Bp[k, ji]`` (it stays in L2), then sweep A four rows at
+  a time, accumulating a 4 x 64 register tile of C (16 AVX-512 registers) over all of k.
 * ``fused_relu``    — ``y = max(x * a + b, 0)`` in one pass, 64-wide vectors, parallel chunks.
 * ``conv2d_best``   — 3x3 conv (NCHW, padding 1): pad into a scratch buffer, repack the
   weights with output channels innermost (``Wp[c, ky, kx, f]``), and accumulate a register
@@ -55,12 +56,11 @@ def matmul_best(n: int, mr: int = 4, nr: int = 64):
     return mb.script.parse(f'''
 @T.prim_func(root=False)
 def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
-    with T.allocate(({n // nr}, {n}, {nr}), "float32") as Bp:
-        for jo in T.parallel({n // nr}):
+    for jo in T.parallel({n // nr}):
+        with T.allocate(({n}, {nr}), "float32") as Bp:
             for k in range({n}):
                 for ji in T.vectorized({nr}):
-                    Bp[jo, k, ji] = B[k, jo * {nr} + ji]
-        for jo in T.parallel({n // nr}):
+                    Bp[k, ji] = B[k, jo * {nr} + ji]
             for io in range({n // mr}):
                 with T.allocate(({mr}, {nr}), "float32", "local") as Cl:
                     for ii in T.unroll({mr}):
@@ -69,7 +69,7 @@ def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"
                     for k in range({n}):
                         for ii in T.unroll({mr}):
                             for ji in T.vectorized({nr}):
-                                Cl[ii, ji] = Cl[ii, ji] + A[io * {mr} + ii, k] * Bp[jo, k, ji]
+                                Cl[ii, ji] = Cl[ii, ji] + A[io * {mr} + ii, k] * Bp[k, ji]
                     for ii in T.unroll({mr}):
                         for ji in T.vectorized({nr}):
                             C[io * {mr} + ii, jo * {nr} + ji] = Cl[ii, ji]

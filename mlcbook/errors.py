@@ -121,6 +121,30 @@ class BuildError(MLCError):
     code = "MLC-C001"
 
 
+class TargetError(BuildError):
+    """A target string mlcbook cannot compile for (unknown kind, option or triple)."""
+
+    code = "MLC-C002"
+
+
+class ForeignTargetError(BuildError):
+    """A kernel compiled for another CPU architecture was called here."""
+
+    code = "MLC-C003"
+
+
+class UnrollError(BuildError):
+    """A loop marked unrolled is too long to unroll."""
+
+    code = "MLC-C004"
+
+
+class KernelLoadError(BuildError):
+    """A file given to load_kernel is missing or was not written by Kernel.export_object."""
+
+    code = "MLC-C005"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

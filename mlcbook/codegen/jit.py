@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes.util
 import functools
 
-from ..errors import BuildError
+from ..errors import BuildError, ForeignTargetError
 from .target import Target, _llvm
 
 
@@ -62,7 +62,7 @@ class CompiledModule:
 
     def address(self, symbol: str) -> int:
         if self._engine is None:
-            raise BuildError(
+            raise ForeignTargetError(
                 f"this kernel was compiled for {self.target.triple}, not for this machine; it "
                 "can show its .asm() and .llvm_ir() and be exported, but not run here")
         addr = self._engine.get_function_address(symbol)

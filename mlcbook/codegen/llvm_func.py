@@ -24,7 +24,7 @@ import warnings
 
 import llvmlite.ir as ir
 
-from ..errors import BuildError
+from ..errors import BuildError, UnrollError
 from ..tir.analysis import free_vars
 from ..tir.expr import Buffer, BufferLoad, Const, Var
 from ..tir.functor import Visitor
@@ -183,7 +183,7 @@ class FunctionEmitter(ExprEmitter):
     def _unrolled(self, s: For) -> None:
         n = s.extent.value
         if n > MAX_UNROLL:
-            raise BuildError(
+            raise UnrollError(
                 f"loop {s.loop_var.name} is marked unrolled but has {n} iterations (more than "
                 f"{MAX_UNROLL}); split it and unroll only the inner part")
         for k in range(n):

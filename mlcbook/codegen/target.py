@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import BuildError
+from ..errors import TargetError
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,17 +34,17 @@ class Target:
             self.triple, self.cpu, self.features = spec.triple, spec.cpu, spec.features
             return
         if not isinstance(spec, str):
-            raise BuildError(f"a target is a string like 'llvm -mcpu=skylake-avx512', got {spec!r}")
+            raise TargetError(f"a target is a string like 'llvm -mcpu=skylake-avx512', got {spec!r}")
         words = spec.split()
         if not words or words[0] != "llvm":
-            raise BuildError(
+            raise TargetError(
                 f"unknown target {spec!r}; mlcbook compiles for LLVM CPUs: use 'llvm' "
                 "optionally followed by -mtriple=..., -mcpu=..., -mattr=...")
         opts = {}
         for w in words[1:]:
             key, eq, value = w.partition("=")
             if not eq or key not in ("-mtriple", "-mcpu", "-mattr"):
-                raise BuildError(
+                raise TargetError(
                     f"unknown target option {w!r} in {spec!r}; known: -mtriple=, -mcpu=, -mattr=")
             opts[key] = value
         llvm = _llvm()
@@ -63,7 +63,7 @@ class Target:
         try:
             llvm.Target.from_triple(self.triple)
         except RuntimeError as e:
-            raise BuildError(f"LLVM does not know the triple {self.triple!r}: {e}") from None
+            raise TargetError(f"LLVM does not know the triple {self.triple!r}: {e}") from None
 
     @staticmethod
     def host() -> "Target":

@@ -24,7 +24,7 @@ import os
 from ..codegen.llvm_module import META_SYMBOL, EntryInfo
 from ..codegen.target import _llvm
 from ..codegen.jit import _load_libm
-from ..errors import BuildError
+from ..errors import BuildError, KernelLoadError
 from .kernel import Kernel, KernelLibrary
 
 
@@ -73,11 +73,11 @@ def load_kernel(path):
     """Load a kernel (or a :class:`KernelLibrary`) from an object file or a shared library."""
     path = str(path)
     if not os.path.exists(path):
-        raise BuildError(f"no such file: {path!r}")
+        raise KernelLoadError(f"no such file: {path!r}; give the path Kernel.export_object wrote")
     lib = _SharedLib(path) if path.endswith((".so", ".dylib", ".dll")) else _ObjectLib(path)
     meta = lib.meta()
     if not meta:
-        raise BuildError(f"{path!r} has no {META_SYMBOL} description: it was not written by "
+        raise KernelLoadError(f"{path!r} has no {META_SYMBOL} description: it was not written by "
                          "mlcbook's Kernel.export_object")
     entries = [EntryInfo.from_json(d) for d in json.loads(meta)]
     kernels = {e.name: Kernel(lib, e) for e in entries}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.errors import BuildError
+from mlcbook.errors import UnrollError
 from mlcbook.runtime import get_num_threads, set_num_threads
 from mlcbook.tir import Allocate, Buffer, BufferStore, For, PrimFunc, Var, seq
 
@@ -96,7 +96,7 @@ def test_huge_unroll_is_an_error():
     u = Var("u")
     f = PrimFunc("big", (A,), For(u, 5000, BufferStore(A, mb.tir.const(0.0, "float32"), (u,)),
                                   "unrolled"))
-    with pytest.raises(BuildError, match="unrolled but has 5000 iterations.*split"):
+    with pytest.raises(UnrollError, match="unrolled but has 5000 iterations.*split"):
         mb.build(f)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.errors import BuildError
+from mlcbook.errors import ForeignTargetError, TargetError
 
 from ._util import map_func
 
@@ -45,7 +45,7 @@ def test_other_triple_emits_assembly_but_cannot_run():
                  target="llvm -mtriple=aarch64-linux-gnu")
     asm = k.asm()
     assert ".4s" in asm and "ldp\tq" in asm  # NEON: 4 float32 lanes in q registers
-    with pytest.raises(BuildError, match="aarch64.*not for this machine"):
+    with pytest.raises(ForeignTargetError, match=r"\[MLC-C003\].*aarch64.*not for this machine"):
         k(np.zeros(64, "float32"))
 
 
@@ -53,5 +53,5 @@ def test_other_triple_emits_assembly_but_cannot_run():
                                       ("llvm -mfoo=1", "unknown target option '-mfoo=1'"),
                                       ("llvm -mtriple=nonsense-cpu-os", "does not know the triple")])
 def test_bad_targets_are_explained(spec, msg):
-    with pytest.raises(BuildError, match=msg):
+    with pytest.raises(TargetError, match=msg):
         mb.Target(spec)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import mlcbook as mb
@@ -17,11 +15,9 @@ def test_rebuilding_an_identical_program_is_a_cache_hit():
     k1 = mb.build(mb.script.parse(ADD))
     before = cache_info()["hits"]
     again = mb.script.parse(str(mb.script.parse(ADD)))   # a new, structurally equal object
-    t0 = time.perf_counter()
     k2 = mb.build(again)
     assert k2 is k1
     assert cache_info()["hits"] == before + 1
-    assert time.perf_counter() - t0 < 0.05
 
 
 def test_different_options_or_programs_are_different_kernels():

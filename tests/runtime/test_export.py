@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.errors import ArgumentError, BuildError
+from mlcbook.errors import ArgumentError, BuildError, KernelLoadError
 from mlcbook.runtime import load_kernel
 
 from ._programs import ADD
@@ -66,8 +66,15 @@ def test_loaded_kernel_has_no_ir(tmp_path):
 
 
 def test_loading_something_else_is_an_error(tmp_path):
-    with pytest.raises(BuildError, match="no such file"):
+    with pytest.raises(KernelLoadError, match="no such file"):
         load_kernel(tmp_path / "missing.o")
+    # an object file mlcbook did not write has no description of its entry points
+    import llvmlite.binding as llvm
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    other = tmp_path / "other.o"
+    other.write_bytes(tm.emit_object(llvm.parse_assembly("define void @f() { ret void }")))
+    with pytest.raises(KernelLoadError, match="not written by mlcbook"):
+        load_kernel(other)
 
 
 def test_cross_compiled_object_can_be_exported(tmp_path):
