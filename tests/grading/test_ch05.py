@@ -168,7 +168,8 @@ def test_mlp_weight_stored_transposed():
 
 def test_mlp_kernel_left_with_te_default_name_main():
     message = _zero("05.call_tir_mlp", _mlp(kernel_name="main"))
-    assert "your PrimFunc is named 'main' (te.create_prim_func's default name)" in message
+    # the builder refuses the clash itself, and the grader passes its message on
+    assert "would replace the PrimFunc 'main'" in message and "another name" in message
 
 
 def test_mlp_returns_a_function_not_a_module():
