@@ -18,6 +18,7 @@ mlcbook's thread pool is set to the same count around each call.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import time
 
 import numpy as np
@@ -82,9 +83,12 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     cs, info = cases()
     measure(cs, args.rounds)
-    print("# End to end: mlcbook (default schedules) vs onnxruntime\n")
-    print(report(cs, info))
-    print(f"\nMachine: {machine()}.")
+    text = (f"# End to end: mlcbook (default schedules) vs onnxruntime\n\n"
+            f"Written by `python bench/e2e.py` ({args.rounds} rounds; each figure the median "
+            f"over interleaved rounds, same thread count for both).\n\n"
+            f"{report(cs, info)}\n\nMachine: {machine()}.\n")
+    print(text)
+    (Path(__file__).resolve().parent / "RESULTS_e2e.md").write_text(text)
 
 
 if __name__ == "__main__":
