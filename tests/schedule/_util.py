@@ -39,10 +39,22 @@ def run(func, args):
     return arrays[len(arrays) - func.num_outputs:]
 
 
+def run_compiled(func, args):
+    """Like :func:`run`, through native code (``mb.build``) instead of the interpreter."""
+    arrays = [np.ascontiguousarray(a.copy()) for a in args]
+    for out in arrays[len(arrays) - func.num_outputs:]:
+        out[...] = 0
+    mb.build(func)(*arrays)
+    return arrays[len(arrays) - func.num_outputs:]
+
+
 def assert_same_result(before, after, seed: int = 0) -> None:
+    """``after`` computes what ``before`` does, interpreted and compiled alike."""
     args = random_args(before, np.random.default_rng(seed))
-    for x, y in zip(run(before, args), run(after, args)):
+    reference = run(before, args)
+    for x, y, z in zip(reference, run(after, args), run_compiled(after, args)):
         np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(z, x, rtol=1e-4, atol=1e-4)
 
 
 MM_RELU = """

@@ -81,6 +81,9 @@ def check_result(func, inputs, expected) -> None:
     out = np.full(func.outputs[0].shape, np.nan, "float32")
     mb.tir.interpret(func, *[x.copy() for x in inputs], out)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4)
+    native = np.full(func.outputs[0].shape, np.nan, "float32")
+    mb.build(func)(*[np.ascontiguousarray(x) for x in inputs], native)
+    np.testing.assert_allclose(native, expected, rtol=2e-4, atol=2e-4)
 
 
 def _block_names(sch) -> list[str]:
