@@ -269,6 +269,11 @@ class ExprEmitter:
             return B.fptoui(x, ty) if dst == "uint8" else B.fptosi(x, ty)
         if itemsize(dst) > itemsize(src):
             return B.fpext(x, ty)
+        if src == "float64" and dst == "float16":
+            # LLVM lowers double -> half to a runtime-library call (__truncdfhf2) that the JIT
+            # cannot resolve, and the kernel would jump to a null address. Going through float
+            # rounds twice, which differs from direct rounding only in rare ties.
+            x = B.fptrunc(x, reg_type("float32", lanes))
         return B.fptrunc(x, ty)
 
     def visit_Select(self, e) -> Val:

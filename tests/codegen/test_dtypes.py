@@ -126,7 +126,8 @@ CASTS = [("float32", "int32"), ("float64", "int64"), ("int32", "float32"), ("int
          ("int32", "int64"), ("int64", "int32"), ("uint8", "int32"), ("int8", "int32"),
          ("uint8", "float32"), ("int32", "uint8"), ("float32", "float16"), ("float16", "float64"),
          ("float32", "float64"), ("float64", "float32"), ("bool", "int32"), ("bool", "float32"),
-         ("int32", "bool"), ("float32", "bool"), ("float32", "uint8")]
+         ("int32", "bool"), ("float32", "bool"), ("float32", "uint8"), ("float64", "float16"),
+         ("int32", "float16"), ("int64", "float16"), ("float16", "int32")]
 
 
 @pytest.mark.parametrize("lanes", LANES)
