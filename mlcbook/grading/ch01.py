@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compare import call, describe, empty, expect_array, randn, trial
+from .compare import (call, describe, distinct_dims, empty, expect_array, randn, softmax_cases,
+                      softmax_reference, trial)
 from .registry import exercise
-
-
-def _dims(rng: np.random.Generator, count: int, low: int = 2, high: int = 8) -> list[int]:
-    # Distinct sizes, so that a loop over the wrong dimension shows up as a shape error
-    # or an untouched entry instead of passing by luck.
-    return [int(d) for d in rng.choice(np.arange(low, high), size=count, replace=False)]
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -25,7 +20,7 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 @exercise("01.lnumpy_mm_relu", points=1, title="Fused matmul + relu with loops")
 def _check_mm_relu(answer, rng):
-    shapes = [_dims(rng, 3), _dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
+    shapes = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, k, m in shapes:
         A, B = randn(rng, (n, k)), randn(rng, (k, m))
         C = empty((n, m))
@@ -42,7 +37,7 @@ def _check_mm_relu(answer, rng):
 
 @exercise("01.lnumpy_bmm", points=2, title="Batched matrix multiplication with loops")
 def _check_bmm(answer, rng):
-    shapes = [_dims(rng, 4), _dims(rng, 4), [3, 1, int(rng.integers(2, 6)), 2]]
+    shapes = [distinct_dims(rng, 4), distinct_dims(rng, 4), [3, 1, int(rng.integers(2, 6)), 2]]
     for b, n, k, m in shapes:
         A, B = randn(rng, (b, n, k)), randn(rng, (b, k, m))
         C = empty((b, n, m))
@@ -57,29 +52,15 @@ def _check_bmm(answer, rng):
     return f"matches A @ B on {len(shapes)} fresh batched shapes"
 
 
-def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    x = x.astype(np.float64)
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 @exercise("01.lnumpy_softmax", points=2, title="Numerically stable softmax with loops")
 def _check_softmax(answer, rng):
-    n, m = _dims(rng, 2, 3, 9)
-    cases = [
-        (randn(rng, (n, m), scale=2.0), None),
-        (randn(rng, (m, n), scale=2.0), None),
-        # exp(800) overflows both float32 and float64: only a stable softmax survives this.
-        ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
-         "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
-         "softmax(x - max(x)), so subtract each row's maximum before exp"),
-    ]
+    cases = softmax_cases(rng, "")
     for X, hint in cases:
         Y = empty(X.shape)
         with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
             call(answer, "lnumpy_softmax", X, Y, outputs=1)
-            expect_array("Y", Y, _softmax(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
-                (lambda: _softmax(X, axis=0), "Y is the softmax of each column (axis 0); "
+            expect_array("Y", Y, softmax_reference(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
+                (lambda: softmax_reference(X, axis=0), "Y is the softmax of each column (axis 0); "
                                               "softmax here runs along each row (axis 1)"),
                 (lambda: np.exp(X - X.max(axis=1, keepdims=True)),
                  "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),

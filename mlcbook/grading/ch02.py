@@ -18,14 +18,9 @@ from ..tir.function import IRModule, PrimFunc
 from ..tir.functor import Visitor
 from ..tir.interpreter import interpret
 from ..tir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, SeqStmt
-from .compare import SENTINEL, Fail, call, describe, empty, expect_array, randn, trial
+from .compare import (SENTINEL, Fail, call, describe, distinct_dims, empty, expect_array,
+                      randn, softmax_cases, softmax_reference, trial)
 from .registry import exercise
-
-
-def _dims(rng: np.random.Generator, count: int, low: int = 2, high: int = 8) -> list[int]:
-    # Distinct sizes, so that a program built with the sizes in the wrong order shows up as
-    # a wrong parameter shape instead of passing by luck.
-    return [int(d) for d in rng.choice(np.arange(low, high), size=count, replace=False)]
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -216,7 +211,7 @@ def _loops_of(func: PrimFunc) -> dict[str, tuple[list[For], BlockRealize]]:
 # --- 02.bmm_relu -----------------------------------------------------------------------------
 @exercise("02.bmm_relu", points=2, title="bmm_relu in script, with the right block axes")
 def _check_bmm_relu(answer, rng):
-    cases = [_dims(rng, 4), _dims(rng, 4), [1, int(rng.integers(2, 6)), 3, 1]]
+    cases = [distinct_dims(rng, 4), distinct_dims(rng, 4), [1, int(rng.integers(2, 6)), 3, 1]]
     for batch, n, m, k in cases:
         sizes = (batch, n, m, k)
         func = _build(answer, "make_bmm_relu", *sizes)
@@ -279,7 +274,7 @@ def _check_conv2d(answer, rng):
 # --- 02.te_linear_relu -----------------------------------------------------------------------
 @exercise("02.te_linear_relu", points=1, title="linear + relu with te.compute")
 def _check_te_linear_relu(answer, rng):
-    cases = [_dims(rng, 3), _dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
+    cases = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, m, k in cases:
         sizes = (n, m, k)
         func = _build(answer, "make_linear_relu", *sizes)
@@ -301,31 +296,17 @@ def _check_te_linear_relu(answer, rng):
 
 
 # --- 02.te_softmax ---------------------------------------------------------------------------
-def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    x = x.astype(np.float64)
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 @exercise("02.te_softmax", points=2, title="Numerically stable softmax with te.compute")
 def _check_te_softmax(answer, rng):
-    n, m = _dims(rng, 2, 3, 9)
-    cases = [
-        (randn(rng, (n, m), scale=2.0), None),
-        (randn(rng, (m, n), scale=2.0), None),
-        # exp(800) overflows even float64, which the interpreter computes in
-        ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
-         "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
-         "softmax(x - max(x)), so subtract each row's maximum (a te.max stage) before exp"),
-    ]
+    cases = softmax_cases(rng, "(a te.max stage) ")
     for X, hint in cases:
         func = _build(answer, "make_softmax", *X.shape)
         _expect_params(func, "make_softmax", X.shape,
                        [("input X", X.shape), ("output Y", X.shape)])
         with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
             Y = _run(func, X, out_shape=X.shape)
-            expect_array("Y", Y, _softmax(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
-                (lambda: _softmax(X, axis=0), "Y is the softmax of each column (axis 0); "
+            expect_array("Y", Y, softmax_reference(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
+                (lambda: softmax_reference(X, axis=0), "Y is the softmax of each column (axis 0); "
                                               "softmax here runs along each row (axis 1)"),
                 (lambda: np.exp(X.astype(np.float64) - X.max(axis=1, keepdims=True)),
                  "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),

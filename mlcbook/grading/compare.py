@@ -194,5 +194,32 @@ def _where(err: BaseException) -> str:
     return ""
 
 
+def distinct_dims(rng: np.random.Generator, count: int, low: int = 2, high: int = 8) -> list[int]:
+    """``count`` distinct sizes in ``[low, high)``: an answer that mixes up two dimensions then
+    fails with a wrong shape or an untouched entry instead of passing by luck."""
+    return [int(d) for d in rng.choice(np.arange(low, high), size=count, replace=False)]
+
+
+def softmax_reference(x: np.ndarray, axis: int) -> np.ndarray:
+    """Numerically stable softmax in float64, the reference of the softmax exercises."""
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_cases(rng: np.random.Generator, how_to_subtract_max: str) -> list:
+    """``(X, hint)`` pairs for a softmax check: two ordinary inputs, then one around 600..1000
+    where exp overflows even float64, so only a stable softmax survives it."""
+    n, m = distinct_dims(rng, 2, 3, 9)
+    return [
+        (randn(rng, (n, m), scale=2.0), None),
+        (randn(rng, (m, n), scale=2.0), None),
+        ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
+         "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
+         f"softmax(x - max(x)), so subtract each row's maximum {how_to_subtract_max}before exp"),
+    ]
+
+
 __all__ = ["Fail", "NotImplementedAnswer", "Partial", "SENTINEL", "call", "expect_array",
-           "trial", "describe", "randn", "empty"]
+           "trial", "describe", "randn", "empty", "distinct_dims", "softmax_reference",
+           "softmax_cases"]
