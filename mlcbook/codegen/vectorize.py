@@ -17,7 +17,8 @@ from typing import Optional
 from ..tir.analysis import free_vars
 from ..tir.expr import Binary, BufferLoad, Cast, Const, Unary, Var
 from ..tir.functor import Visitor
-from ..tir.simplify import _Simplifier, _key
+from ..tir.analysis import expr_key
+from ..tir.simplify import _Simplifier
 from ..tir.stmt import Allocate, BufferStore, For
 
 
@@ -30,7 +31,7 @@ def vectorize_hazard(loop: For) -> Optional[str]:
     for buf, (stores, loads) in acc.by_buffer.items():
         if not stores:
             continue
-        keys = {_key(i) for i in stores + loads}
+        keys = {expr_key(i) for i in stores + loads}
         name = buf.name
         if len(keys) > 1:
             return (f"buffer {name!r} is written and accessed at different indices inside "

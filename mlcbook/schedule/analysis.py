@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..tir.analysis import free_vars, int_bounds
+from ..tir.analysis import expr_key, free_vars, int_bounds
 from ..tir.expr import Binary, Buffer, BufferLoad, Cast, Const, PrimExpr, Unary, Var, is_int
 from ..tir.functor import Visitor, substitute
 from ..tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
@@ -145,7 +145,7 @@ class Atoms:
         self.exprs: dict = {}   # atom var -> the expression it stands for
 
     def atom(self, e: PrimExpr) -> Optional[Var]:
-        key = _key(e)
+        key = expr_key(e)
         v = self.by_key.get(key)
         if v is None:
             b = int_bounds(e, self.ranges)
@@ -156,20 +156,6 @@ class Atoms:
             self.exprs[v] = e
             self.ranges[v] = b
         return v
-
-
-def _key(e):
-    if isinstance(e, Var):
-        return ("v", id(e))
-    if isinstance(e, Const):
-        return ("c", e.dtype, e.value)
-    if isinstance(e, Binary):
-        return ("b", e.op, _key(e.a), _key(e.b))
-    if isinstance(e, Unary):
-        return ("u", e.op, _key(e.a))
-    if isinstance(e, Cast):
-        return ("cast", e.dtype, _key(e.value))
-    return ("id", id(e))
 
 
 def affine(e: PrimExpr, atoms: Optional[Atoms] = None, relaxed: Optional[dict] = None) -> Optional[Aff]:

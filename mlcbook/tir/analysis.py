@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .expr import Binary, Buffer, BufferLoad, Cast, Const, PrimExpr, Select, Unary, Var, is_int
+from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
+                   is_int)
 from .functor import Visitor
 from .stmt import Block, BlockRealize, BufferStore, For
 
@@ -58,6 +59,27 @@ def int_bounds(e: PrimExpr, ranges: dict) -> Interval:
             return a[0] % c, a[1] % c
         return 0, c - 1
     return None
+
+
+def expr_key(e: PrimExpr) -> tuple:
+    """A hashable key equal for expressions that are the same tree over the same variables."""
+    if isinstance(e, Var):
+        return ("v", id(e))
+    if isinstance(e, Const):
+        return ("c", e.dtype, e.value)
+    if isinstance(e, Binary):
+        return ("b", e.op, expr_key(e.a), expr_key(e.b))
+    if isinstance(e, Unary):
+        return ("u", e.op, expr_key(e.a))
+    if isinstance(e, Cast):
+        return ("cast", e.dtype, expr_key(e.value))
+    if isinstance(e, Select):
+        return ("s", expr_key(e.cond), expr_key(e.true_value), expr_key(e.false_value))
+    if isinstance(e, Call):
+        return ("call", e.name) + tuple(expr_key(a) for a in e.args)
+    if isinstance(e, BufferLoad):
+        return ("ld", id(e.buffer)) + tuple(expr_key(i) for i in e.indices)
+    return ("id", id(e))
 
 
 def loop_ranges(loops) -> dict:

@@ -27,12 +27,12 @@ from typing import Optional
 
 import numpy as np
 
-from .analysis import int_bounds
-from .expr import (Binary, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
+from .analysis import expr_key, int_bounds
+from .expr import (Binary, Call, Cast, Const, PrimExpr, Select, Unary, Var,
                    _int_range, is_float, is_int)
 from .function import PrimFunc
 from .functor import Mutator
-from .stmt import Block, Evaluate, For, IfThenElse, Stmt, no_op
+from .stmt import Block, Evaluate, For, IfThenElse, no_op
 
 
 def simplify(node, ranges: Optional[dict] = None):
@@ -49,7 +49,7 @@ def simplify(node, ranges: Optional[dict] = None):
 
 # --- linear forms ------------------------------------------------------------------------------
 class _Lin:
-    """``sum(coef * atom) + const`` over an int dtype; atoms keyed by :func:`_key`."""
+    """``sum(coef * atom) + const`` over an int dtype; atoms keyed by :func:`~mlcbook.tir.analysis.expr_key`."""
 
     __slots__ = ("terms", "const", "dtype")
 
@@ -95,27 +95,6 @@ class _Lin:
         for coef, _ in self.terms.values():
             g = gcd(g, abs(coef))
         return g
-
-
-def _key(e: PrimExpr):
-    """A hashable key equal for expressions that are the same tree over the same variables."""
-    if isinstance(e, Var):
-        return ("v", id(e))
-    if isinstance(e, Const):
-        return ("c", e.dtype, e.value)
-    if isinstance(e, Binary):
-        return ("b", e.op, _key(e.a), _key(e.b))
-    if isinstance(e, Unary):
-        return ("u", e.op, _key(e.a))
-    if isinstance(e, Cast):
-        return ("cast", e.dtype, _key(e.value))
-    if isinstance(e, Select):
-        return ("s", _key(e.cond), _key(e.true_value), _key(e.false_value))
-    if isinstance(e, Call):
-        return ("call", e.name) + tuple(_key(a) for a in e.args)
-    if isinstance(e, BufferLoad):
-        return ("ld", id(e.buffer)) + tuple(_key(i) for i in e.indices)
-    return ("id", id(e))
 
 
 def _fits(value: int, dtype: str) -> bool:
@@ -215,7 +194,7 @@ class _Simplifier(Mutator):
         t, f = self.visit(e.true_value), self.visit(e.false_value)
         if isinstance(cond, Const):
             return t if cond.value else f
-        if _key(t) == _key(f):
+        if expr_key(t) == expr_key(f):
             return t
         if cond is e.cond and t is e.true_value and f is e.false_value:
             return e
@@ -357,7 +336,7 @@ class _Simplifier(Mutator):
                 return self._lin(e.b).scale(int(e.a.value))
         if isinstance(e, Unary) and e.op == "-":
             return self._lin(e.a).scale(-1)
-        return _Lin(dt, {_key(e): [1, e]})
+        return _Lin(dt, {expr_key(e): [1, e]})
 
     def _bounds_of(self, lin: _Lin):
         lo = hi = lin.const
@@ -404,7 +383,7 @@ class _Simplifier(Mutator):
                 if not (isinstance(atom, Binary) and atom.op == "%" and isinstance(atom.b, Const)):
                     continue
                 c = atom.b.value
-                dkey = ("b", "//", _key(atom.a), _key(atom.b))
+                dkey = ("b", "//", expr_key(atom.a), expr_key(atom.b))
                 if dkey in lin.terms and lin.terms[dkey][0] == coef * c:
                     del lin.terms[key], lin.terms[dkey]
                     lin = lin.add(self._lin(atom.a).scale(coef))

@@ -9,12 +9,13 @@ import pytest
 from mlcbook.tir import (Binary, Buffer, BufferStore, Const, For, IfThenElse, Var, cast, const,
                          exp, max as tmax, min as tmin, select)
 from mlcbook.tir.expr import Select
-from mlcbook.tir.simplify import _key, simplify
+from mlcbook.tir.analysis import expr_key
+from mlcbook.tir.simplify import simplify
 
 
 def same(a, b):
     """The same expression tree over the very same variables (no renaming)."""
-    return _key(a) == _key(b)
+    return expr_key(a) == expr_key(b)
 
 
 def _eval(e, env):

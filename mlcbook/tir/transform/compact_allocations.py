@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..analysis import free_vars
+from ..analysis import expr_key, free_vars
 from ..expr import Buffer, BufferLoad, Const, PrimExpr
 from ..functor import Mutator, Visitor
-from ..simplify import _Lin, _Simplifier, _key, simplify
+from ..simplify import _Lin, _Simplifier, simplify
 from ..stmt import Allocate, BufferStore, For, IfThenElse, SeqStmt, Stmt
 
 
