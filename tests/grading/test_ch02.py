@@ -3,10 +3,6 @@
 # No `from __future__ import annotations` here: it would turn the buffer annotations of the
 # @T.prim_func answers below into strings, which hide the sizes they use from the closure.
 
-import linecache
-import re
-
-import nbformat
 import pytest
 
 import mlcbook as mb
@@ -14,7 +10,7 @@ import mlcbook.grading as grading
 from mlcbook import book
 from mlcbook.script import T
 
-_CHECK_CELL = re.compile(r"^mb\.grading\.check\(", re.MULTILINE)
+from .conftest import notebook_functions
 
 EXERCISES = {
     "02.bmm_relu": "make_bmm_relu",
@@ -25,31 +21,14 @@ EXERCISES = {
 }
 
 
-def _notebook_functions(path) -> dict:
-    """Execute a notebook's code cells, except its check cells, and return the namespace.
-
-    Each cell's source goes into linecache under its own file name, as IPython does, so
-    that @T.prim_func, which reads a function's source, works on functions the cells define.
-    """
-    nb = nbformat.read(path, as_version=4)
-    namespace: dict = {}
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and not _CHECK_CELL.search(cell.source):
-            filename = f"<{path.name}, cell {index + 1}>"
-            linecache.cache[filename] = (len(cell.source), None,
-                                         cell.source.splitlines(keepends=True), filename)
-            exec(compile(cell.source, filename, "exec", dont_inherit=True), namespace)
-    return namespace
-
-
 @pytest.fixture(scope="module")
 def solution2() -> dict:
-    return _notebook_functions(book.chapter(2).solutions)
+    return notebook_functions(book.chapter(2).solutions)
 
 
 @pytest.fixture(scope="module")
 def stub2() -> dict:
-    return _notebook_functions(book.chapter(2).exercises)
+    return notebook_functions(book.chapter(2).exercises)
 
 
 def test_chapter_has_these_exercises():

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 import mlcbook as mb
 import mlcbook.grading as grading
 from mlcbook import book
+
+from .conftest import notebook_functions
 
 EXERCISES = {
     "03.tile": "tile",
@@ -17,24 +18,14 @@ EXERCISES = {
 }
 
 
-def _answers(path) -> dict:
-    """The functions a notebook defines: its import and `def` cells, run in order (the other
-    cells call the answers, which the student version does not have yet)."""
-    namespace: dict = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and cell.source.startswith(("import", "def ")):
-            exec(compile(cell.source, str(path), "exec"), namespace)
-    return namespace
-
-
 @pytest.fixture(scope="module")
 def solution3() -> dict:
-    return _answers(book.chapter(3).solutions)
+    return notebook_functions(book.chapter(3).solutions, definitions_only=True)
 
 
 @pytest.fixture(scope="module")
 def stub3() -> dict:
-    return _answers(book.chapter(3).exercises)
+    return notebook_functions(book.chapter(3).exercises, definitions_only=True)
 
 
 def test_chapter_has_these_exercises():

@@ -3,7 +3,6 @@ and grading an operator leaves the op registry and the ONNX converters as they w
 
 from __future__ import annotations
 
-import nbformat
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -20,6 +19,8 @@ from mlcbook.grading.ch05 import _bn_reference, bn_training_model, scratch_regis
 from mlcbook.grading.grade import grade_notebook
 from mlcbook.graph import TensorType
 
+from .conftest import notebook_functions
+
 EXERCISES = {
     "05.call_tir_mlp": "mlp_module",
     "05.infer_matmul": "infer_matmul",
@@ -28,23 +29,14 @@ EXERCISES = {
 }
 
 
-def _answers(path) -> dict:
-    """The functions a notebook defines: its import and `def` cells, run in order."""
-    namespace: dict = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and cell.source.startswith(("import", "def ")):
-            exec(compile(cell.source, str(path), "exec"), namespace)
-    return namespace
-
-
 @pytest.fixture(scope="module")
 def solution5() -> dict:
-    return _answers(book.chapter(5).solutions)
+    return notebook_functions(book.chapter(5).solutions, definitions_only=True)
 
 
 @pytest.fixture(scope="module")
 def stub5() -> dict:
-    return _answers(book.chapter(5).exercises)
+    return notebook_functions(book.chapter(5).exercises, definitions_only=True)
 
 
 def test_chapter_has_these_exercises():
