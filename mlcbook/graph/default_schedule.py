@@ -13,6 +13,8 @@ Blocks are scheduled by what they are, read from their iteration variables:
   around each tile and the tile's columns are vectorized. The tile accumulates in a
   ``local`` buffer (``cache_write``), copied out once per tile (``reverse_compute_at``);
   ``decompose_reduction`` zeroes it before the reduce loops instead of testing inside them.
+  An elementwise epilogue of the result (gemm's bias) is folded into that write-back
+  (``reverse_compute_inline``), so the result is written once, finished.
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 
 from ..schedule import Schedule
+from ..schedule.errors import ScheduleError
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
@@ -195,6 +198,21 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
     return fused
 
 
+def _reads_any(block, buffer_ids: set) -> bool:
+    return any(id(r.buffer) in buffer_ids for r in block.reads)
+
+
+def _fold_epilogue(sch: Schedule, name: str) -> bool:
+    """Fold spatial block ``name`` into the tile write-back that produces its input, when
+    the block is elementwise in that input; whether it was folded."""
+    try:
+        sch.reverse_compute_inline(sch.get_block(name))
+    except ScheduleError:
+        # not elementwise in the tile (e.g. a transpose of it): it gets its own loops
+        return False
+    return True
+
+
 def default_schedule(func: PrimFunc) -> PrimFunc:
     """``func`` with the default schedule applied to every block (see the module docstring)."""
     tiled = []
@@ -203,6 +221,9 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
     sch = Schedule(func)
+    tiled_results = {id(w.buffer) for stmt in _root_stmts(func)
+                     for _, node in [_nest(stmt)] if isinstance(node, BlockRealize)
+                     and node.block.name in tiled for w in node.block.writes}
     done: set[str] = set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
@@ -214,7 +235,8 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
         if name in tiled:
             _schedule_tiled(sch, name, n_spatial)
         elif n_spatial == len(block.iter_vars):
-            _schedule_spatial(sch, name)
+            if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
+                _schedule_spatial(sch, name)
         else:
             _schedule_row_reduction(sch, sch.get_block(name), n_spatial)
         done.add(name)

@@ -58,3 +58,34 @@ def test_tiled_reduction_vectorizes_and_parallelizes():
     g = default_schedule(legalize_call("matmul", [T((64, 256)), T((256, 512))]))
     text = str(g)
     assert "T.parallel" in text and "T.vectorized(16)" in text and "T.unroll(4)" in text
+
+
+def test_gemm_bias_is_added_in_the_tile_write_back():
+    f = legalize_call("gemm", [T((8, 24)), T((24, 64)), T((64,))])
+    g = default_schedule(f)
+    names = [r.block.name for r in collect_blocks(g.body)]
+    assert names == ["root", "gemm_acc_init", "gemm_acc", "gemm_acc_local"]
+    (write_back,) = [r.block for r in collect_blocks(g.body) if r.block.name == "gemm_acc_local"]
+    assert write_back.writes[0].buffer is g.params[-1]
+    assert not g.body.block.alloc_buffers or all(
+        b.scope == "local" for b in g.body.block.alloc_buffers)
+
+
+def test_epilogue_reading_the_tile_at_two_places_keeps_its_own_loops():
+    f = mb.te.create_prim_func(list(_matmul_then_mirror()))
+    g = default_schedule(f)
+    names = [r.block.name for r in collect_blocks(g.body)]
+    assert "T" in names
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.shape).astype("float32") for p in f.params[:2]]
+    c = args[0] @ args[1]
+    np.testing.assert_allclose(run(g, args), c + c[:, ::-1], rtol=1e-5, atol=1e-5)
+
+
+def _matmul_then_mirror():
+    te = mb.te
+    a, b = te.placeholder((8, 24), name="A"), te.placeholder((24, 32), name="B")
+    k = te.reduce_axis(24, name="k")
+    c = te.compute((8, 32), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    t = te.compute((8, 32), lambda i, j: c[i, j] + c[i, 31 - j], name="T")
+    return a, b, t

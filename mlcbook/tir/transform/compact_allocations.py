@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from ..analysis import expr_key, free_vars
-from ..expr import Buffer, BufferLoad, Const, PrimExpr
+from ..expr import Binary, Buffer, BufferLoad, Const, PrimExpr
 from ..functor import Mutator, Visitor
 from ..simplify import _Lin, _Simplifier, simplify
 from ..stmt import Allocate, BufferStore, For, IfThenElse, SeqStmt, Stmt
@@ -125,26 +127,21 @@ def _loop_ranges(node) -> dict:
     return ranges
 
 
-def _split(index: PrimExpr, inner: dict, v=None) -> Optional[tuple]:
-    """``index`` as ``(coef of v, outer part key, outer part, inner lin)``, or None when a term
-    mixes variables from inside and outside."""
-    s = _Simplifier(None)
-    lin = s._lin(simplify(index))
-    coef, outer, inner_lin = 0, _Lin(lin.dtype), _Lin(lin.dtype, const=lin.const)
+def _split(index: PrimExpr, inner: dict) -> Optional[tuple]:
+    """``index`` as ``(outer part key, outer part, inner lin)``, or None when a term mixes
+    variables from inside and outside."""
+    lin = _Simplifier(None)._lin(simplify(index))
+    outer, inner_lin = _Lin(lin.dtype), _Lin(lin.dtype, const=lin.const)
     for key, (c, atom) in lin.terms.items():
         fv = set(free_vars(atom))
-        if v is not None and atom is v:
-            coef += c
-        elif v is not None and v in fv:
-            return None
-        elif fv & inner.keys():
+        if fv & inner.keys():
             if not fv <= inner.keys():
                 return None
             inner_lin.terms[key] = [c, atom]
         else:
             outer.terms[key] = [c, atom]
     okey = tuple(sorted((k, c) for k, (c, _) in outer.terms.items()))
-    return coef, okey, outer, inner_lin
+    return okey, outer, inner_lin
 
 
 def _span(lin: _Lin, inner: dict) -> Optional[tuple[int, int]]:
@@ -152,26 +149,90 @@ def _span(lin: _Lin, inner: dict) -> Optional[tuple[int, int]]:
     return _Simplifier({k: r for k, r in inner.items() if r is not None})._bounds_of(lin)
 
 
+def _split_by_var(index: PrimExpr, inner: dict, v) -> Optional[tuple]:
+    """``index`` as ``(key of its part in v, that part's terms, outer key, inner lin)``;
+    None when a term mixes ``v`` or the loops outside with the loops inside."""
+    lin = _Simplifier(None)._lin(simplify(index))
+    vterms, outer, inner_lin = [], [], _Lin(lin.dtype, const=lin.const)
+    for key, (c, atom) in lin.terms.items():
+        fv = set(free_vars(atom))
+        if fv & inner.keys():
+            if not fv <= inner.keys():
+                return None
+            inner_lin.terms[key] = [c, atom]
+        elif v in fv:
+            vterms.append((key, c, atom))
+        else:
+            outer.append((key, c))
+    vkey = tuple(sorted((k, c) for k, c, _ in vterms))
+    return vkey, vterms, tuple(sorted(outer)), inner_lin
+
+
 def _disjoint_iterations(buf: Buffer, loop: For) -> bool:
+    """Whether no two iterations of ``loop`` touch a common element of ``buf``.
+
+    A dimension indexed ``c * a(v) + rest`` (the same ``a`` and ``rest`` outside the loop
+    in every access, ``rest`` inside spanning less than ``c``) separates iterations whose
+    ``a(v)`` differ; the iterations are disjoint when the separating ``a``s together tell
+    every iteration apart: ``v`` itself, or ``v // 16`` and ``v % 16`` of a fused loop."""
     if isinstance(loop.extent, Const) and loop.extent.value == 1:
         return True
+    v = loop.loop_var
     inner = _loop_ranges(loop.body)
     accesses = _accesses(buf, loop.body)
+    separating = []
     for dim in range(buf.ndim):
-        parts = [_split(idx[dim], inner, loop.loop_var) for idx in accesses]
+        parts = [_split_by_var(idx[dim], inner, v) for idx in accesses]
         if any(p is None for p in parts):
             continue
-        coefs = {p[0] for p in parts}
-        outers = {p[1] for p in parts}
-        if len(coefs) != 1 or len(outers) != 1 or 0 in coefs:
+        if len({p[0] for p in parts}) != 1 or len({p[2] for p in parts}) != 1:
+            continue
+        vterms = parts[0][1]
+        if len(vterms) != 1:
             continue
         spans = [_span(p[3], inner) for p in parts]
         if any(sp is None for sp in spans):
             continue
         lo, hi = min(sp[0] for sp in spans), max(sp[1] for sp in spans)
-        if hi - lo < abs(coefs.pop()):
-            return True
-    return False
+        _, coef, atom = vterms[0]
+        if hi - lo < abs(coef):
+            separating.append(atom)
+    if any(atom is v for atom in separating):
+        return True
+    return bool(separating) and _tell_apart(separating, v, loop.extent)
+
+
+#: enumerate at most this many iterations to check that fused-loop atoms tell them apart
+_MAX_ENUMERATED = 1 << 16
+
+
+def _tell_apart(atoms: list, v, extent) -> bool:
+    """Whether the values of ``atoms`` differ between any two iterations ``v`` of the loop."""
+    if not isinstance(extent, Const) or extent.value > _MAX_ENUMERATED:
+        return False
+    values = np.arange(extent.value, dtype=np.int64)
+    columns = [_evaluate(a, v, values) for a in atoms]
+    if any(c is None for c in columns):
+        return False
+    return len(set(zip(*(c.tolist() for c in columns)))) == extent.value
+
+
+def _evaluate(e: PrimExpr, v, values):
+    """``e`` (built from ``v``, constants, + - * // %) at every value of ``v``; else None."""
+    if e is v:
+        return values
+    if isinstance(e, Const):
+        return np.full_like(values, int(e.value))
+    if isinstance(e, Binary) and e.op in _INT_OPS:
+        a, b = _evaluate(e.a, v, values), _evaluate(e.b, v, values)
+        if a is None or b is None or (e.op in ("//", "%") and not b.all()):
+            return None
+        return _INT_OPS[e.op](a, b)
+    return None
+
+
+_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply,
+            "//": np.floor_divide, "%": np.mod}
 
 
 # --- how big it needs to be ---------------------------------------------------------------------
@@ -182,12 +243,12 @@ def _compact(buf: Buffer, node: Stmt) -> tuple[Buffer, Stmt]:
     for dim, size in enumerate(buf.shape):
         parts = [_split(idx[dim], inner) for idx in accesses]
         new = None
-        if parts and all(p is not None for p in parts) and len({p[1] for p in parts}) == 1:
-            spans = [_span(p[3], inner) for p in parts]
+        if parts and all(p is not None for p in parts) and len({p[0] for p in parts}) == 1:
+            spans = [_span(p[2], inner) for p in parts]
             if all(sp is not None for sp in spans):
                 lo, hi = min(sp[0] for sp in spans), max(sp[1] for sp in spans)
                 if hi - lo + 1 < size:
-                    new = (hi - lo + 1, parts[0][2], lo)
+                    new = (hi - lo + 1, parts[0][1], lo)
         if new is None:
             shape.append(size)
             shifts.append(None)

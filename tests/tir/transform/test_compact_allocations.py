@@ -67,6 +67,34 @@ def rows(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4, 16), "float32")):
 '''
 
 
+# TILED with its two tile loops fused into one parallel loop f: jo = f // 2, io = f % 2
+FUSED = '''
+@T.prim_func
+def mm(A: T.Buffer((8, 6), "float32"), B: T.Buffer((6, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    CL = T.alloc_buffer((8, 16), "float32", scope="local")
+    for f in T.parallel(4):
+        for ii, ji in T.grid(4, 8):
+            with T.block("init"):
+                vi = T.axis.spatial(8, f % 2 * 4 + ii)
+                vj = T.axis.spatial(16, f // 2 * 8 + ji)
+                CL[vi, vj] = T.float32(0)
+        for k, ii, ji in T.grid(6, 4, 8):
+            with T.block("update"):
+                vi = T.axis.spatial(8, f % 2 * 4 + ii)
+                vj = T.axis.spatial(16, f // 2 * 8 + ji)
+                vk = T.axis.reduce(6, k)
+                CL[vi, vj] = CL[vi, vj] + A[vi, vk] * B[vk, vj]
+        for ii, ji in T.grid(4, 8):
+            with T.block("store"):
+                vi = T.axis.spatial(8, f % 2 * 4 + ii)
+                vj = T.axis.spatial(16, f // 2 * 8 + ji)
+                C[vi, vj] = CL[vi, vj]
+'''
+
+# like FUSED, but the tile rows are f // 2 + ii: neighbouring iterations share rows of CL
+OVERLAPPING = FUSED.replace("f % 2 * 4 + ii", "f // 2 + ii").replace("f // 2 * 8", "f % 2 * 8")
+
+
 def allocations(func):
     out = []
 
@@ -130,3 +158,16 @@ def test_row_buffer_moves_into_its_loop_but_not_into_a_vectorized_one():
     lowered = same_meaning(ROWS)
     (alloc,) = allocations(lowered)
     assert loop_around(lowered, alloc) == "i" and alloc.buffer.shape == (16,)
+
+
+def test_tile_moves_into_a_fused_loop_whose_div_and_mod_tell_iterations_apart():
+    lowered = same_meaning(FUSED)
+    (alloc,) = allocations(lowered)
+    assert alloc.buffer.shape == (32,)
+    assert loop_around(lowered, alloc) == "f"
+
+
+def test_tile_stays_out_of_a_fused_loop_whose_iterations_share_elements():
+    lowered = same_meaning(OVERLAPPING)
+    (alloc,) = allocations(lowered)
+    assert loop_around(lowered, alloc) is None
