@@ -52,11 +52,7 @@ class Kernel:
 
     def run_unchecked(self, ptrs) -> None:
         """Call the native code with raw data pointers (from :meth:`check_args`)."""
-        self._fn(*ptrs, thread_pool.LAUNCHER_ADDRESS)
-        err = thread_pool.POOL.error
-        if err is not None:
-            thread_pool.POOL.error = None
-            raise BuildError(f"the parallel runtime failed while running {self.name!r}: {err}")
+        self._fn(*ptrs, thread_pool.launcher_address())
 
     def check_args(self, args) -> list[int]:
         """Validate ``args`` against the parameters; return their data pointers."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import ArgumentError, BuildError
 from .kernel import Kernel, KernelLibrary
-from .thread_pool import LAUNCHER_ADDRESS, POOL
+from .thread_pool import launcher_address
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def time_kernel(kernel, *args, number: int | None = None, repeat: int = 5,
         kernel = kernel.main()
     if isinstance(kernel, Kernel):
         ptrs = kernel.check_args(args)
-        run, launcher = kernel._fn, LAUNCHER_ADDRESS
+        run, launcher = kernel._fn, launcher_address()
 
         def call():
             run(*ptrs, launcher)
@@ -102,7 +102,4 @@ def time_kernel(kernel, *args, number: int | None = None, repeat: int = 5,
         for _ in range(number):
             call()
         results.append((time.perf_counter() - t0) / number)
-    if POOL.error is not None:
-        err, POOL.error = POOL.error, None
-        raise BuildError(f"the parallel runtime failed while timing: {err}")
     return TimingResult(tuple(results), number)

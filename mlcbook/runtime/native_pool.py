@@ -1,0 +1,355 @@
+"""The native half of the thread pool: worker threads and the launcher, in LLVM IR.
+
+A ``parallel`` loop of a compiled kernel calls ``launcher(body, n, closure)``. Handing the
+chunks to Python threads costs tens of microseconds per loop (waking a thread and taking
+the GIL twice), more than a whole small matmul; so the launcher is native code, compiled
+once per process by the same LLVM as the kernels, and no Python runs while a kernel runs.
+
+How a launch goes, for ``t`` threads (the caller and ``t - 1`` workers):
+
+1. the caller writes the job (body, n, closure), sets ``pending = t`` and publishes a new
+   *ticket* ``generation << 32 | t << 16 | next chunk`` and generation;
+2. every thread, the caller too, claims chunks by compare-and-swap on the ticket until
+   none is left, runs ``body(begin, end, closure)`` on each and decrements ``pending``;
+   the chunk count travels in the ticket, so a late worker can never claim a chunk of a
+   job that has finished and been replaced (its swap fails: the generation moved on);
+3. the caller waits for ``pending == 0``.
+
+Workers are pthreads that *spin* (checking the generation, with the CPU's pause hint) for
+about :data:`SPIN_SECONDS` after each job, so the next parallel loop of a model starts at
+once, and then sleep on a condition variable, so an idle pool costs nothing. A launch while
+another one runs (two Python threads calling kernels) runs serially instead of waiting.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import os
+import time
+
+#: how long an idle worker spins before it sleeps; waking a sleeping thread takes tens of
+#: microseconds on a virtual machine, the time of a whole small kernel
+SPIN_SECONDS = 2e-3
+
+# pthread_mutex_t / pthread_cond_t are at most 64 / 48 bytes on the platforms LLVM JITs for
+# (glibc, musl, macOS); 128 bytes, 16-aligned, leaves room
+_IR = r"""
+@threads = global i32 1
+@spin = global i64 1000
+@workers = global i32 0
+@shutdown = global i32 0
+@exited = global i32 0
+@pid = global i32 0
+@generation = global i64 0
+@ticket = global i64 0
+@pending = global i64 0
+@job_body = global ptr null
+@job_n = global i64 0
+@job_closure = global ptr null
+@launch_lock = global [16 x i64] zeroinitializer, align 16
+@sleep_lock = global [16 x i64] zeroinitializer, align 16
+@wake = global [16 x i64] zeroinitializer, align 16
+
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_mutex_init(ptr, ptr)
+declare i32 @pthread_mutex_lock(ptr)
+declare i32 @pthread_mutex_trylock(ptr)
+declare i32 @pthread_mutex_unlock(ptr)
+declare i32 @pthread_cond_init(ptr, ptr)
+declare i32 @pthread_cond_wait(ptr, ptr)
+declare i32 @pthread_cond_broadcast(ptr)
+declare i32 @getpid()
+declare i32 @sched_yield()
+{pause_decl}
+
+define internal void @pause() {{
+  {pause_call}
+  ret void
+}}
+
+; (re)initialize: at first use, and in a child process after fork (its workers are gone)
+define void @mlcb_pool_init() {{
+  call i32 @pthread_mutex_init(ptr @launch_lock, ptr null)
+  call i32 @pthread_mutex_init(ptr @sleep_lock, ptr null)
+  call i32 @pthread_cond_init(ptr @wake, ptr null)
+  store i32 0, ptr @workers
+  store i32 0, ptr @exited
+  %p = call i32 @getpid()
+  store i32 %p, ptr @pid
+  ret void
+}}
+
+; at exit: workers leave their loops (their code must not run while it is unmapped)
+define void @mlcb_pool_shutdown() {{
+  store atomic i32 1, ptr @shutdown monotonic, align 4
+  call i32 @pthread_mutex_lock(ptr @sleep_lock)
+  call i32 @pthread_cond_broadcast(ptr @wake)
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  ret void
+}}
+
+; spin n times (to calibrate @spin from Python)
+define void @mlcb_pool_spin(i64 %n) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  call void @pause()
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+
+; claim and run chunks of job `gen` until none is left
+define internal void @run_chunks(i64 %gen) {{
+entry:
+  %g32 = and i64 %gen, 4294967295
+  br label %claim
+claim:
+  %t = load atomic i64, ptr @ticket acquire, align 8
+  %tgen = lshr i64 %t, 32
+  %same = icmp eq i64 %tgen, %g32
+  br i1 %same, label %check, label %done
+check:
+  %c = and i64 %t, 65535
+  %chunks.s = lshr i64 %t, 16
+  %chunks = and i64 %chunks.s, 65535
+  %left = icmp ult i64 %c, %chunks
+  br i1 %left, label %swap, label %done
+swap:
+  %t1 = add i64 %t, 1
+  %r = cmpxchg ptr @ticket, i64 %t, i64 %t1 acq_rel acquire
+  %ok = extractvalue {{ i64, i1 }} %r, 1
+  br i1 %ok, label %run, label %claim
+run:
+  ; the job cannot finish while our chunk is pending: its fields are ours to read
+  %body = load ptr, ptr @job_body
+  %n = load i64, ptr @job_n
+  %closure = load ptr, ptr @job_closure
+  %cn = mul i64 %c, %n
+  %begin = udiv i64 %cn, %chunks
+  %c1 = add i64 %c, 1
+  %c1n = mul i64 %c1, %n
+  %end = udiv i64 %c1n, %chunks
+  call void %body(i64 %begin, i64 %end, ptr %closure)
+  atomicrmw sub ptr @pending, i64 1 release
+  br label %claim
+done:
+  ret void
+}}
+
+define internal ptr @worker(ptr %arg) {{
+entry:
+  %seen0 = load atomic i64, ptr @generation acquire, align 8
+  br label %idle
+idle:
+  %seen = phi i64 [%seen0, %entry], [%g.spun, %work], [%g.slept, %work.slept]
+  %limit = load i64, ptr @spin
+  br label %spinning
+spinning:
+  %i = phi i64 [0, %idle], [%i1, %spin.pause]
+  %g.spun = load atomic i64, ptr @generation acquire, align 8
+  %new = icmp ne i64 %g.spun, %seen
+  br i1 %new, label %work, label %spin.more
+spin.more:
+  %stop.spin = load atomic i32, ptr @shutdown monotonic, align 4
+  %quit.spin = icmp ne i32 %stop.spin, 0
+  br i1 %quit.spin, label %quit, label %spin.pause
+spin.pause:
+  call void @pause()
+  %i1 = add i64 %i, 1
+  %keep = icmp ult i64 %i1, %limit
+  br i1 %keep, label %spinning, label %sleep
+sleep:
+  call i32 @pthread_mutex_lock(ptr @sleep_lock)
+  br label %sleeping
+sleeping:
+  %g.slept = load atomic i64, ptr @generation acquire, align 8
+  %woken = icmp ne i64 %g.slept, %seen
+  br i1 %woken, label %awake, label %stopping
+stopping:
+  %stop = load atomic i32, ptr @shutdown monotonic, align 4
+  %quit.sleep = icmp ne i32 %stop, 0
+  br i1 %quit.sleep, label %quit.locked, label %wait
+quit.locked:
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  br label %quit
+quit:
+  atomicrmw add ptr @exited, i32 1 release
+  ret ptr null
+wait:
+  call i32 @pthread_cond_wait(ptr @wake, ptr @sleep_lock)
+  br label %sleeping
+awake:
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  call void @run_chunks(i64 %g.slept)
+  br label %work.slept
+work.slept:
+  br label %idle
+work:
+  call void @run_chunks(i64 %g.spun)
+  br label %idle
+}}
+
+define void @mlcb_pool_launch(ptr %body, i64 %n, ptr %closure) {{
+entry:
+  %tid = alloca i64
+  %want32 = load i32, ptr @threads
+  %want = sext i32 %want32 to i64
+  %fewer = icmp slt i64 %n, %want
+  %t0 = select i1 %fewer, i64 %n, i64 %want
+  %alone = icmp sle i64 %t0, 1
+  br i1 %alone, label %serial, label %forked
+forked:
+  %closing = load atomic i32, ptr @shutdown monotonic, align 4
+  %closed = icmp ne i32 %closing, 0
+  br i1 %closed, label %serial, label %owned
+owned:
+  %me = call i32 @getpid()
+  %owner = load i32, ptr @pid
+  %child = icmp ne i32 %me, %owner
+  br i1 %child, label %reinit, label %lock
+reinit:
+  call void @mlcb_pool_init()
+  br label %lock
+lock:
+  %busy = call i32 @pthread_mutex_trylock(ptr @launch_lock)
+  %taken = icmp ne i32 %busy, 0
+  br i1 %taken, label %serial, label %grow
+grow:
+  %have32 = load i32, ptr @workers
+  %have = sext i32 %have32 to i64
+  %need = sub i64 %t0, 1
+  %enough = icmp sge i64 %have, %need
+  br i1 %enough, label %publish, label %spawn
+spawn:
+  %err = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr null)
+  %failed = icmp ne i32 %err, 0
+  br i1 %failed, label %publish, label %spawned
+spawned:
+  %have1 = add i32 %have32, 1
+  store i32 %have1, ptr @workers
+  br label %grow
+publish:
+  ; as many chunks as threads that exist (fewer if the OS refused a thread)
+  %made32 = load i32, ptr @workers
+  %made = sext i32 %made32 to i64
+  %made1 = add i64 %made, 1
+  %short = icmp slt i64 %made1, %t0
+  %t = select i1 %short, i64 %made1, i64 %t0
+  %g = load i64, ptr @generation
+  %g1 = add i64 %g, 1
+  store ptr %body, ptr @job_body
+  store i64 %n, ptr @job_n
+  store ptr %closure, ptr @job_closure
+  store i64 %t, ptr @pending
+  %g1lo = and i64 %g1, 4294967295
+  %tk.g = shl i64 %g1lo, 32
+  %tk.t = shl i64 %t, 16
+  %tk = or i64 %tk.g, %tk.t
+  store atomic i64 %tk, ptr @ticket release, align 8
+  store atomic i64 %g1, ptr @generation release, align 8
+  call i32 @pthread_mutex_lock(ptr @sleep_lock)
+  call i32 @pthread_cond_broadcast(ptr @wake)
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  call void @run_chunks(i64 %g1)
+  %limit = load i64, ptr @spin
+  br label %join
+join:
+  %i = phi i64 [0, %publish], [%i1, %join.pause], [%i1, %join.yield]
+  %left = load atomic i64, ptr @pending acquire, align 8
+  %all = icmp eq i64 %left, 0
+  br i1 %all, label %finish, label %join.wait
+join.wait:
+  %i1 = add i64 %i, 1
+  %patient = icmp ult i64 %i, %limit
+  br i1 %patient, label %join.pause, label %join.yield
+join.pause:
+  call void @pause()
+  br label %join
+join.yield:
+  call i32 @sched_yield()
+  br label %join
+finish:
+  call i32 @pthread_mutex_unlock(ptr @launch_lock)
+  ret void
+serial:
+  call void %body(i64 0, i64 %n, ptr %closure)
+  ret void
+}}
+"""
+
+_PAUSE = {  # the CPU's spin-wait hint, by architecture
+    "x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
+    "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"),
+}
+
+
+class NativePool:
+    """The compiled pool: the launcher's address and its ``threads`` and ``spin`` settings."""
+
+    def __init__(self):
+        from ..codegen.jit import compile_ir
+        from ..codegen.target import Target
+        target = Target()
+        arch = target.triple.split("-")[0]
+        decl, call = _PAUSE.get(arch, ("", ""))
+        self._lib = compile_ir(_IR.format(pause_decl=decl, pause_call=call), [], target)
+        self.launcher_address = self._lib.address("mlcb_pool_launch")
+        ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_init"))()
+        self._threads = ctypes.c_int32.from_address(self._lib.global_address("threads"))
+        self._spin = ctypes.c_int64.from_address(self._lib.global_address("spin"))
+        self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
+        self._exited = ctypes.c_int32.from_address(self._lib.global_address("exited"))
+        self._spin.value = self._calibrate(SPIN_SECONDS)
+        atexit.register(self._shutdown)
+
+    def _shutdown(self) -> None:
+        """Let the workers return before the interpreter frees the code they run."""
+        ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_shutdown"))()
+        deadline = time.perf_counter() + 1.0
+        while self._exited.value < self._workers.value and time.perf_counter() < deadline:
+            time.sleep(1e-4)
+
+    def _calibrate(self, seconds: float) -> int:
+        """How many pause hints take ``seconds`` on this CPU (a pause is 1 to 150 cycles)."""
+        spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(self._lib.address("mlcb_pool_spin"))
+        n = 1 << 14
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            spin(n)
+            best = min(best, time.perf_counter() - t0)
+        return max(1000, int(seconds * n / max(best, 1e-9)))
+
+    @property
+    def threads(self) -> int:
+        return self._threads.value
+
+    @threads.setter
+    def threads(self, n: int) -> None:
+        self._threads.value = n
+
+    @property
+    def workers(self) -> int:
+        """Worker threads started so far (they are started at the first parallel loop)."""
+        return self._workers.value
+
+
+@functools.lru_cache(maxsize=None)
+def native_pool() -> NativePool:
+    """The process's pool, compiled at first use."""
+    pool = NativePool()
+    pool.threads = _default_threads()
+    return pool
+
+
+def _default_threads() -> int:
+    env = os.environ.get("MLCBOOK_NUM_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1

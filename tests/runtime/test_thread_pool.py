@@ -1,0 +1,126 @@
+"""The native thread pool: every iteration of a parallel loop runs exactly once, whatever the
+thread count, how often loops follow each other, whether the workers sleep, and from which
+Python thread or process the kernel is called."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.runtime import get_num_threads, num_threads, set_num_threads
+from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
+
+N = 1000
+
+# every iteration adds 1 to its own element: after one call, all ones iff each ran once
+COUNT = f'''
+@T.prim_func(root=False)
+def count(X: T.Buffer(({N},), "int32"), Y: T.Buffer(({N},), "int32")):
+    for i in T.parallel({N}):
+        Y[i] = Y[i] + X[i]
+'''
+
+
+@pytest.fixture(scope="module")
+def count():
+    return mb.build(mb.script.parse(COUNT))
+
+
+def run(kernel, calls: int = 1) -> np.ndarray:
+    x, y = np.ones(N, "int32"), np.zeros(N, "int32")
+    for _ in range(calls):
+        kernel(x, y)
+    return y
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_each_iteration_runs_once_with_any_thread_count(count, threads):
+    with num_threads(threads):
+        np.testing.assert_array_equal(run(count), np.ones(N))
+
+
+def test_workers_are_native_threads_started_at_the_first_parallel_loop(count):
+    with num_threads(4):
+        run(count)
+    assert native_pool().workers >= 3
+
+
+def test_many_loops_in_a_row_each_run_every_iteration_once(count):
+    with num_threads(2):
+        np.testing.assert_array_equal(run(count, calls=2000), np.full(N, 2000))
+
+
+def test_loops_after_the_workers_fell_asleep_still_run_every_iteration(count):
+    with num_threads(2):
+        for _ in range(3):
+            time.sleep(4 * SPIN_SECONDS)
+            np.testing.assert_array_equal(run(count), np.ones(N))
+
+
+def test_kernels_called_from_two_python_threads_at_once_both_finish(count):
+    results = {}
+
+    def work(name):
+        results[name] = run(count, calls=300)
+
+    with num_threads(2):
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=60)
+    assert sorted(results) == [0, 1]
+    for y in results.values():
+        np.testing.assert_array_equal(y, np.full(N, 300))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_workers(count):
+    with num_threads(2):
+        run(count)                      # the parent's workers exist before the fork
+        pid = os.fork()
+        if pid == 0:                    # the child: its copy of the pool has no workers
+            ok = (run(count, calls=50) == 50).all()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_num_threads_restores_the_previous_count():
+    before = get_num_threads()
+    with num_threads(before + 1):
+        assert get_num_threads() == before + 1
+    assert get_num_threads() == before
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2", True])
+def test_set_num_threads_rejects_what_is_not_a_positive_int(bad):
+    with pytest.raises(mb.errors.ArgumentError, match=f"positive int, got {bad!r}"):
+        set_num_threads(bad)
+
+
+def test_workers_return_at_exit_before_their_code_is_freed():
+    script = f"""
+import numpy as np, mlcbook as mb
+from mlcbook.runtime import set_num_threads
+from mlcbook.runtime.native_pool import native_pool
+set_num_threads(3)
+k = mb.build(mb.script.parse('''{COUNT}'''))
+x, y = np.ones({N}, "int32"), np.zeros({N}, "int32")
+k(x, y)
+pool = native_pool()
+pool._shutdown()
+k(x, y)                          # after shutdown, parallel loops run serially
+print(pool.workers, pool._exited.value, int(y.min()), int(y.max()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "2", "2", "2"]
