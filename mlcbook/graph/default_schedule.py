@@ -136,7 +136,7 @@ def _reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return None
 
 
-def _pick_cols(extent: int) -> int:
+def tile_columns(extent: int) -> int:
     """Columns of a register tile along an output row of ``extent``: the whole row when it
     is short, else the widest divisor of at most four vector registers, preferring whole
     registers, then half (8) and quarter (4) ones, so the tile needs no predicate."""
@@ -171,7 +171,7 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
     spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
-    jo, ji = sch.split(j, [None, _pick_cols(_extent(sch, j))])
+    jo, ji = sch.split(j, [None, tile_columns(_extent(sch, j))])
     outer = spatial[:-1]
     inner = []
     row = _reuse_axis(sch, name, n_spatial)

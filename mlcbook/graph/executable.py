@@ -26,10 +26,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ArgumentError, BuildError, GraphError
-from ..ops.types import Attrs, TensorType, TupleType
+from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
-from .functor import ExprMutator
 from .interpret import bind_inputs, main_function
 
 #: ops that only reinterpret their input's memory: no kernel, the output is a view
@@ -256,29 +255,15 @@ def load(path) -> Executable:
     return Executable(plan, kernels, consts)
 
 
-class _InferenceLayouts(ExprMutator):
-    """Rewrites that are right only for inference, where weights never change: a gemm whose
-    weight is used transposed gets the transposed weight instead, so that its kernel reads
-    rows of the weight with unit stride (and vectorizes)."""
-
-    def visit_Call(self, call: Call):
-        call = self.generic_visit(call)
-        if call.op == "gemm" and call.attrs["trans_b"] and isinstance(call.args[1], Constant):
-            w = call.args[1]
-            wt = Constant(np.ascontiguousarray(w.data.T), w.name, w.owner)
-            return Call("gemm", (call.args[0], wt) + call.args[2:],
-                        Attrs(dict(call.attrs, trans_b=0)), call.name)
-        return call
-
-
 def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  # noqa: A001
     """Compile a module's main graph function (or a graph Function) to an Executable."""
     from ..runtime import build
     from .default_schedule import default_schedule
     from .legalize import legalize
+    from .weight_layout import pack_weights
     t0 = time.perf_counter()
     func, _ = main_function(mod)
-    func = _InferenceLayouts().visit_function(func)
+    func = pack_weights(func)
     lmod = legalize(IRModule({**(mod.functions if isinstance(mod, IRModule) else {}),
                               "main": func}), keep=VIEW_OPS)
     func, _ = main_function(lmod)

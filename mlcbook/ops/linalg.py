@@ -1,6 +1,11 @@
 """Matrix products: ``matmul`` (numpy's batched, broadcasting ``@``) and ``gemm``
 (``alpha * op(A) @ op(B) + beta * C``, ONNX's fully connected layer).
 
+``gemm`` has one attribute ONNX lacks: ``b_panel=p`` says B comes packed in panels of ``p``
+columns, ``B_packed[j // p, k, j % p] = B[k, j]``, so a kernel that computes ``p`` output
+columns at a time reads its part of B from consecutive memory. ``mb.compile`` packs constant
+weights that way (:mod:`mlcbook.graph.weight_layout`).
+
     >>> get("matmul").infer_type([TensorType((8, 1, 4, 5)), TensorType((3, 5, 6))], {})
     Tensor((8, 3, 4, 6), "float32")
 """
@@ -54,6 +59,8 @@ def _gemm_infer(types, attrs):
     dtype = same_dtype("gemm", types)
     require_dtype("gemm", types[0], NUMBERS)
     a, b = types[0].shape, types[1].shape
+    if attrs["b_panel"]:
+        b = _unpacked_shape(b, attrs)
     if len(a) != 2 or len(b) != 2:
         raise OpShapeError(f"gemm: A and B must be 2-D, got shapes {a} and {b}; use matmul")
     m, ka = (a[1], a[0]) if attrs["trans_a"] else a
@@ -69,7 +76,31 @@ def _gemm_infer(types, attrs):
     return TensorType((m, n), dtype)
 
 
-def _gemm_ref(a, b, c=None, alpha=1.0, beta=1.0, trans_a=0, trans_b=0):
+def _unpacked_shape(b: tuple[int, ...], attrs) -> tuple[int, int]:
+    p = attrs["b_panel"]
+    if attrs["trans_b"] or len(b) != 3 or b[2] != p:
+        raise OpShapeError(
+            f"gemm: with b_panel={p}, B must be packed as (N // {p}, K, {p}) and trans_b must be "
+            f"0, got B of shape {b} and trans_b={attrs['trans_b']}; pack B with pack_panels(B, {p})")
+    return (b[1], b[0] * p)
+
+
+def pack_panels(b: np.ndarray, p: int) -> np.ndarray:
+    """``B`` (K, N) as panels of ``p`` columns, shape (N // p, K, p), for ``gemm(b_panel=p)``.
+
+        >>> pack_panels(np.arange(8).reshape(2, 4), 2)[1]     # columns 2 and 3
+        array([[2, 3],
+               [6, 7]])
+    """
+    k, n = b.shape
+    if p < 1 or n % p:
+        raise OpShapeError(f"pack_panels: {n} columns do not split into panels of {p}")
+    return np.ascontiguousarray(b.reshape(k, n // p, p).transpose(1, 0, 2))
+
+
+def _gemm_ref(a, b, c=None, alpha=1.0, beta=1.0, trans_a=0, trans_b=0, b_panel=0):
+    if b_panel:
+        b = b.transpose(1, 0, 2).reshape(b.shape[1], -1)
     a64 = a.astype(np.float64)
     b64 = b.astype(np.float64)
     y = alpha * ((a64.T if trans_a else a64) @ (b64.T if trans_b else b64))
@@ -79,5 +110,7 @@ def _gemm_ref(a, b, c=None, alpha=1.0, beta=1.0, trans_a=0, trans_b=0):
 
 
 register("gemm", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_gemm_infer, reference=_gemm_ref,
-         attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0}, num_inputs=(2, 3),
-         doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b")
+         attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0, "b_panel": 0},
+         num_inputs=(2, 3),
+         doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b; "
+             "b_panel=p: B packed as (N // p, K, p)")

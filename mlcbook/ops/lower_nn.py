@@ -41,7 +41,7 @@ def _cnst(value, dtype):
 
 
 # --- matmul and gemm -------------------------------------------------------------------------------
-def _matmul(a, b, shape, name, trans_a=False, trans_b=False):
+def _matmul(a, b, shape, name, trans_a=False, trans_b=False, b_panel=0):
     k_extent = a.shape[-2] if trans_a else a.shape[-1]
     k = R.reduce_axis(k_extent, name="k")
 
@@ -53,7 +53,9 @@ def _matmul(a, b, shape, name, trans_a=False, trans_b=False):
             ai = bcast(a.shape[:-2], idx) + ((k, i) if trans_a else (i, k))
         else:
             ai = (k,)
-        if b.ndim > 1:
+        if b_panel:
+            bi = (j // b_panel, k, j % b_panel)
+        elif b.ndim > 1:
             bi = bcast(b.shape[:-2], idx) + ((j, k) if trans_b else (k, j))
         else:
             bi = (k,)
@@ -72,7 +74,7 @@ def _lower_matmul(ins, attrs, out_type):
 def _lower_gemm(ins, attrs, out_type):
     a, b = ins[0], ins[1]
     body, names = _matmul(a, b, out_type.shape, "gemm", bool(attrs["trans_a"]),
-                          bool(attrs["trans_b"]))
+                          bool(attrs["trans_b"]), attrs["b_panel"])
     alpha, beta = attrs["alpha"], attrs["beta"]
     plain = len(ins) == 2 and alpha == 1.0
     acc = compute_named(out_type.shape, names, body, "gemm" if plain and

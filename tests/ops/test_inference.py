@@ -46,6 +46,16 @@ def test_gemm_transposes():
         infer("gemm", [T((4, 3)), T((5, 4))])
 
 
+def test_gemm_with_b_in_panels_has_the_unpacked_width():
+    assert infer("gemm", [T((4, 3)), T((5, 3, 8))], b_panel=8) == T((4, 40))
+
+
+@pytest.mark.parametrize("b,trans_b", [((5, 3, 4), 0), ((3, 40), 0), ((5, 3, 8), 1)])
+def test_gemm_with_b_in_panels_needs_the_packed_shape(b, trans_b):
+    with pytest.raises(OpShapeError, match=r"b_panel=8, B must be packed as \(N // 8, K, 8\)"):
+        infer("gemm", [T((4, 3)), T(b)], b_panel=8, trans_b=trans_b)
+
+
 def test_conv_output_size_with_stride_padding_dilation():
     out = infer("conv", [T((1, 3, 32, 32)), T((8, 3, 3, 3))], strides=(2, 2), pads=(1, 1, 1, 1))
     assert out == T((1, 8, 16, 16))

@@ -3,7 +3,11 @@ import itertools
 
 import numpy as np
 
+import pytest
+
+from mlcbook.errors import OpShapeError
 from mlcbook.ops import get
+from mlcbook.ops.linalg import pack_panels
 
 
 def ref(op, *args, **attrs):
@@ -85,3 +89,17 @@ def test_pad_modes():
     assert ref("pad", x, pads=(1, 1), mode="edge").tolist() == [1, 1, 2, 3, 3]
     assert ref("pad", x, pads=(1, 2), mode="wrap").tolist() == [3, 1, 2, 3, 1, 2]
     assert ref("pad", x, pads=(-1, 1), value=9.0).tolist() == [2, 3, 9]
+
+
+def test_gemm_with_b_in_panels_is_the_plain_product():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 12))
+    np.testing.assert_allclose(ref("gemm", a, pack_panels(b, 4), b_panel=4), a @ b, rtol=1e-12)
+
+
+def test_pack_panels_puts_each_panels_columns_together():
+    b = np.arange(12).reshape(2, 6)
+    np.testing.assert_array_equal(pack_panels(b, 3), [[[0, 1, 2], [6, 7, 8]],
+                                                      [[3, 4, 5], [9, 10, 11]]])
+    with pytest.raises(OpShapeError, match="6 columns do not split into panels of 4"):
+        pack_panels(b, 4)

@@ -1,0 +1,42 @@
+"""Weights laid out for the kernels that read them: a rewrite that is right only for
+inference, where weights never change, so their new layout is computed once, at compile time.
+
+A gemm's weight ``B`` is what its kernel streams through: for each tile of output columns it
+reads the tile's columns of every row of ``B``. This pass hands the kernel ``B`` ready for
+that, as a constant: transposed when the model uses ``B`` transposed (ONNX's ``transB=1``,
+so rows are read with unit stride), and packed in panels of the tile's width
+(``gemm(b_panel=p)``, ``B_packed[j // p, k, j % p]``), so one tile's part of ``B`` is one
+contiguous block instead of ``K`` pieces a row apart.
+
+    >>> func = pack_weights(func)       # a graph Function, before legalization
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.linalg import pack_panels
+from ..ops.types import Attrs
+from .default_schedule import tile_columns
+from .expr import Call, Constant, Function
+from .functor import ExprMutator
+
+
+def pack_weights(func: Function) -> Function:
+    """``func`` with every gemm whose B is a constant given B transposed and packed."""
+    return _PackWeights().visit_function(func)
+
+
+class _PackWeights(ExprMutator):
+    def visit_Call(self, call: Call):
+        call = self.generic_visit(call)
+        if call.op != "gemm" or not isinstance(call.args[1], Constant) or call.attrs["b_panel"]:
+            return call
+        w = call.args[1]
+        b = w.data.T if call.attrs["trans_b"] else w.data
+        p = tile_columns(b.shape[1])
+        attrs = dict(call.attrs, trans_b=0)
+        if p < b.shape[1]:
+            b, attrs["b_panel"] = pack_panels(b, p), p
+        packed = Constant(np.ascontiguousarray(b), w.name, w.owner)
+        return Call("gemm", (call.args[0], packed) + call.args[2:], Attrs(attrs), call.name)
