@@ -106,7 +106,7 @@ class ArgumentError(MLCError):
 
 
 class ExecutionError(MLCError):
-    """A program faulted while it ran: integer division by zero, NaN or inf cast to an integer."""
+    """A program faulted while it ran: NaN or inf cast to an integer."""
 
     code = "MLC-A002"
 

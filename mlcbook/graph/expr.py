@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import GraphError, UnboundVarError
 from ..ops import get as get_op
 from ..ops.types import Attrs, TensorType, TupleType, Type, type_of_array
+from ..tir.names import fresh_name
 
 
 class Expr:
@@ -278,11 +279,7 @@ def _normalize(fname: str, params: tuple[Var, ...], body: Expr) -> Expr:
                     f"function {fname!r} has two different weights named {n.name!r}; rename one")
         if isinstance(n, (Call, CallTIR)):
             base = n.name or (n.op if isinstance(n, Call) else n.func)
-            name, k = base, 0
-            while name in taken:
-                k += 1
-                name = f"{base}_{k}"
-            taken.add(name)
+            name = fresh_name(base, taken)
             if name != n.name:
                 renames[id(n)] = name
             for a in n.args:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
+from ..te.ops._util import broadcast_shapes as _broadcast_shapes
 from .types import TensorType
 
 FLOATS = ("float16", "float32", "float64")
@@ -13,19 +14,9 @@ NUMBERS = INTS + FLOATS
 
 
 def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy broadcasting of ``shapes``; names the op and both shapes when they do not fit."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(ndim):
-        dims = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0}
-        dims.discard(1)
-        if len(dims) > 1:
-            raise OpShapeError(
-                f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be "
-                f"broadcast together (dimension {k - ndim} is {sorted(dims)}); make the "
-                "dimensions equal or 1")
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
+    """numpy broadcasting of ``shapes``; raises :class:`~mlcbook.errors.OpShapeError` naming
+    the op and the shapes when they do not fit (the rule is te's, shared by both layers)."""
+    return _broadcast_shapes(op, *shapes, error=OpShapeError)
 
 
 def same_dtype(op: str, types: Sequence[TensorType]) -> str:

@@ -1,5 +1,5 @@
-"""Building blocks for primitives that add blocks and buffers: fresh names, inferred regions,
-copy nests, and splicing statements into a block scope.
+"""Building blocks for primitives that add blocks and buffers: names taken in a scope,
+inferred regions, copy nests, and splicing statements into a block scope.
 
     >>> nest = copy_nest("A_local", src=A, dst=A_local, region=[(0, 16), (0, 16)], taken=names)
     >>> body = splice(scope_realize, before=top_stmt, stmts=[nest], allocs=[A_local])
@@ -25,16 +25,6 @@ from ..tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, Ite
                         SeqStmt, Stmt, seq)
 from . import tree
 from .analysis import accesses, region
-
-
-def fresh_name(base: str, taken: set) -> str:
-    """``base``, or ``base_1``, ``base_2``, ... whichever is not in ``taken`` (which it joins)."""
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def ax_names(n: int, taken: set) -> list[str]:

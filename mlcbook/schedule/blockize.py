@@ -30,7 +30,8 @@ from ..tir.expr import Const, PrimExpr, Var
 from ..tir.simplify import simplify
 from ..tir.stmt import Block, BlockRealize, For, IterVar
 from . import tree
-from ._build import block_names, fresh_name, loop_names, relaxed_regions
+from ..tir.names import fresh_name
+from ._build import block_names, loop_names, relaxed_regions
 from .analysis import Aff, affine, all_loop_ranges, reads_of, writes_of
 from .errors_data import BlockizeError
 from .reduction import init_nest

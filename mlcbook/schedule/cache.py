@@ -28,8 +28,8 @@ from ..tir.expr import Buffer, Const, Var
 from ..tir.functor import replace_buffers
 from ..tir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt
 from . import tree
-from ._build import (block_names, buffer_names, copy_nest, fresh_name, loop_names, splice,
-                     top_stmt)
+from ..tir.names import fresh_name
+from ._build import block_names, buffer_names, copy_nest, loop_names, splice, top_stmt
 from .analysis import accesses, all_loop_ranges, load_indices, reads_of, region, writes_of
 from .errors import ArgumentTypeError, UnsupportedError
 from .errors_data import (BufferIndexError, ConsumerBlockError, NotSoleProducerError,

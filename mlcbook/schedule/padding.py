@@ -29,7 +29,8 @@ from ..tir.expr import (Binary, Buffer, BufferLoad, Cast, Const, PrimExpr, Selec
 from ..tir.functor import Mutator, post_order_visit, replace_buffers
 from ..tir.stmt import BlockRealize, BufferRegion, BufferStore, For, IterVar, Range, Stmt
 from . import tree
-from ._build import block_names, buffer_names, copy_nest, fresh_name, loop_names, splice, top_stmt
+from ..tir.names import fresh_name
+from ._build import block_names, buffer_names, copy_nest, loop_names, splice, top_stmt
 from .analysis import reads_of, writes_of
 from .cache import check_sole_writer, exact_store, require_root_scope
 from .errors import ArgumentTypeError

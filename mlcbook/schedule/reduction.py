@@ -37,8 +37,9 @@ from ..tir.expr import (Binary, Buffer, BufferLoad, Const, PrimExpr, Var, infini
 from ..tir.functor import post_order_visit, substitute
 from ..tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Stmt, seq
 from . import tree
-from ._build import (all_of, block_names, buffer_names, conjuncts, fresh_name, loop_names,
-                     relaxed_regions, splice, top_stmt, with_regions)
+from ..tir.names import fresh_name
+from ._build import (all_of, block_names, buffer_names, conjuncts, loop_names, relaxed_regions,
+                     splice, top_stmt, with_regions)
 from .analysis import reads_of, writes_of
 from .errors import NonConstantExtentError, UnsupportedError
 from .errors_data import (DecomposeLocationError, FactorAxisError, NotReductionError,

@@ -31,6 +31,7 @@ from ..tir.analysis import int_bounds
 from ..tir.expr import Binary, Buffer, BufferLoad, Const, PrimExpr, Var, select
 from ..tir.function import PrimFunc, root_block_realize
 from ..tir.functor import Mutator, post_order_visit, replace_buffers
+from ..tir.names import fresh_name
 from ..tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range,
                         Stmt, seq)
 from ..tir.verify import verify
@@ -53,7 +54,7 @@ def create_prim_func(tensors: Iterable[Tensor], name: str = "main") -> PrimFunc:
     allocs, rename = [], {}
     for t in stages:
         if id(t) not in param_ids:
-            new_name = _fresh(t.name, taken)
+            new_name = fresh_name(t.name, taken)
             if new_name != t.name:
                 rename[t.buffer] = Buffer(new_name, t.shape, t.dtype)
             allocs.append(rename.get(t.buffer, t.buffer))
@@ -123,15 +124,6 @@ def _stages(params: list[Tensor], outputs: list[Tensor]) -> list[Tensor]:
     return order
 
 
-def _fresh(name: str, taken: set[str]) -> str:
-    new, n = name, 0
-    while new in taken:
-        n += 1
-        new = f"{name}_{n}"
-    taken.add(new)
-    return new
-
-
 class _Substitute(Mutator):
     """Replace axis variables, reduce axes included (ReduceAxis is a Var subclass)."""
 
@@ -152,7 +144,7 @@ def _stage_nest(t: Tensor, buf: Buffer) -> Stmt:
     extents = list(t.shape) + ([ax.extent for ax in red.axis] if red is not None else [])
     kinds = ["spatial"] * len(op.axis) + ["reduce"] * (len(axes) - len(op.axis))
     names: set[str] = set()
-    loop_names = [_fresh(a.name, names) for a in axes]
+    loop_names = [fresh_name(a.name, names) for a in axes]
     loops = [Var(n) for n in loop_names]
     ivars = [Var("v" + n) for n in loop_names]
 

@@ -1,9 +1,10 @@
 """Scalar operations with the loop IR's semantics, in plain Python, for the code the
 interpreter generates: IEEE results where Python would raise (``1.0 / 0.0``, ``log(0)``,
-``exp(1000)``), NaN-propagating min/max, rounding to float32/float16, C-like float -> int casts.
+``exp(1000)``), integer ``x // 0 == x % 0 == 0`` (as numpy and the compiled code give),
+NaN-propagating min/max, rounding to float32/float16, C-like float -> int casts.
 
-    >>> _fdiv(1.0, 0.0), _log(0.0), _rf32(0.1) == 0.10000000149011612
-    (inf, -inf, True)
+    >>> _fdiv(1.0, 0.0), _log(0.0), _idiv(7, 0), _imod(-7, 0), _rf32(0.1) == 0.10000000149011612
+    (inf, -inf, 0, 0, True)
 
 The generated code sees these under the names in :data:`GLOBALS`.
 """
@@ -50,6 +51,14 @@ def _fdiv(a: float, b: float) -> float:
         if a != a or a == 0:
             return math.nan
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _idiv(a: int, b: int) -> int:
+    return a // b if b else 0
+
+
+def _imod(a: int, b: int) -> int:
+    return a % b if b else 0
 
 
 def _fmin(a: float, b: float) -> float:
@@ -130,8 +139,9 @@ def _bad_binding(message: str, value: int):
 MATH = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "rsqrt": "_rsqrt", "tanh": "_tanh",
          "sigmoid": "_sigmoid", "erf": "_erf", "pow": "_pow", "abs": "abs", "floor": "_floor",
          "ceil": "_ceil"}
-GLOBALS = {"_rf32": _rf32, "_rf16": _rf16, "_f2i": _f2i, "_fdiv": _fdiv, "_fmin": _fmin,
-            "_fmax": _fmax, "_exp": _exp, "_log": _log, "_sqrt": _sqrt, "_rsqrt": _rsqrt,
-            "_tanh": math.tanh, "_sigmoid": _sigmoid, "_erf": math.erf, "_pow": _pow,
-            "_floor": _floor, "_ceil": _ceil, "_oob": _oob, "_bad_binding": _bad_binding,
-            "_inf": math.inf, "_nan": math.nan, "_F32": _F32, "_F16": _F16}
+GLOBALS = {"_rf32": _rf32, "_rf16": _rf16, "_f2i": _f2i, "_fdiv": _fdiv, "_idiv": _idiv,
+            "_imod": _imod, "_fmin": _fmin, "_fmax": _fmax, "_exp": _exp, "_log": _log,
+            "_sqrt": _sqrt, "_rsqrt": _rsqrt, "_tanh": math.tanh, "_sigmoid": _sigmoid,
+            "_erf": math.erf, "_pow": _pow, "_floor": _floor, "_ceil": _ceil, "_oob": _oob,
+            "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan, "_F32": _F32,
+            "_F16": _F16}

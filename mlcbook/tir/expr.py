@@ -147,7 +147,16 @@ BINARY_OPS = ARITH_OPS + CMP_OPS + LOGIC_OPS
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Binary(PrimExpr):
-    """``a op b`` for op in :data:`BINARY_OPS`. ``//`` and ``%`` are floor division and modulo."""
+    """``a op b`` for op in :data:`BINARY_OPS`.
+
+    ``//`` and ``%`` are integer floor division and modulo (``-7 // 2 == -4``,
+    ``-7 % 2 == 1``), and a divisor of 0 gives 0: ``x // 0 == x % 0 == 0``, as numpy gives.
+    The interpreter, the simplifier and compiled code all follow this rule. ``/`` is for
+    floats only and follows IEEE (``1.0 / 0.0 == inf``, ``0.0 / 0.0`` is NaN).
+
+        >>> str(Binary("//", Var("i"), Const(4, "int32")))
+        'i // 4'
+    """
 
     op: str
     a: PrimExpr

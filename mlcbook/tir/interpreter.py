@@ -21,9 +21,10 @@ Semantics, where Python and the hardware could disagree:
   ~1e-6 relative (compare with ``rtol=1e-5``).
 - Integer arithmetic is exact; a value wraps to its dtype (two's complement) when stored or
   cast, which for ``+ - *`` gives the same result as wrapping after each operation.
-  ``//`` and ``%`` floor (Python and numpy semantics); division by zero raises
-  :class:`~mlcbook.errors.ExecutionError`. A float -> int cast truncates toward zero; NaN or
-  inf raise :class:`~mlcbook.errors.ExecutionError`.
+  ``//`` and ``%`` floor (Python and numpy semantics), and an integer divisor of 0 gives 0:
+  ``x // 0 == x % 0 == 0``, as numpy and the compiled code give (this is the one rule;
+  :func:`~mlcbook.tir.simplify.simplify` folds the same way). A float -> int cast truncates
+  toward zero; NaN or inf raise :class:`~mlcbook.errors.ExecutionError`.
 - Float ``/`` and the math functions follow IEEE as numpy does (1/0 = inf, log(0) = -inf,
   sqrt(-1) = nan); ``min``/``max`` on floats propagate NaN like ``np.minimum``/``np.maximum``.
 - ``select`` and ``and``/``or`` evaluate only the branch they need, so a guarded load such as
@@ -178,10 +179,8 @@ class _Kernel:
         flats = [_to_flat(a, dtype) for a, (_, _, dtype) in zip(arrays, self.params)]
         try:
             self.fn(*flats)
-        except (ZeroDivisionError, Fault) as err:
-            what = ("integer division or modulo by zero" if isinstance(err, ZeroDivisionError)
-                    else str(err))
-            raise ExecutionError(f"{what} in {self._where(err)}; guard the operation "
+        except Fault as err:
+            raise ExecutionError(f"{err} in {self._where(err)}; guard the operation "
                                  "(e.g. with T.select) or fix the data") from None
         for k in range(self.num_inputs, len(self.params)):
             _, shape, dtype = self.params[k]
@@ -531,9 +530,8 @@ class _Translator(Visitor):
                 else:
                     level = max(level, lvl)
             elif isinstance(node, Binary):
-                # no division that could fault: only by a nonzero constant
-                pure &= node.op in ("+", "-", "*", "min", "max") or (
-                    node.op in ("//", "%") and isinstance(node.b, Const) and node.b.value != 0)
+                # integer arithmetic cannot fault (x // 0 is 0), so hoisting it is safe
+                pure &= node.op in ("+", "-", "*", "//", "%", "min", "max")
             elif not isinstance(node, Const) and not (isinstance(node, Unary) and node.op == "-"):
                 pure = False
 
@@ -593,10 +591,20 @@ class _Translator(Visitor):
             return f"{fn}({a[0]}, {b[0]})", _ATOM
         if op == "/":
             return f"_fdiv({a[0]}, {b[0]})", _ATOM
+        if op in ("//", "%") and not self.nonzero(e.b):
+            return f"{'_idiv' if op == '//' else '_imod'}({a[0]}, {b[0]})", _ATOM
         prec = _PREC[op]
         if prec == _CMP:  # not chained: a < b < c means something else in Python
             return f"{_paren(a, _CMP + 1)} {op} {_paren(b, _CMP + 1)}", _CMP
         return f"{_paren(a, prec)} {op} {_paren(b, prec + 1)}", prec
+
+    def nonzero(self, e) -> bool:
+        """Whether the divisor ``e`` is provably nonzero, so Python's ``//`` / ``%`` can run
+        as they are (the common case: index arithmetic by a constant)."""
+        if isinstance(e, Const):
+            return e.value != 0
+        b = int_bounds(e, self.ranges)
+        return b is not None and (b[0] > 0 or b[1] < 0)
 
     def expr_Select(self, e: Select) -> tuple[str, int]:
         t, c, f = self.expr(e.true_value), self.expr(e.cond), self.expr(e.false_value)

@@ -15,6 +15,10 @@ and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division wh
 variable, plus the extents of the loops and blocks around a statement) prove
 ``0 <= r < c``, ``r // c`` is 0 and ``(q*c + r) % c`` is ``r``.
 
+An integer divisor of 0 folds to 0 (``x // 0 == x % 0 == 0``, the rule of
+:class:`~mlcbook.tir.expr.Binary` that the interpreter and compiled code follow too), and a
+constant quotient that does not fit its dtype (``INT_MIN // -1``) is left unfolded.
+
 Float arithmetic is only folded when exact: ``x * 1.0``, ``x / 1.0`` and ``x - 0.0`` go,
 but ``x + 0.0`` stays (it turns -0.0 into +0.0) and ``x * 0.0`` stays (NaN, inf).
 """
@@ -225,10 +229,11 @@ class _Simplifier(Mutator):
 
     def _int_arith(self, op, a, b) -> Optional[PrimExpr]:
         dt = a.dtype
+        if op in ("//", "%") and isinstance(b, Const) and b.value == 0:
+            return Const(0, dt)
         if dt not in ("int32", "int64"):
             # int8/uint8 are storage types that wrap; fold constants only
-            if isinstance(a, Const) and isinstance(b, Const) and op in _INT_FOLD \
-                    and not (op in ("//", "%") and b.value == 0):
+            if isinstance(a, Const) and isinstance(b, Const) and op in _INT_FOLD:
                 r = _INT_FOLD[op](a.value, b.value)
                 return Const(r, dt) if _fits(r, dt) else None
             return None
@@ -259,10 +264,9 @@ class _Simplifier(Mutator):
             return None
         if op in ("//", "%") and isinstance(b, Const):
             c = b.value
-            if c == 0:
-                return None
             if isinstance(a, Const):
-                return Const(a.value // c if op == "//" else a.value % c, dt)
+                r = a.value // c if op == "//" else a.value % c
+                return Const(r, dt) if _fits(r, dt) else None
             if c == 1:
                 return a if op == "//" else Const(0, dt)
             if c > 0:
@@ -270,7 +274,6 @@ class _Simplifier(Mutator):
         return None
 
     def _floordiv(self, a: PrimExpr, c: int) -> PrimExpr:
-        dt = a.dtype
         if isinstance(a, Binary) and a.op == "//" and isinstance(a.b, Const) and a.b.value > 0:
             return self._floordiv(a.a, a.b.value * c)   # (x // c1) // c2 == x // (c1*c2)
         q, r = self._lin(a).split(c)

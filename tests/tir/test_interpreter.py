@@ -342,11 +342,48 @@ def test_int_floor_division_and_modulo():
     np.testing.assert_array_equal(_run_map(lambda a, b: a % b, "int32", x, y), x % y)
 
 
-def test_int_division_by_zero_is_an_execution_error():
-    x, y = np.arange(8, dtype="int32"), np.ones(8, "int32")
-    y[5] = 0
-    with pytest.raises(ExecutionError, match=r"MLC-A002.*division.*by zero.*Out\[i\] = "):
-        _run_map(lambda a, b: a % b, "int32", x, y)
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_division_and_modulo_by_zero_give_zero_like_numpy(dtype):
+    x = np.array([7, -7, 0, 5, -1, 6, 9, -9], dtype)
+    y = np.array([0, 0, 0, 2, 0, -4, -2, 3], dtype)
+    with np.errstate(divide="ignore"):
+        quot, rem = x // y, x % y
+    got_q = _run_map(lambda a, b: a // b, dtype, x, y)
+    got_r = _run_map(lambda a, b: a % b, dtype, x, y)
+    np.testing.assert_array_equal(got_q, quot)
+    np.testing.assert_array_equal(got_r, rem)
+    assert not got_q[y == 0].any() and not got_r[y == 0].any()
+
+
+def test_division_by_a_constant_zero_gives_zero():
+    x = np.array([7, -7, 0, 1], "int32")
+    np.testing.assert_array_equal(_run_map(lambda a: a // const(0), "int32", x), [0] * 4)
+    np.testing.assert_array_equal(_run_map(lambda a: a % const(0), "int32", x), [0] * 4)
+
+
+def test_division_by_a_loop_variable_that_reaches_zero():
+    # i - 3 is 0 at i == 3: the divisor is not provably nonzero; i + 1 is
+    n = 8
+    x, i = Buffer("X", (n,), "int32"), Var("i")
+    q, r = Buffer("Q", (n,), "int32"), Buffer("R", (n,), "int32")
+    body = For(i, n, seq(BufferStore(q, x[i] // (i - 3), (i,)),
+                         BufferStore(r, x[i] % (i + 1), (i,))))
+    xs = np.array([-7, 7, 5, 9, -2, 11, -13, 100], "int32")
+    got_q, got_r = np.zeros(n, "int32"), np.zeros(n, "int32")
+    interpret(PrimFunc("f", (x, q, r), body, num_outputs=2), xs, got_q, got_r)
+    idx = np.arange(n, dtype="int32")
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(got_q, xs // (idx - 3))
+    np.testing.assert_array_equal(got_r, xs % (idx + 1))
+    assert got_q[3] == 0
+
+
+def test_int_min_divided_by_minus_one_wraps():
+    x = np.full(2, np.iinfo("int32").min, "int32")
+    y = np.array([-1, 1], "int32")
+    with np.errstate(over="ignore"):
+        expected = x // y
+    np.testing.assert_array_equal(_run_map(lambda a, b: a // b, "int32", x, y), expected)
 
 
 def test_float_arithmetic_and_ieee_division():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...errors import TEError, TEShapeError
+from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor, compute_named
 
@@ -46,16 +46,24 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
-    """The numpy broadcast of ``shapes``: right-aligned, each pair of sizes equal or one is 1."""
-    ndim = max(len(s) for s in shapes)
+def broadcast_shapes(op: str, *shapes: Sequence[int],
+                     error: type[MLCError] = TEShapeError) -> tuple[int, ...]:
+    """The numpy broadcast of ``shapes``: right-aligned, each pair of sizes equal or one is 1.
+
+    A mismatch raises ``error`` naming ``op`` and every shape; the graph layer
+    (:mod:`mlcbook.ops`) passes its own ``OpShapeError`` so one rule serves both layers.
+
+        >>> broadcast_shapes("add", (3, 1), (4,))
+        (3, 4)
+    """
+    ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):
         sizes = {s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0}
         sizes.discard(1)
         if len(sizes) > 1:
             shown = " and ".join(str(tuple(s)) for s in shapes)
-            raise TEShapeError(
+            raise error(
                 f"{op}: shapes {shown} cannot be broadcast: dimension {d} of the result would "
                 f"need sizes {sorted(sizes)} to agree; each pair of trailing dimensions must be "
                 "equal or one of them 1")
