@@ -149,6 +149,13 @@ class Executable:
             elif s.kind == "temp":
                 self._buffers[i] = np.empty(s.shape, s.dtype)
         self._calls = [(self.kernels[k], args) for k, args in plan.steps]
+        # pointers of the slots that are the same in every run (weights and temps, and views
+        # of them); a run only fills in the slots that are, or view, an input
+        roots = [self._root(i) for i in range(len(plan.slots))]
+        self._fixed_ptrs = [_address(self._buffers[r]) for r in roots]
+        self._input_slots = [(i, plan.slots[r].ref) for i, r in enumerate(roots)
+                             if plan.slots[r].kind == "input"]
+        self._output_roots = [roots[o] for o in plan.outputs]
 
     @property
     def input_names(self) -> list[str]:
@@ -178,14 +185,10 @@ class Executable:
         return [(k, float(np.median(t))) for (k, _), t in zip(self.plan.steps, times)]
 
     def _execute(self, arrays: list[np.ndarray], times: list | None = None):
-        bufs = list(self._buffers)
-        for i, s in enumerate(self.plan.slots):
-            if s.kind == "input":
-                bufs[i] = np.ascontiguousarray(arrays[s.ref])
-        ptr = [0] * len(bufs)
-        for i in range(len(bufs)):
-            b = bufs[self._root(i)]
-            ptr[i] = b.__array_interface__["data"][0] if b is not None and b.size else 0
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        ptr = list(self._fixed_ptrs)
+        for slot, k in self._input_slots:
+            ptr[slot] = _address(arrays[k])
         if times is None:
             for kernel, args in self._calls:
                 kernel.run_unchecked([ptr[a] for a in args])
@@ -194,8 +197,11 @@ class Executable:
                 t0 = time.perf_counter()
                 kernel.run_unchecked([ptr[a] for a in args])
                 t.append(time.perf_counter() - t0)
-        outs = [np.array(bufs[self._root(o)]).reshape(self.plan.slots[o].shape)
-                for o in self.plan.outputs]
+        outs = []
+        for o, root in zip(self.plan.outputs, self._output_roots):
+            src = self._buffers[root] if self.plan.slots[root].kind != "input" \
+                else arrays[self.plan.slots[root].ref]
+            outs.append(np.array(src).reshape(self.plan.slots[o].shape))
         return tuple(outs) if self.plan.tuple_output else outs[0]
 
     # --- artifact ------------------------------------------------------------------------------
@@ -223,6 +229,10 @@ class Executable:
         ins = ", ".join(f"{n}: {t}" for n, t in self.plan.inputs)
         return f"<Executable ({ins}): {len(self.plan.steps)} kernel calls, " \
                f"{len(self.kernels)} kernels>"
+
+
+def _address(a: np.ndarray | None) -> int:
+    return a.__array_interface__["data"][0] if a is not None and a.size else 0
 
 
 def load(path) -> Executable:
