@@ -145,6 +145,12 @@ class KernelLoadError(BuildError):
     code = "MLC-C005"
 
 
+class VectorizeError(BuildError):
+    """A loop marked vectorized whose iterations cannot run as SIMD lanes (they share memory)."""
+
+    code = "MLC-C006"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

@@ -5,8 +5,9 @@ Loop kinds become:
 * ``serial`` — an ordinary counted loop;
 * ``unrolled`` — the body emitted once per iteration with the loop variable a constant;
 * ``vectorized`` — the body emitted once for all iterations as SIMD lanes (see
-  :mod:`.llvm_expr`); if lanes could observe each other through memory
-  (:func:`.vectorize.vectorize_hazard`) the loop stays serial and a warning says why;
+  :mod:`.llvm_expr`), loops inside it running for all lanes at once; if lanes could observe
+  each other through memory (:func:`mlcbook.tir.lanes.vectorize_hazard`) it is a
+  :class:`~mlcbook.errors.VectorizeError`, never a silent serial loop;
 * ``parallel`` — the body is *outlined* into ``void body(i64 begin, i64 end, ptr closure)``
   and handed to the runtime's thread pool through the launcher pointer every kernel gets as
   its last argument; the closure is a struct of the variables and buffers the body uses,
@@ -20,18 +21,17 @@ Loop kinds become:
 from __future__ import annotations
 
 import math
-import warnings
 
 import llvmlite.ir as ir
 
-from ..errors import BuildError, UnrollError
+from ..errors import BuildError, UnrollError, VectorizeError
 from ..tir.analysis import free_vars
 from ..tir.expr import Buffer, BufferLoad, Const, Var
 from ..tir.functor import Visitor
 from ..tir.stmt import Allocate, BufferStore, For
 from .llvm_expr import R, S, ExprEmitter, Val
 from .llvm_types import I32, I64, PTR, VOID, itemsize, mem_type, reg_type
-from .vectorize import vectorize_hazard
+from ..tir.lanes import vectorize_hazard
 
 #: allocations up to this many bytes live on the stack; larger ones on the heap
 STACK_LIMIT = 256 * 1024
@@ -193,12 +193,15 @@ class FunctionEmitter(ExprEmitter):
 
     def _vectorized(self, s: For) -> None:
         v = s.loop_var
-        reason = None if isinstance(s.extent, Const) else "its extent is not a constant"
-        reason = reason or vectorize_hazard(s)
+        reason = vectorize_hazard(s)
         if reason is not None:
-            warnings.warn(f"loop {v.name} is marked vectorized but is compiled as a serial "
-                          f"loop: {reason}", stacklevel=2)
-            return self._serial(s)
+            # compiling it serially instead would hide a slow path; Schedule.vectorize
+            # applies the same rule, so only hand-marked loops get here
+            raise VectorizeError(
+                f"loop {v.name} is marked vectorized, but its iterations cannot run as SIMD "
+                f"lanes: {reason}. Mark it serial (for {v.name} in range(...)), or vectorize "
+                "a loop whose iterations each use their own elements (sch.vectorize checks "
+                "this before marking a loop)")
         n = s.extent.value
         self._set_range(s)
         full, tail = divmod(n, MAX_LANES) if n > MAX_LANES else (0, n)

@@ -34,8 +34,9 @@ from ..tir.stmt import BlockRealize, For, SeqStmt
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
 #: parallelize a loop nest only when it does at least this many inner iterations in total:
-#: starting the threads of a parallel loop costs tens of microseconds, the time of about a
-#: million vectorized elementwise operations
+#: a launch costs about a microsecond while the pool's workers spin, but tens of
+#: microseconds to wake them once they sleep, and on the CNN of bench/e2e.py a threshold
+#: of 32k iterations gave no speed-up that stood out of the noise
 PARALLEL_WORK = 1 << 20
 
 

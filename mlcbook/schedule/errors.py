@@ -143,6 +143,13 @@ class UnsupportedError(ScheduleError):
     code = "MLC-S021"
 
 
+class VectorLaneError(ScheduleError):
+    """A vectorized loop whose lanes would touch each other's memory (or that holds another
+    vectorized loop), so code generation could not run its iterations as SIMD lanes."""
+
+    code = "MLC-S022"
+
+
 def schedule_error(cls: type[ScheduleError], why: str, instead: str, func=None,
                    mark=None, label: str = "") -> ScheduleError:
     """Build ``cls`` with the standard message: why, what to do instead, the marked program.

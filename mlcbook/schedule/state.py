@@ -26,8 +26,9 @@ that remembers which sampling step produced it, so a trace can replay it with an
 
 The decorator adds ``Schedule.parallel``; on each call it binds the arguments, checks that
 every handle still resolves, runs the function, verifies the new program with
-:func:`mlcbook.tir.verify`, commits it only if all went well, and appends the instruction
-(its name, arguments with handles as symbols, outputs, sampling decision) to
+:func:`mlcbook.tir.verify` and that its vectorized loops still compile to vector code
+(:func:`.for_kind.check_vector_lanes`), commits it only if all went well, and appends the
+instruction (its name, arguments with handles as symbols, outputs, sampling decision) to
 ``sch.trace``. A primitive returns None, a handle, an ExprRV, or a list of them, which it
 makes with ``ctx.loop_rv(var)``, ``ctx.block_rv(name)`` and ``ctx.expr_rv(value)``.
 """
@@ -391,6 +392,10 @@ class Schedule:
                     f"{prim.name} would produce a malformed program: {err}",
                     "this is a bug in mlcbook's check of this step; please report it with the "
                     "trace (print(sch.trace))", ctx.func) from None
+            # a vectorized loop must stay compilable as vector code whatever the step did
+            # (imported here: for_kind imports this module)
+            from .for_kind import check_vector_lanes
+            check_vector_lanes(ctx, prim.name, old)
             self._note_removed(old, ctx.func, prim.name)
             self._mod = self._mod.with_function(func_name, ctx.func)
         out_syms = self._name_outputs(outputs, ctx._new_handles)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
+from mlcbook.errors import VectorizeError
 from mlcbook.tir import Buffer, BufferStore, For, IfThenElse, PrimFunc, Var, const, seq
 
 from ._util import map_func
@@ -116,28 +117,134 @@ def test_long_vectorized_loop_is_emitted_in_chunks():
     np.testing.assert_allclose(k(a), a * 3, rtol=1e-6)
 
 
-def test_loop_carried_dependence_is_compiled_serially_with_a_warning():
+def test_loop_carried_dependence_is_a_vectorize_error():
     # s[0] = s[0] + A[i]: every lane updates the same element — vector code would be wrong
     A, s = Buffer("A", (16,)), Buffer("s", (1,))
     i = Var("i")
     body = seq(BufferStore(s, const(0.0, "float32"), (0,)),
                For(i, 16, BufferStore(s, s[0] + A[i], (0,)), "vectorized"))
-    with pytest.warns(UserWarning, match="compiled as a serial loop.*same element"):
-        k = mb.build(PrimFunc("sum", (A, s), body))
-    a = f32(16)
-    np.testing.assert_allclose(k(a), [a.sum()], rtol=1e-5)
+    with pytest.raises(VectorizeError, match=r"\[MLC-C006\] loop i is marked vectorized.*"
+                       r"every lane reads and writes the same element of 's'.*Mark it serial"):
+        mb.build(PrimFunc("sum", (A, s), body))
 
 
-def test_shifted_access_in_place_is_compiled_serially_with_a_warning():
+def test_shifted_access_in_place_is_a_vectorize_error():
     # A[i+1] = A[i] propagates A[0] in a serial loop; lanes would read stale values
     A = Buffer("A", (17,))
     i = Var("i")
     f = PrimFunc("shift", (A,), For(i, 16, BufferStore(A, A[i], (i + 1,)), "vectorized"))
-    with pytest.warns(UserWarning, match="different indices"):
-        k = mb.build(f)
-    a = f32(17)
-    k(a)
-    np.testing.assert_array_equal(a, np.full(17, a[0]))
+    with pytest.raises(VectorizeError, match="loop i .*'A' is written and accessed at "
+                       "different indices"):
+        mb.build(f)
+
+
+def _compare_with_interpreter(f, *inputs):
+    """Build ``f``, run it and the interpreter on ``inputs`` and zeroed outputs; return the IR."""
+    k = mb.build(f)
+    expected = [np.zeros(b.shape, b.dtype) for b in f.params[len(inputs):]]
+    mb.tir.interpret(f, *[x.copy() for x in inputs], *expected)
+    got = [np.zeros_like(o) for o in expected]
+    k(*[x.copy() for x in inputs], *got)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    return k.llvm_ir()
+
+
+PADDED_ROWS = """
+@T.prim_func(root=False)
+def pad(A: T.Buffer((36,), "float32"), P: T.Buffer((64,), "float32")):
+    for v in T.vectorized(8):
+        for h in range(8):
+            P[h * 8 + v] = T.select(h >= 1 and h < 7 and v >= 1 and v < 7, A[T.max(T.min(h - 1, 5), 0) * 6 + T.max(T.min(v - 1, 5), 0)], T.float32(0))
+"""
+
+
+def test_loop_inside_a_vectorized_loop_runs_for_all_lanes():
+    # conv2d's padding after `vectorize(w)` then `reorder(w, h)`: the index h*8 + v gives
+    # every lane its own elements whatever h is, and the select on the lane masks the load
+    ir = _compare_with_interpreter(mb.script.parse(PADDED_ROWS), f32(36))
+    assert "llvm.masked.gather.v8f32" in ir and "store <8 x float>" in ir
+
+
+def test_nonlinear_inner_index_is_checked_lane_by_lane():
+    # P[(h // 2) * 8 + v]: not a sum of variables times constants, but the lanes never meet
+    src = """
+@T.prim_func(root=False)
+def halves(A: T.Buffer((32,), "float32"), P: T.Buffer((16,), "float32")):
+    for v in T.vectorized(8):
+        for h in range(4):
+            P[h // 2 * 8 + v] = A[h * 8 + v] + T.float32(1)
+"""
+    ir = _compare_with_interpreter(mb.script.parse(src), f32(32))
+    assert "<8 x float>" in ir
+
+
+def test_lanes_meeting_inside_an_inner_loop_is_a_vectorize_error():
+    # X[k] = A[v*4 + k]: every lane writes X[0..3]; in vector order the last lane of each
+    # k would win, in the loop the last lane's last k
+    src = """
+@T.prim_func(root=False)
+def meet(A: T.Buffer((16,), "float32"), X: T.Buffer((4,), "float32")):
+    for v in T.vectorized(4):
+        for k in range(4):
+            X[k] = A[v * 4 + k]
+"""
+    with pytest.raises(VectorizeError, match="loop v .*different lanes may access the same "
+                       "element of 'X'"):
+        mb.build(mb.script.parse(src))
+
+
+def test_lanes_storing_to_one_element_keep_the_last_lane():
+    # Out[v // 2] = A[v]: lanes 2m and 2m+1 both store; a scatter stores in lane order, so
+    # the odd lane wins, as in the loop
+    src = """
+@T.prim_func(root=False)
+def odd(A: T.Buffer((8,), "float32"), Out: T.Buffer((4,), "float32")):
+    for v in T.vectorized(8):
+        Out[v // 2] = A[v]
+"""
+    a = f32(8)
+    ir = _compare_with_interpreter(mb.script.parse(src), a)
+    assert "llvm.masked.scatter.v8f32" in ir
+    np.testing.assert_array_equal(mb.build(mb.script.parse(src))(a), a[1::2])
+
+
+def test_two_masked_stores_to_one_element_is_a_vectorize_error():
+    # lane 0 stores 2 after lane 1 stored 1 in vector order, but before it in the loop
+    src = """
+@T.prim_func(root=False)
+def order(X: T.Buffer((1,), "float32")):
+    for v in T.vectorized(2):
+        if v == 1:
+            X[0] = T.float32(1)
+        if v == 0:
+            X[0] = T.float32(2)
+"""
+    with pytest.raises(VectorizeError, match="different lanes may access the same element "
+                       "of 'X'"):
+        mb.build(mb.script.parse(src))
+
+
+def test_nested_vectorized_loops_are_a_vectorize_error():
+    src = """
+@T.prim_func(root=False)
+def nested(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    for i in T.vectorized(4):
+        for j in T.vectorized(8):
+            B[i * 8 + j] = A[i * 8 + j]
+"""
+    with pytest.raises(VectorizeError, match="loop i .*loop j inside the loop over i is "
+                       "vectorized too"):
+        mb.build(mb.script.parse(src))
+
+
+def test_vectorized_loop_of_unknown_extent_is_a_vectorize_error():
+    A, out = Buffer("A", (8, 8)), Buffer("Out", (8, 8))
+    i, j = Var("i"), Var("j")
+    f = PrimFunc("tri", (A, out), For(i, 8, For(j, i + 1, BufferStore(out, A[i, j], (i, j)),
+                                                  "vectorized")))
+    with pytest.raises(VectorizeError, match="loop j .*extent i \\+ 1 is not a constant"):
+        mb.build(f)
 
 
 def test_safe_vectorized_loop_gives_no_warning():

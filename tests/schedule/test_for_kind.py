@@ -3,10 +3,11 @@
 import pytest
 
 import mlcbook as mb
+from mlcbook.errors import VectorizeError
 from mlcbook.schedule import Schedule
 from mlcbook.schedule.errors import (AnnotationError, LoopCarriedDependenceError,
                                      ReduceLoopParallelError, RepeatedWorkError,
-                                     VectorizeNotInnermostError)
+                                     VectorizeNotInnermostError, VectorLaneError)
 
 from ._util import assert_roundtrip, assert_same_result, mm_relu, parse
 from .test_loops import STENCIL
@@ -140,3 +141,148 @@ def test_parallel_over_a_fused_tile_nest():
     sch.parallel(sch.fuse(io, jo))
     assert_roundtrip(sch, f)
     assert_same_result(f, sch.func)
+
+
+# --- a loop vectorize accepts always compiles to vector code ----------------------------------
+def _conv2d():
+    x = mb.te.placeholder((1, 2, 6, 6), name="x")
+    w = mb.te.placeholder((3, 2, 3, 3), name="w")
+    return mb.te.create_prim_func([x, w, mb.te.ops.conv2d(x, w, padding=1)])
+
+
+def test_vectorized_padding_loop_stays_vector_code_after_reorder():
+    # found by the random schedules: the padding's select on the lane, with the row loop
+    # moved inside the vectorized column loop
+    f = _conv2d()
+    sch = Schedule(f)
+    n, c, h, w = sch.get_loops(sch.get_block("conv2d_pad"))
+    sch.vectorize(w)
+    sch.reorder(n, c, w, h)
+    ir = mb.build(sch.func).llvm_ir()
+    assert "llvm.masked.gather.v8f32" in ir and "store <8 x float>" in ir
+    assert_same_result(f, sch.func)
+
+
+DUPLICATE_PRODUCER = """
+@T.prim_func
+def dup(A: T.Buffer((4,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((4,), "float32")
+    for j in range(8):
+        with T.block("B"):
+            vb = T.axis.spatial(4, j // 2)
+            B[vb] = A[vb] * T.float32(2)
+        with T.block("C"):
+            vc = T.axis.spatial(8, j)
+            C[vc] = B[vc // 2] + T.float32(1)
+"""
+
+
+def test_vectorize_refuses_lanes_that_share_an_element():
+    # lanes 2m and 2m+1 both write B[m] and read it back: independent as iterations (same
+    # value), but vector code cannot keep each lane's own write
+    sch = Schedule(parse(DUPLICATE_PRODUCER))
+    (j,) = sch.get_loops(sch.get_block("C"))
+    before = sch.mod
+    with pytest.raises(VectorLaneError) as err:
+        sch.vectorize(j)
+    msg = str(err.value)
+    assert msg.startswith("[MLC-S022] cannot vectorize loop j: code generation could not run "
+                          "its iterations as SIMD lanes: different lanes may access the same "
+                          "element of 'B'")
+    assert "Instead: vectorize a loop whose iterations each write their own elements" in msg
+    assert "for j in range(8):  # <-- here: loop j" in msg
+    assert sch.mod is before
+
+
+def test_vectorize_accepts_lanes_storing_one_element_in_order():
+    f = parse("""
+    @T.prim_func
+    def halves(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for j in range(8):
+            with T.block("B"):
+                vb = T.axis.spatial(4, j // 2)
+                B[vb] = A[vb] * T.float32(2)
+    """)
+    sch = Schedule(f)
+    (j,) = sch.get_loops(sch.get_block("B"))
+    sch.vectorize(j)
+    assert "llvm.masked.scatter.v8f32" in mb.build(sch.func).llvm_ir()
+    assert_same_result(f, sch.func)
+
+
+def test_vectorize_refuses_a_loop_inside_a_vectorized_one():
+    sch = Schedule(mm_relu())
+    i, j = sch.get_loops(sch.get_block("C"))
+    sch.vectorize(j)
+    sch.reorder(j, i)
+    with pytest.raises(VectorLaneError, match="(?s)cannot vectorize loop i: loop j around it "
+                       "is already vectorized.*Instead: vectorize either j or i, not both"):
+        sch.vectorize(i)
+
+
+LAYER_NORM_ROWS = """
+@T.prim_func
+def norm(A: T.Buffer((4, 8), "float32"), Out: T.Buffer((4, 8), "float32")):
+    S = T.alloc_buffer((4,), "float32")
+    for i, k in T.grid(4, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk] * A[vi, vk]
+    for i, j in T.grid(4, 8):
+        with T.block("Out"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Out[vi, vj] = A[vi, vj] * T.rsqrt(S[vi] + T.float32(1e-05))
+"""
+
+
+def test_compute_at_into_a_vectorized_loop_refuses_a_shared_reduction():
+    # every lane would redo the row's sum into the same element S[i]
+    f = parse(LAYER_NORM_ROWS)
+    sch = Schedule(f)
+    i, j = sch.get_loops(sch.get_block("Out"))
+    sch.vectorize(j)
+    before, steps = sch.mod, len(sch.trace)
+    with pytest.raises(VectorLaneError) as err:
+        sch.compute_at(sch.get_block("S"), j)
+    msg = str(err.value)
+    assert msg.startswith("[MLC-S022] cannot compute_at: loop j is vectorized, and after this "
+                          "step code generation could not run its iterations as SIMD lanes: "
+                          "every lane reads and writes the same element of 'S'")
+    assert "Instead: keep each lane of j on its own elements, e.g. compute_at" in msg
+    assert "for j in T.vectorized(8):  # <-- here: loop j" in msg
+    assert sch.mod is before and len(sch.trace) == steps + 1  # only the get_block
+    sch.compute_at(sch.get_block("S"), i)  # outside the vectorized loop it is fine
+    assert_same_result(f, sch.func)
+
+
+def test_compute_at_into_a_vectorized_loop_refuses_overlapping_padding():
+    # lanes x and x+1 would write overlapping windows of the padded input
+    sch = Schedule(_conv2d())
+    n, f, y, x, rc, ry, rx = sch.get_loops(sch.get_block("conv2d"))
+    sch.reorder(n, f, y, rc, ry, rx, x)
+    sch.vectorize(x)
+    sch.reorder(n, f, y, x, rc, ry, rx)
+    with pytest.raises(VectorLaneError, match="(?s)cannot compute_at: loop x is vectorized.*"
+                       "'conv2d_pad' is written and accessed at different indices"):
+        sch.compute_at(sch.get_block("conv2d_pad"), x)
+
+
+def test_hand_marked_loop_codegen_refuses_does_not_block_other_steps():
+    f = parse("""
+    @T.prim_func
+    def total(A: T.Buffer((8,), "float32"), S: T.Buffer((1,), "float32")):
+        for i in T.vectorized(8):
+            with T.block("S"):
+                vi = T.axis.reduce(8, i)
+                with T.init():
+                    S[0] = T.float32(0)
+                S[0] = S[0] + A[vi]
+    """)
+    sch = Schedule(f)
+    sch.annotate(sch.get_block("S"), "tag", "sum")  # changes the loop, not its problem
+    with pytest.raises(VectorizeError, match="loop i is marked vectorized, but its iterations "
+                       "cannot run as SIMD lanes: every lane reads and writes the same element "
+                       "of 'S'"):
+        mb.build(sch.func)

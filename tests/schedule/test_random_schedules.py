@@ -197,3 +197,29 @@ def test_legal_loop_steps_always_succeed(name, data):
     for k, inst in sch.trace.decisions:
         again = sch.trace.with_decision(k, inst.decision).apply(func)
         mb.tir.assert_structural_equal(again.mod, sch.mod)
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_a_loop_vectorize_accepts_compiles_and_keeps_meaning(name, data):
+    """After any steps, a loop that vectorize accepts builds (code generation has no serial
+    fallback: it emits vector code or raises) and computes the same."""
+    func, inputs, expected = workload(name)
+    sch = Schedule(func, seed=data.draw(st.integers(0, 2**16), label="seed"))
+    for _ in range(data.draw(st.integers(0, 4), label="steps")):
+        try:
+            random_step(sch, data)
+        except ScheduleError:
+            continue
+    # innermost loops only: vectorize refuses the others before any lane analysis
+    loops = [lp for b in _block_names(sch) for lp in sch.get_loops(sch.get_block(b))
+             if not tree.loops_under(sch.get(lp).body)]
+    if not loops:
+        return
+    try:
+        sch.vectorize(data.draw(st.sampled_from(loops), label="vectorized loop"))
+    except ScheduleError:
+        return
+    check_result(sch.func, inputs, expected)
