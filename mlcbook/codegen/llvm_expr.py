@@ -356,6 +356,15 @@ class ExprEmitter:
                 x = self._masked("llvm.masked.load", vty, p.type, [
                     p, ir.Constant(I32, align), self.mask, ir.Constant(vty, ir.Undefined)], True)
             kind = V
+        elif idx.kind == R and 1 < idx.stride <= MAX_SHUFFLED_STRIDE and self.mask is None:
+            # every lane reads: one load of the span they cover, then pick every stride-th
+            # element (a gather fetches element by element, several times slower)
+            span = (self.lanes - 1) * idx.stride + 1
+            p = B.gep(base, [idx.value], source_etype=ety, inbounds=True)
+            whole = B.load(p, typ=mem_type(dt, span), align=align)
+            picks = ir.Constant(ir.VectorType(I32, self.lanes),
+                                [k * idx.stride for k in range(self.lanes)])
+            x, kind = B.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined), picks), V
         else:
             vty = mem_type(dt, self.lanes)
             ptrs = self._ptrs(base, idx, ety)
@@ -406,6 +415,10 @@ class ExprEmitter:
         except KeyError:
             raise BuildError(f"buffer {buf.name!r} is used but neither a parameter nor "
                              "allocated where it is used") from None
+
+
+#: a vector load with a constant stride up to this one reads the whole span and shuffles
+MAX_SHUFFLED_STRIDE = 4
 
 
 class _LoadFinder(Visitor):

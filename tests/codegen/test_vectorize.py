@@ -49,18 +49,6 @@ def test_loop_invariant_value_is_broadcast():
     np.testing.assert_allclose(k(a, sv), a * 3, rtol=1e-6)
 
 
-def test_strided_access_becomes_a_gather():
-    # Out[i] = A[2*i]: not contiguous in i
-    A, out = Buffer("A", (64,)), Buffer("Out", (32,))
-    io, ii = Var("io"), Var("ii")
-    i = io * 16 + ii
-    k = mb.build(PrimFunc("even", (A, out),
-                          For(io, 2, For(ii, 16, BufferStore(out, A[i * 2], (i,)), "vectorized"))))
-    assert "llvm.masked.gather.v16f32" in k.llvm_ir()
-    a = f32(64)
-    np.testing.assert_array_equal(k(a), a[::2])
-
-
 def test_transposed_store_becomes_a_scatter():
     A, out = Buffer("A", (8, 16)), Buffer("Out", (16, 8))
     i, j = Var("i"), Var("j")
@@ -251,3 +239,32 @@ def test_safe_vectorized_loop_gives_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mb.build(map_func(lambda x: x - 1.0, ["float32"], "float32", n=48, lanes=16))
+
+
+STRIDED = '''
+@T.prim_func(root=False)
+def every(X: T.Buffer(({n},), "float32"), Y: T.Buffer(({m},), "float32")):
+    for i in range({outer}):
+        for v in T.vectorized({lanes}):
+            Y[i * {lanes} + v] = X[i * {lanes} * {s} + v * {s} + {off}]
+'''
+
+
+@pytest.mark.parametrize("s,off", [(2, 0), (2, 1), (3, 2), (4, 3)])
+def test_short_constant_stride_loads_the_span_once_and_shuffles(s, off):
+    lanes, outer = 8, 3
+    m = lanes * outer
+    n = (m - 1) * s + off + 1          # the last lane reads the last element
+    k = mb.build(mb.script.parse(STRIDED.format(n=n, m=m, lanes=lanes, outer=outer, s=s,
+                                                off=off)))
+    ir = k.llvm_ir()
+    assert "shufflevector" in ir and "masked.gather" not in ir
+    x = f32(n)
+    np.testing.assert_array_equal(k(x), x[off::s][:m])
+
+
+def test_long_stride_is_still_a_gather():
+    k = mb.build(mb.script.parse(STRIDED.format(n=8 * 24, m=24, lanes=8, outer=3, s=8, off=0)))
+    assert "masked.gather" in k.llvm_ir()
+    x = f32(8 * 24)
+    np.testing.assert_array_equal(k(x), x[::8])
