@@ -150,22 +150,15 @@ def _span(lin: _Lin, inner: dict) -> Optional[tuple[int, int]]:
 
 
 def _split_by_var(index: PrimExpr, inner: dict, v) -> Optional[tuple]:
-    """``index`` as ``(key of its part in v, that part's terms, outer key, inner lin)``;
-    None when a term mixes ``v`` or the loops outside with the loops inside."""
-    lin = _Simplifier(None)._lin(simplify(index))
-    vterms, outer, inner_lin = [], [], _Lin(lin.dtype, const=lin.const)
-    for key, (c, atom) in lin.terms.items():
-        fv = set(free_vars(atom))
-        if fv & inner.keys():
-            if not fv <= inner.keys():
-                return None
-            inner_lin.terms[key] = [c, atom]
-        elif v in fv:
-            vterms.append((key, c, atom))
-        else:
-            outer.append((key, c))
-    vkey = tuple(sorted((k, c) for k, c, _ in vterms))
-    return vkey, vterms, tuple(sorted(outer)), inner_lin
+    """``index`` as ``(key of its part in v, that part's terms, key of the rest outside,
+    inner lin)``; None when a term mixes the loops inside with those outside."""
+    parts = _split(index, inner)
+    if parts is None:
+        return None
+    _, outer, inner_lin = parts
+    vterms = [(k, c, a) for k, (c, a) in outer.terms.items() if v in free_vars(a)]
+    rest = tuple(sorted((k, c) for k, (c, a) in outer.terms.items() if v not in free_vars(a)))
+    return tuple(sorted((k, c) for k, c, _ in vterms)), vterms, rest, inner_lin
 
 
 def _disjoint_iterations(buf: Buffer, loop: For) -> bool:
