@@ -283,6 +283,17 @@ serial:
 }}
 """
 
+# without POSIX threads (Windows) parallel loops run on the calling thread
+_SERIAL_IR = r"""
+@threads = global i32 1
+@workers = global i32 0
+
+define void @mlcb_pool_launch(ptr %body, i64 %n, ptr %closure) {
+  call void %body(i64 0, i64 %n, ptr %closure)
+  ret void
+}
+"""
+
 _PAUSE = {  # the CPU's spin-wait hint, by architecture
     "x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
     "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"),
@@ -290,12 +301,21 @@ _PAUSE = {  # the CPU's spin-wait hint, by architecture
 
 
 class NativePool:
-    """The compiled pool: the launcher's address and its ``threads`` and ``spin`` settings."""
+    """The compiled pool: the launcher's address and its ``threads`` and ``spin`` settings.
+    ``posix=False`` (the default on Windows) gives a launcher that runs every parallel loop
+    on the calling thread."""
 
-    def __init__(self):
+    def __init__(self, posix: bool = os.name == "posix"):
         from ..codegen.jit import compile_ir
         from ..codegen.target import Target
         target = Target()
+        self.posix = posix
+        if not posix:
+            self._lib = compile_ir(_SERIAL_IR, [], target)
+            self.launcher_address = self._lib.address("mlcb_pool_launch")
+            self._threads = ctypes.c_int32.from_address(self._lib.global_address("threads"))
+            self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
+            return
         arch = target.triple.split("-")[0]
         decl, call = _PAUSE.get(arch, ("", ""))
         self._lib = compile_ir(_IR.format(pause_decl=decl, pause_call=call), [], target)
@@ -344,7 +364,8 @@ class NativePool:
 def native_pool() -> NativePool:
     """The process's pool, compiled at first use."""
     pool = NativePool()
-    pool.threads = _default_threads()
+    if pool.posix:
+        pool.threads = _default_threads()
     return pool
 
 

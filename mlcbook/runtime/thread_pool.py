@@ -24,10 +24,13 @@ def launcher_address() -> int:
 
 def set_num_threads(n: int) -> int:
     """Use ``n`` threads for parallel loops from now on; returns the previous number."""
+    from ..errors import ArgumentError
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        from ..errors import ArgumentError
         raise ArgumentError(f"the number of threads must be a positive int, got {n!r}")
     pool = native_pool()
+    if n > 1 and not pool.posix:
+        raise ArgumentError(f"cannot use {n} threads: mlcbook's parallel loops need POSIX "
+                            "threads (Linux, macOS); here kernels run on one thread")
     old, pool.threads = pool.threads, n
     return old
 

@@ -15,7 +15,7 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.runtime import get_num_threads, num_threads, set_num_threads
-from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
+from mlcbook.runtime.native_pool import SPIN_SECONDS, NativePool, native_pool
 
 N = 1000
 
@@ -124,3 +124,20 @@ print(pool.workers, pool._exited.value, int(y.min()), int(y.max()))
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "2", "2", "2"]
+
+
+def test_pool_without_posix_threads_runs_every_loop_on_the_caller(count):
+    serial = NativePool(posix=False)
+    x, y = np.ones(N, "int32"), np.zeros(N, "int32")
+    count._fn(*count.check_args((x, y)), serial.launcher_address)
+    np.testing.assert_array_equal(y, np.ones(N))
+    assert serial.threads == 1 and serial.workers == 0
+
+
+def test_more_threads_without_posix_threads_is_an_error(monkeypatch):
+    from mlcbook.runtime import thread_pool
+    serial = NativePool(posix=False)
+    monkeypatch.setattr(thread_pool, "native_pool", lambda: serial)
+    with pytest.raises(mb.errors.ArgumentError, match="need POSIX threads"):
+        set_num_threads(2)
+    assert set_num_threads(1) == 1
