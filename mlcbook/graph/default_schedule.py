@@ -209,22 +209,20 @@ def _fold_epilogue(sch: Schedule, name: str) -> bool:
     try:
         sch.reverse_compute_inline(sch.get_block(name))
     except ScheduleError:
-        # not elementwise in the tile (e.g. a transpose of it): it gets its own loops
+        # it reads the tile at other places than its own (e.g. a stencil): own loops then
         return False
     return True
 
 
 def default_schedule(func: PrimFunc) -> PrimFunc:
     """``func`` with the default schedule applied to every block (see the module docstring)."""
-    tiled = []
+    tiled, tiled_results = [], set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
+            tiled_results.update(id(w.buffer) for w in node.block.writes)
     sch = Schedule(func)
-    tiled_results = {id(w.buffer) for stmt in _root_stmts(func)
-                     for _, node in [_nest(stmt)] if isinstance(node, BlockRealize)
-                     and node.block.name in tiled for w in node.block.writes}
     done: set[str] = set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)

@@ -16,7 +16,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from ..errors import ArgumentError, BuildError
+from ..errors import ArgumentError
 from .kernel import Kernel, KernelLibrary
 from .thread_pool import launcher_address
 

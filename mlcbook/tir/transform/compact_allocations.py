@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..analysis import expr_key, free_vars
+from ..analysis import free_vars
 from ..expr import Binary, Buffer, BufferLoad, Const, PrimExpr
 from ..functor import Mutator, Visitor
 from ..simplify import _Lin, _Simplifier, simplify

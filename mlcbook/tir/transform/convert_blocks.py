@@ -23,7 +23,7 @@ from ..analysis import free_vars
 from ..expr import Const, PrimExpr
 from ..functor import Mutator, substitute
 from ..simplify import simplify
-from ..stmt import (Allocate, BlockRealize, For, IfThenElse, SeqStmt, Stmt, seq)
+from ..stmt import Allocate, BlockRealize, For, IfThenElse, Stmt, seq
 
 
 def convert_blocks(body: Stmt) -> Stmt:
