@@ -21,6 +21,7 @@ from typing import Optional
 from ..tir.analysis import expr_key, free_vars, int_bounds
 from ..tir.expr import Binary, Buffer, BufferLoad, Cast, Const, PrimExpr, Unary, Var, is_int
 from ..tir.functor import Visitor, substitute
+from ..tir.simplify import simplify
 from ..tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
 from . import tree
 
@@ -302,7 +303,8 @@ def region(index_tuples, relax_ranges: dict, ranges: dict,
     for idx in index_tuples:
         dims = []
         for e in idx:
-            r = relax(e, relax_ranges, ranges, atoms)
+            # with the loops' ranges, a split loop's (jo * 64 + ji) // 64 is just jo
+            r = relax(simplify(e, ranges), relax_ranges, ranges, atoms)
             if r is None:
                 return None
             dims.append(r)

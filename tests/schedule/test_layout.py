@@ -86,6 +86,18 @@ def test_pack_the_matmul_weight_into_panels():
     assert_same_result(f, sch.func)
 
 
+def test_the_repack_runs_in_parallel_one_panel_per_iteration():
+    # (jo * 4 + ji) // 4 is jo: different panels never share an element of B_packed
+    f = parse(MM)
+    sch = Schedule(f)
+    sch.transform_layout(sch.get_block("C"), "B", lambda k, j: (j // 4, k, j % 4))
+    k, j = sch.get_loops(sch.get_block("B_packed"))
+    jo, ji = sch.split(j, [None, 4])
+    sch.reorder(jo, k, ji)
+    sch.parallel(jo)
+    assert_same_result(f, sch.func)
+
+
 def test_relayout_an_output_computes_into_a_packed_copy():
     f = parse(MM)
     sch = Schedule(f)
