@@ -1,17 +1,16 @@
-"""The programs the benchmarks compile, written by hand as loop IR (script text).
-
-Until schedules are written with ``mb.Schedule``, each "schedule" here is the loop nest a
-schedule would produce, spelled out:
+"""The programs the benchmarks compile: loop IR, scheduled with ``mb.Schedule`` or (where a
+primitive is still missing) written out by hand as the loop nest a schedule would produce.
 
 * ``matmul_naive``  — the abstraction: i, j, k loops around one block with an init.
 * ``matmul_ch4``    — chapter 4's schedule: split i by 32 and j by 64, reorder to
   (io, jo, k, ii, ji), vectorize ji, parallelize io. The init stays in the block, guarded
   by ``k == 0``; every update goes through memory.
-* ``matmul_best``   — for each 64-wide column panel of B (the panels in parallel): copy the
-  panel into a contiguous scratch ``Bp[k, ji]`` (it stays in L2), then sweep A four rows at
-  a time, accumulating a 4 x 64 register tile of C (16 AVX-512 registers) over all of k.
+* ``matmul_best``   — ``mb.Schedule`` steps: B repacked into 64-wide column panels
+  (``transform_layout``, the repack parallel over panels), then for each panel (in
+  parallel) A swept four rows at a time, accumulating a 4 x 64 register tile of C (16
+  AVX-512 registers, ``cache_write`` + ``reverse_compute_at``) over all of k.
 * ``fused_relu``    — ``y = max(x * a + b, 0)`` in one pass, 64-wide vectors, parallel chunks.
-* ``conv2d_best``   — 3x3 conv (NCHW, padding 1): pad into a scratch buffer, repack the
+* ``conv2d_best``   — by hand: 3x3 conv (NCHW, padding 1): pad into a scratch buffer, repack the
   weights with output channels innermost (``Wp[c, ky, kx, f]``), and accumulate a register
   tile of 4 output pixels x 64 channels over (c, ky, kx) — the matmul micro-kernel again;
   output rows in parallel.
@@ -53,27 +52,31 @@ def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"
 
 
 def matmul_best(n: int, mr: int = 4, nr: int = 64):
-    return mb.script.parse(f'''
-@T.prim_func(root=False)
-def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
-    for jo in T.parallel({n // nr}):
-        with T.allocate(({n}, {nr}), "float32") as Bp:
-            for k in range({n}):
-                for ji in T.vectorized({nr}):
-                    Bp[k, ji] = B[k, jo * {nr} + ji]
-            for io in range({n // mr}):
-                with T.allocate(({mr}, {nr}), "float32", "local") as Cl:
-                    for ii in T.unroll({mr}):
-                        for ji in T.vectorized({nr}):
-                            Cl[ii, ji] = T.float32(0)
-                    for k in range({n}):
-                        for ii in T.unroll({mr}):
-                            for ji in T.vectorized({nr}):
-                                Cl[ii, ji] = Cl[ii, ji] + A[io * {mr} + ii, k] * Bp[k, ji]
-                    for ii in T.unroll({mr}):
-                        for ji in T.vectorized({nr}):
-                            C[io * {mr} + ii, jo * {nr} + ji] = Cl[ii, ji]
-''')
+    sch = mb.Schedule(matmul_naive(n))
+    block = sch.get_block("C")
+    sch.transform_layout(block, "B", lambda k, j: (j // nr, k, j % nr))
+    write_back = sch.cache_write(block, 0, "local")
+    i, j, k = sch.get_loops(block)
+    io, ii = sch.split(i, [None, mr])
+    jo, ji = sch.split(j, [None, nr])
+    sch.reorder(jo, io, k, ii, ji)
+    registers, lanes = sch.split(ji, [None, 16])
+    sch.unroll(ii)
+    sch.unroll(registers)
+    sch.vectorize(lanes)
+    sch.reverse_compute_at(write_back, io)
+    registers, lanes = sch.split(sch.get_loops(write_back)[-1], [None, 16])
+    sch.unroll(registers)
+    sch.vectorize(lanes)
+    sch.decompose_reduction(block, k)
+    sch.parallel(jo)
+    # the repack, one panel of B per parallel iteration
+    rows, cols = sch.get_loops(sch.get_block("B_packed"))
+    panel, col = sch.split(cols, [None, nr])
+    sch.reorder(panel, rows, col)
+    sch.vectorize(col)
+    sch.parallel(panel)
+    return sch.func
 
 
 def fused_relu(n: int, chunk: int = 65536, lanes: int = 64):

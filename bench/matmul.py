@@ -4,7 +4,7 @@
     python bench/matmul.py --sizes 256 512  # fewer sizes
 
 Variants (see bench/_programs.py): the naive block program, chapter 4's schedule and the
-best hand schedule; numpy runs with the same number of BLAS threads. The naive program has
+best schedule; numpy runs with the same number of BLAS threads. The naive program has
 no parallel loop and takes seconds to minutes at n >= 1024: it runs once, single-threaded
 (its figure is repeated in the 2-thread column).
 """

@@ -49,9 +49,9 @@ def main(argv=None) -> str:
         r1 = mm["best1"] / mm["numpy1"]
         r2 = mm["best2"] / mm["best1"]
         targets += [
-            f"- best hand schedule, 1024, 1 thread: {mm['best1']:.1f} GFLOP/s = {r1:.2f}x numpy "
+            f"- best schedule, 1024, 1 thread: {mm['best1']:.1f} GFLOP/s = {r1:.2f}x numpy "
             f"({mm['numpy1']:.1f}); target >= 0.8x: **{_verdict(r1 >= 0.8)}**",
-            f"- best hand schedule, 1024, 2 threads: {mm['best2']:.1f} GFLOP/s = {r2:.2f}x its "
+            f"- best schedule, 1024, 2 threads: {mm['best2']:.1f} GFLOP/s = {r2:.2f}x its "
             f"own single-thread speed (numpy: {mm['numpy2'] / mm['numpy1']:.2f}x); "
             f"target >= 1.8x: **{_verdict(r2 >= 1.8)}**"]
     targets.append(f"- fused elementwise, 1 thread: {ew['fused_ratio']:.2f}x numpy's three "

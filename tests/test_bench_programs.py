@@ -1,0 +1,29 @@
+"""The programs bench/ times still build and compute what numpy does (at small sizes)."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import _programs as P  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("program", [P.matmul_ch4, P.matmul_best])
+def test_matmul_programs_match_numpy(program):
+    a, b = RNG.standard_normal((2, 128, 128)).astype("float32")
+    np.testing.assert_allclose(mb.build(program(128))(a, b), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_conv2d_program_matches_a_direct_convolution():
+    x = RNG.standard_normal((1, 4, 6, 6)).astype("float32")
+    w = RNG.standard_normal((8, 4, 3, 3)).astype("float32")
+    xp = np.pad(x[0], [(0, 0), (1, 1), (1, 1)])
+    want = np.einsum("cyxkl,fckl->fyx", np.lib.stride_tricks.sliding_window_view(
+        xp, (3, 3), axis=(1, 2)), w)[None]
+    got = mb.build(P.conv2d_best(c=4, f=8, h=6, w=6, xr=2))(x, w)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
