@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
                    is_int)
 from .functor import Visitor
@@ -59,6 +61,38 @@ def int_bounds(e: PrimExpr, ranges: dict) -> Interval:
             return a[0] % c, a[1] % c
         return 0, c - 1
     return None
+
+
+def int_values(e: PrimExpr, env: dict):
+    """Values of integer expression ``e`` with each variable bound in ``env`` to an int or a
+    numpy integer array (arrays broadcast, so one call evaluates many points); ``x // 0`` and
+    ``x % 0`` are 0, as everywhere in the loop IR. Raises ValueError for anything else (a
+    variable not in ``env``, a load, a float).
+
+        >>> int_values(i // 4 * 10 + i % 4, {i: np.arange(6)})
+        array([ 0,  1,  2,  3, 10, 11])
+    """
+    if isinstance(e, Var):
+        if e not in env:
+            raise ValueError(f"{e.name} has no value")
+        return env[e]
+    if isinstance(e, Const) and is_int(e.dtype):
+        return int(e.value)
+    if isinstance(e, Unary) and e.op == "-":
+        return -int_values(e.a, env)
+    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype):
+        return int_values(e.value, env)
+    if isinstance(e, Binary) and e.op in _INT_OPS:
+        a, b = int_values(e.a, env), int_values(e.b, env)
+        if e.op in ("//", "%"):
+            nonzero = np.not_equal(b, 0)
+            return np.where(nonzero, _INT_OPS[e.op](a, np.where(nonzero, b, 1)), 0)
+        return _INT_OPS[e.op](a, b)
+    raise ValueError(f"cannot evaluate {e}")
+
+
+_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide,
+            "%": np.mod, "min": np.minimum, "max": np.maximum}
 
 
 def expr_key(e: PrimExpr) -> tuple:

@@ -26,8 +26,8 @@ from itertools import product
 from math import gcd, prod
 from typing import Optional
 
-from .analysis import buffers_read, expr_key, free_vars
-from .expr import Binary, BufferLoad, Cast, Const, Unary, Var
+from .analysis import buffers_read, expr_key, free_vars, int_values
+from .expr import BufferLoad, Const, Var
 from .functor import Visitor
 from .simplify import _Simplifier
 from .stmt import BufferStore, For
@@ -126,35 +126,12 @@ def _enumerated_apart(moving: list, v: Var, sizes: dict) -> bool:
     for values in product(*(range(sizes[x]) for x in names)):
         env = dict(zip(names, values))
         try:
-            at = sum(c * _eval(atom, env) for c, atom, _ in moving)
+            at = int(sum(c * int_values(atom, env) for c, atom, _ in moving))
         except ValueError:
             return False  # e.g. an index loaded from memory
         if lane_of.setdefault(at, env[v]) != env[v]:
             return False
     return True
-
-
-def _eval(e, env: dict) -> int:
-    """Value of an integer expression of the variables in ``env``."""
-    if isinstance(e, Var):
-        if e not in env:
-            raise ValueError(f"{e.name} is not enumerated")
-        return env[e]
-    if isinstance(e, Const):
-        return int(e.value)
-    if isinstance(e, Binary):
-        a, b = _eval(e.a, env), _eval(e.b, env)
-        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-               "//": lambda: a // b if b else 0, "%": lambda: a % b if b else 0,
-               "min": lambda: min(a, b), "max": lambda: max(a, b)}
-        if e.op not in ops:
-            raise ValueError(f"cannot evaluate {e}")
-        return ops[e.op]()
-    if isinstance(e, Unary) and e.op == "-":
-        return -_eval(e.a, env)
-    if isinstance(e, Cast):
-        return _eval(e.value, env)
-    raise ValueError(f"cannot evaluate {e}")
 
 
 class _Accesses(Visitor):

@@ -24,8 +24,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..analysis import free_vars
-from ..expr import Binary, Buffer, BufferLoad, Const, PrimExpr
+from ..analysis import free_vars, int_values
+from ..expr import Buffer, BufferLoad, Const, PrimExpr
 from ..functor import Mutator, Visitor
 from ..simplify import _Lin, _Simplifier, simplify
 from ..stmt import Allocate, BufferStore, For, IfThenElse, SeqStmt, Stmt
@@ -203,29 +203,12 @@ def _tell_apart(atoms: list, v, extent) -> bool:
     """Whether the values of ``atoms`` differ between any two iterations ``v`` of the loop."""
     if not isinstance(extent, Const) or extent.value > _MAX_ENUMERATED:
         return False
-    values = np.arange(extent.value, dtype=np.int64)
-    columns = [_evaluate(a, v, values) for a in atoms]
-    if any(c is None for c in columns):
+    env = {v: np.arange(extent.value, dtype=np.int64)}
+    try:
+        columns = [np.broadcast_to(int_values(a, env), (extent.value,)) for a in atoms]
+    except ValueError:
         return False
     return len(set(zip(*(c.tolist() for c in columns)))) == extent.value
-
-
-def _evaluate(e: PrimExpr, v, values):
-    """``e`` (built from ``v``, constants, + - * // %) at every value of ``v``; else None."""
-    if e is v:
-        return values
-    if isinstance(e, Const):
-        return np.full_like(values, int(e.value))
-    if isinstance(e, Binary) and e.op in _INT_OPS:
-        a, b = _evaluate(e.a, v, values), _evaluate(e.b, v, values)
-        if a is None or b is None or (e.op in ("//", "%") and not b.all()):
-            return None
-        return _INT_OPS[e.op](a, b)
-    return None
-
-
-_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply,
-            "//": np.floor_divide, "%": np.mod}
 
 
 # --- how big it needs to be ---------------------------------------------------------------------
