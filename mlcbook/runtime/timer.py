@@ -125,7 +125,8 @@ def _caller(kernel, args: tuple) -> Callable[[], None]:
 
 
 def time_interleaved(programs: dict, rounds: int = 5, min_seconds: float = 0.03,
-                     around: Callable[[str], ContextManager] | None = None) -> dict:
+                     around: Callable[[str], ContextManager] | None = None,
+                     settle: float = 0.0) -> dict:
     """Time several programs in interleaved rounds; ``{name: TimingResult}``, one result per round.
 
     ``programs`` maps a name to a zero-argument callable, or to a tuple ``(kernel, *args)``
@@ -135,7 +136,9 @@ def time_interleaved(programs: dict, rounds: int = 5, min_seconds: float = 0.03,
     one per round so that no program always follows the same neighbour; before its timed
     calls a program runs as many untimed ones (idle cores of a virtual machine are slow for
     a few tens of ms). ``around(name)``, if given, is a context manager entered around each
-    of a program's measurements, e.g. to set thread counts.
+    of a program's measurements, e.g. to set thread counts. ``settle`` seconds of sleep follow
+    each measurement: OpenBLAS's threads keep spinning ~0.1 s after a call and would take a
+    core from the program measured next.
 
         >>> r = time_interleaved({"a": lambda: sum(range(100)), "b": lambda: sum(range(200))})
         >>> r["b"].median > r["a"].median
@@ -146,8 +149,9 @@ def time_interleaved(programs: dict, rounds: int = 5, min_seconds: float = 0.03,
                             f"(kernel, *args), got {programs!r}")
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise ArgumentError(f"rounds must be a positive int, got {rounds!r}")
-    if not isinstance(min_seconds, (int, float)) or min_seconds < 0:
-        raise ArgumentError(f"min_seconds must be a non-negative number, got {min_seconds!r}")
+    for key, value in (("min_seconds", min_seconds), ("settle", settle)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ArgumentError(f"{key} must be a non-negative number, got {value!r}")
     calls = {name: _caller(p[0], tuple(p[1:])) if isinstance(p, tuple) else _caller(p, ())
              for name, p in programs.items()}
     scope = around or (lambda name: contextlib.nullcontext())
@@ -172,6 +176,8 @@ def time_interleaved(programs: dict, rounds: int = 5, min_seconds: float = 0.03,
                 for _ in range(n):
                     call()
                 seconds[name].append((time.perf_counter() - t0) / n)
+            if settle:
+                time.sleep(settle)
     return {name: TimingResult(tuple(seconds[name]), numbers[name]) for name in names}
 
 

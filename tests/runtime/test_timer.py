@@ -81,6 +81,7 @@ def test_interleaved_enters_around_for_every_measurement():
 
 @pytest.mark.parametrize("kw,msg", [({"programs": {}}, "non-empty dict"),
                                     ({"rounds": 0}, "rounds"),
+                                    ({"settle": -1}, "settle"),
                                     ({"programs": {"x": 3}}, "kernel or a callable")])
 def test_interleaved_bad_settings(kw, msg):
     args = {"programs": {"x": lambda: None}, **kw}
