@@ -186,7 +186,8 @@ class MachineLoad:
     """How many cores other programs kept busy: were the timings taken on a quiet machine?
 
     ``others`` is measured while this process sleeps (from ``/proc/stat`` on Linux: the
-    busy share of all cores over a short window); elsewhere it is the 1-minute load average
+    busy share of all cores over a short window, less what this process itself used in it,
+    e.g. BLAS threads still spinning); elsewhere it is the 1-minute load average
     (``os.getloadavg``), which also counts this process's recent work. ``busy`` when others
     held more than half a core: a benchmark that wants every core then gets less than that.
     """
@@ -231,11 +232,13 @@ def machine_load(seconds: float = 0.25) -> MachineLoad:
         raise ArgumentError(f"seconds must be a positive number, got {seconds!r}")
     cores = os.cpu_count() or 1
     if os.path.exists("/proc/stat"):
+        own0, wall0 = sum(os.times()[:2]), time.perf_counter()
         busy0, total0 = _busy_jiffies()
         time.sleep(seconds)
         busy1, total1 = _busy_jiffies()
+        own = (sum(os.times()[:2]) - own0) / (time.perf_counter() - wall0)
         share = (busy1 - busy0) / max(total1 - total0, 1)
-        return MachineLoad(share * cores, cores, f"/proc/stat over {seconds:g} s")
+        return MachineLoad(max(share * cores - own, 0.0), cores, f"/proc/stat over {seconds:g} s")
     if hasattr(os, "getloadavg"):
         return MachineLoad(os.getloadavg()[0], cores, "1-minute load average")
     raise ArgumentError("this platform reports neither /proc/stat nor a load average; "
