@@ -64,6 +64,12 @@ def test_the_book_states_its_scope_and_what_each_part_needs():
     assert all(part.needs for part in loaded.parts)
 
 
+def test_the_readme_lists_every_part():
+    readme = (ROOT / "README.md").read_text()
+    for part in book.load().parts:
+        assert part.title.removeprefix("Part ") in readme, f"README lacks {part.title!r}"
+
+
 def test_kernel_level_chapters_are_not_under_whole_models():
     by_slug = {c.slug: c.part.key for c in book.chapters()}
     assert by_slug["automatic_optimization"] != "models"
