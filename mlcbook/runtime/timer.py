@@ -17,7 +17,7 @@ rotated order, so that a busy moment costs all of them alike::
     >>> r = mb.runtime.time_interleaved({"numpy": lambda: a @ b, "mlcbook": (kernel, a, b, c)})
     >>> r["numpy"].median / r["mlcbook"].median     # the speed-up, from one run
     >>> mb.runtime.machine_load()
-    MachineLoad(load 0.4 on 2 cores: quiet)
+    MachineLoad(0.0 of 2 cores busy with other work, /proc/stat over 0.25 s: quiet)
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def time_interleaved(programs: dict, rounds: int = 5, min_seconds: float = 0.03,
     one per round so that no program always follows the same neighbour; before its timed
     calls a program runs as many untimed ones (idle cores of a virtual machine are slow for
     a few tens of ms). ``around(name)``, if given, is a context manager entered around each
-    of a program's measurements, e.g. to set thread counts. ``settle`` seconds of sleep follow
+    of a program's calibration and measurements, e.g. to set thread counts. ``settle`` seconds of sleep follow
     each measurement: OpenBLAS's threads keep spinning ~0.1 s after a call and would take a
     core from the program measured next.
 
