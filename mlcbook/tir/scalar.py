@@ -3,7 +3,7 @@ interpreter generates: IEEE results where Python would raise (``1.0 / 0.0``, ``l
 ``exp(1000)``), integer ``x // 0 == x % 0 == 0`` (as numpy and the compiled code give),
 NaN-propagating min/max, rounding to float32/float16, C-like float -> int casts.
 
-    >>> _fdiv(1.0, 0.0), _log(0.0), _idiv(7, 0), _imod(-7, 0), _rf32(0.1) == 0.10000000149011612
+    >>> fdiv(1.0, 0.0), _log(0.0), idiv(7, 0), imod(-7, 0), round_f32(0.1) == 0.10000000149011612
     (inf, -inf, 0, 0, True)
 
 The generated code sees these under the names in :data:`GLOBALS`.
@@ -15,7 +15,27 @@ import math
 import struct
 from array import array
 
+import numpy as np
+
 from ..errors import BindingMismatchError, IndexOutOfBoundsError
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    """The smallest and largest value of an integer dtype."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def wrap(value: int, dtype: str) -> int:
+    """``value`` wrapped into integer ``dtype`` (two's complement), as a store or cast does."""
+    lo, hi = int_range(dtype)
+    return (value - lo) % (hi - lo + 1) + lo
+
+
+#: what a freshly allocated buffer holds: NaN, the minimum signed value, 255, True, so a
+#: program reading memory it never wrote shows it in its results
+POISON = {"float32": math.nan, "float64": math.nan, "float16": math.nan, "int8": -128,
+          "uint8": 255, "int32": -2**31, "int64": -2**63, "bool": 1}
 
 
 class Fault(Exception):
@@ -26,25 +46,25 @@ _F32 = array("f", [0.0])
 _F16 = struct.Struct("e")
 
 
-def _rf32(x: float) -> float:
+def round_f32(x: float) -> float:
     _F32[0] = x
     return _F32[0]
 
 
-def _rf16(x: float) -> float:
+def round_f16(x: float) -> float:
     try:
         return _F16.unpack(_F16.pack(x))[0]
     except OverflowError:
         return math.copysign(math.inf, x)
 
 
-def _f2i(x: float) -> int:
+def float_to_int(x: float) -> int:
     if math.isfinite(x):
         return int(x)
     raise Fault(f"the float value {x} cannot be cast to an integer")
 
 
-def _fdiv(a: float, b: float) -> float:
+def fdiv(a: float, b: float) -> float:
     try:
         return a / b
     except ZeroDivisionError:
@@ -53,19 +73,19 @@ def _fdiv(a: float, b: float) -> float:
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
-def _idiv(a: int, b: int) -> int:
+def idiv(a: int, b: int) -> int:
     return a // b if b else 0
 
 
-def _imod(a: int, b: int) -> int:
+def imod(a: int, b: int) -> int:
     return a % b if b else 0
 
 
-def _fmin(a: float, b: float) -> float:
+def fmin(a: float, b: float) -> float:
     return a if a <= b or a != a else b
 
 
-def _fmax(a: float, b: float) -> float:
+def fmax(a: float, b: float) -> float:
     return a if a >= b or a != a else b
 
 
@@ -135,13 +155,14 @@ def _bad_binding(message: str, value: int):
     raise BindingMismatchError(message.replace(VALUE, str(value)))
 
 
+#: math function of the IR -> its implementation
+MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": math.tanh,
+             "sigmoid": _sigmoid, "erf": math.erf, "pow": _pow, "abs": abs, "floor": _floor,
+             "ceil": _ceil}
 #: math function of the IR -> name of its implementation in the generated code
-MATH = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "rsqrt": "_rsqrt", "tanh": "_tanh",
-         "sigmoid": "_sigmoid", "erf": "_erf", "pow": "_pow", "abs": "abs", "floor": "_floor",
-         "ceil": "_ceil"}
-GLOBALS = {"_rf32": _rf32, "_rf16": _rf16, "_f2i": _f2i, "_fdiv": _fdiv, "_idiv": _idiv,
-            "_imod": _imod, "_fmin": _fmin, "_fmax": _fmax, "_exp": _exp, "_log": _log,
-            "_sqrt": _sqrt, "_rsqrt": _rsqrt, "_tanh": math.tanh, "_sigmoid": _sigmoid,
-            "_erf": math.erf, "_pow": _pow, "_floor": _floor, "_ceil": _ceil, "_oob": _oob,
-            "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan, "_F32": _F32,
-            "_F16": _F16}
+MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
+#: the names the interpreter's generated code uses
+GLOBALS = {"_rf32": round_f32, "_rf16": round_f16, "_f2i": float_to_int, "_fdiv": fdiv,
+           "_idiv": idiv, "_imod": imod, "_fmin": fmin, "_fmax": fmax, "_oob": _oob,
+           "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan,
+           **{MATH[name]: fn for name, fn in MATH_IMPL.items() if name != "abs"}}
