@@ -135,7 +135,9 @@ class _Translator(StmtFunctor, ExprFunctor):
     # --- plumbing ---------------------------------------------------------------------------------
     def fresh(self, name: str) -> str:
         self.counter += 1
-        clean = re.sub(r"\W", "_", name).lstrip("_") or "v"
+        # ASCII letters, digits and _, not starting with a digit: a Python identifier for
+        # any IR name (``0v``, ``x²``, ``a b`` are valid IR names)
+        clean = re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_0123456789") or "v"
         return f"{clean}_{self.counter}"
 
     def emit(self, line: str) -> None:

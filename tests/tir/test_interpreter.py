@@ -794,3 +794,14 @@ def test_random_float_expressions_match_numpy_float64_rounded_on_store(tree):
     with np.errstate(all="ignore"):
         expected = _reference(tree, x, y)
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("name", ["0v", "x²", "a b", "for"])
+def test_any_ir_name_runs(name):
+    # the translation once named a parameter 0v_1 in Python, which does not parse
+    A = Buffer(name, (3,), "int32")
+    i = Var(name)
+    f = PrimFunc("f", (A,), For(i, 3, BufferStore(A, A[i] + i, (i,))))
+    a = np.ones(3, "int32")
+    interpret(f, a)
+    np.testing.assert_array_equal(a, [1, 2, 3])
