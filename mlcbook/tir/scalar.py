@@ -22,8 +22,11 @@ from ..errors import BindingMismatchError, IndexOutOfBoundsError
 
 def int_range(dtype: str) -> tuple[int, int]:
     """The smallest and largest value of an integer dtype."""
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
+    return _INT_RANGES[dtype]
+
+
+_INT_RANGES = {dt: (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+               for dt in ("int8", "uint8", "int32", "int64")}
 
 
 def wrap(value: int, dtype: str) -> int:
