@@ -150,7 +150,7 @@ class ExprFunctor:
 
     def unhandled_expr(self, e):
         raise TIRError(
-            f"{type(self).__name__} cannot handle a {type(e).__name__} expression ({e}); "
+            f"{type(self).__name__} has no method for {type(e).__name__} expressions ({e}); "
             f"Instead: give it an expr_{type(e).__name__} method, or rewrite the expression "
             "with the node types it knows")
 
@@ -170,9 +170,9 @@ class StmtFunctor:
 
     def unhandled_stmt(self, s):
         raise TIRError(
-            f"{type(self).__name__} cannot handle a {type(s).__name__} statement; Instead: give "
-            f"it a stmt_{type(s).__name__} method, or lower the program to statements it knows "
-            "(mb.lower)")
+            f"{type(self).__name__} has no method for {type(s).__name__} statements; Instead: "
+            f"give it a stmt_{type(s).__name__} method, or lower the program to statements it "
+            "knows (mb.lower)")
 
 
 def post_order_visit(node, fn: Callable[[Any], None]) -> None:

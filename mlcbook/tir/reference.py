@@ -121,7 +121,8 @@ class _Evaluator(StmtFunctor, ExprFunctor):
     def location(self) -> str:
         s = self.at
         if isinstance(s, BufferStore):
-            return f"{self.where}, at `{s.buffer.name}[{', '.join(map(str, s.indices))}] = {s.value}`"
+            indices = ", ".join(map(str, s.indices))
+            return f"{self.where}, at `{s.buffer.name}[{indices}] = {s.value}`"
         if isinstance(s, IfThenElse):
             return f"{self.where}, at `if {s.cond}`"
         if s is not None:
