@@ -1,10 +1,11 @@
-"""Scalar operations with the loop IR's semantics, in plain Python, for the code the
-interpreter generates: IEEE results where Python would raise (``1.0 / 0.0``, ``log(0)``,
-``exp(1000)``), integer ``x // 0 == x % 0 == 0`` (as numpy and the compiled code give),
-NaN-propagating min/max, rounding to float32/float16, C-like float -> int casts.
+"""Scalar operations with the loop IR's semantics, in plain Python, shared by the reference
+evaluator and the code the interpreter generates: IEEE results where Python would raise
+(``1.0 / 0.0``, ``log(0)``, ``exp(1000)``), integer ``x // 0 == x % 0 == 0`` (as numpy and the
+compiled code give), NaN-propagating min/max, rounding to float32/float16, C-like float ->
+int casts, two's-complement wrapping, and the poison that fills fresh buffers.
 
-    >>> fdiv(1.0, 0.0), _log(0.0), idiv(7, 0), imod(-7, 0), round_f32(0.1) == 0.10000000149011612
-    (inf, -inf, 0, 0, True)
+    >>> fdiv(1.0, 0.0), MATH_IMPL["log"](0.0), idiv(7, 0), imod(-7, 0), wrap(300, "uint8")
+    (inf, -inf, 0, 0, 44)
 
 The generated code sees these under the names in :data:`GLOBALS`.
 """
@@ -42,7 +43,8 @@ POISON = {"float32": math.nan, "float64": math.nan, "float16": math.nan, "int8":
 
 
 class Fault(Exception):
-    """Raised inside generated code; the kernel turns it into an ExecutionError with a location."""
+    """A value an operation cannot take (NaN cast to int); the interpreter and the reference
+    evaluator turn it into an ExecutionError with a location."""
 
 
 _F32 = array("f", [0.0])
@@ -50,11 +52,13 @@ _F16 = struct.Struct("e")
 
 
 def round_f32(x: float) -> float:
+    """``x`` rounded to the nearest float32 value."""
     _F32[0] = x
     return _F32[0]
 
 
 def round_f16(x: float) -> float:
+    """``x`` rounded to the nearest float16 value (inf beyond its range)."""
     try:
         return _F16.unpack(_F16.pack(x))[0]
     except OverflowError:
@@ -62,12 +66,14 @@ def round_f16(x: float) -> float:
 
 
 def float_to_int(x: float) -> int:
+    """``x`` truncated toward zero; NaN or inf raise :class:`Fault`."""
     if math.isfinite(x):
         return int(x)
     raise Fault(f"the float value {x} cannot be cast to an integer")
 
 
 def fdiv(a: float, b: float) -> float:
+    """``a / b`` with IEEE results for a zero divisor (inf, -inf or nan)."""
     try:
         return a / b
     except ZeroDivisionError:
@@ -77,18 +83,22 @@ def fdiv(a: float, b: float) -> float:
 
 
 def idiv(a: int, b: int) -> int:
+    """Floor division, 0 when ``b`` is 0."""
     return a // b if b else 0
 
 
 def imod(a: int, b: int) -> int:
+    """Floor modulo (the sign of ``b``), 0 when ``b`` is 0."""
     return a % b if b else 0
 
 
 def fmin(a: float, b: float) -> float:
+    """The smaller of ``a`` and ``b``, NaN if either is NaN (``np.minimum``)."""
     return a if a <= b or a != a else b
 
 
 def fmax(a: float, b: float) -> float:
+    """The larger of ``a`` and ``b``, NaN if either is NaN (``np.maximum``)."""
     return a if a >= b or a != a else b
 
 
