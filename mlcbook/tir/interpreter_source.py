@@ -58,6 +58,7 @@ _TYPECODE = {"float32": "f", "float64": "d", "float16": None, "int8": "b", "uint
              "int32": "i", "int64": "q", "bool": "B"}
 assert array("i").itemsize == 4 and array("q").itemsize == 8
 
+
 def to_flat(arr: np.ndarray, dtype: str):
     """``arr`` as the generated code's storage for ``dtype`` (a copy)."""
     native = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
@@ -78,7 +79,6 @@ def _fresh(buffer: Buffer):
     code, poison = _TYPECODE[buffer.dtype], POISON[buffer.dtype]
     n = math.prod(buffer.shape)
     return [poison] * n if code is None else array(code, [poison]) * n
-
 
 
 # --- translation to Python source -----------------------------------------------------------------

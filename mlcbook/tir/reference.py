@@ -41,6 +41,7 @@ The meaning, where Python and the hardware could disagree:
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -93,10 +94,10 @@ def _flat(arr: np.ndarray, dtype: str) -> list:
 
 
 _NARROW_BITS = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}
-_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-            "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-          "/": fdiv, "//": idiv, "%": imod}
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": fdiv, "//": idiv,
+          "%": imod}
 
 
 def _round(value: float, dtype: str) -> float:
