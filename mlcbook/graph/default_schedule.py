@@ -214,15 +214,50 @@ def _fold_epilogue(sch: Schedule, name: str) -> bool:
     return True
 
 
-def default_schedule(func: PrimFunc) -> PrimFunc:
-    """``func`` with the default schedule applied to every block (see the module docstring)."""
-    tiled, tiled_results = [], set()
+def _tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
+    """Names of the tiled-reduction blocks at the root, and ids of the buffers they write."""
+    tiled, results = [], set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
-            tiled_results.update(id(w.buffer) for w in node.block.writes)
+            results.update(id(w.buffer) for w in node.block.writes)
+    return tiled, results
+
+
+def _inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
+    """Compute every elementwise block that writes an intermediate buffer inside the blocks
+    that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
+    chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
+    reads its inputs many times, and padding is cheaper copied once than tested each time."""
+    func = sch.func
+    params = {id(p) for p in func.params}
+    realizes = [node for stmt in _root_stmts(func)
+                for node in [_nest(stmt)[1]] if isinstance(node, BlockRealize)]
+    readers: dict[int, list[str]] = {}
+    for r in realizes:
+        for region in r.block.reads:
+            readers.setdefault(id(region.buffer), []).append(r.block.name)
+    for r in reversed(realizes):
+        block = r.block
+        if any(iv.kind != "spatial" for iv in block.iter_vars) or len(block.writes) != 1:
+            continue
+        buf = block.writes[0].buffer
+        users = readers.get(id(buf), [])
+        if id(buf) in params or not users or any(u in tiled for u in users):
+            continue
+        try:
+            sch.compute_inline(sch.get_block(block.name))
+        except ScheduleError:
+            continue  # e.g. a stencil over its input: it keeps its own loops
+
+
+def default_schedule(func: PrimFunc) -> PrimFunc:
+    """``func`` with the default schedule applied to every block (see the module docstring)."""
     sch = Schedule(func)
+    _inline_intermediates(sch, _tiled_blocks(func)[0])
+    func = sch.func
+    tiled, tiled_results = _tiled_blocks(func)
     done: set[str] = set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
