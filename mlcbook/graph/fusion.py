@@ -109,7 +109,7 @@ class _Fuser:
         self.ipdom = self._post_dominators()
         self.parent = {id(n): id(n) for n in self.order}
         self.kind = {id(n): _kind(n) for n in self.order}
-        self.boundaries: dict[tuple[str, str], str] = {}
+        self.refusals: dict[str, str] = {}  # call name -> why its group stopped there
 
     # --- post-dominators (reverse topological order, LCA in the post-dominator tree) ------------
     def _post_dominators(self) -> dict[int, Call | None]:
@@ -175,7 +175,7 @@ class _Fuser:
         if why is None:
             self._merge(n, self._path(n, p))
         elif why:
-            self.boundaries[(n.name, p.name)] = why
+            self.refusals[n.name] = why
 
     def _refuse(self, n: Call, p: Call, gkind: OpKind, phase: int) -> str | None:
         """Why ``n``'s group does not join its post-dominator ``p`` (None: it does; "": not
@@ -192,10 +192,13 @@ class _Fuser:
         if gkind in (OpKind.OUT_ELEMWISE_FUSABLE, OpKind.REDUCTION):
             if phase:
                 return ""
-            if all(k <= OpKind.BROADCAST for k in inner + [pkind]):
+            bad = [c for c in path if self.kind[self.find(id(c))] > OpKind.BROADCAST]
+            if not bad:
                 return None
+            b = bad[-1]
+            where = "" if b is p else f" on the way to {p.name}"
             return (f"{n.name}'s kernel takes only elementwise/broadcast ops after it, and "
-                    f"{p.name} is {pkind.name.lower()}")
+                    f"{b.name} ({b.op}){where} is {self.kind[self.find(id(b))].name.lower()}")
         if gkind <= OpKind.BROADCAST:
             if phase:
                 return ""
@@ -228,7 +231,7 @@ class _Fuser:
         for n in self.order:
             for c in self.consumers[id(n)]:
                 if grouped[id(n)] is not grouped[id(c)]:
-                    why = self.boundaries.get((n.name, c.name)) or self._edge_reason(n, c)
+                    why = self.refusals.get(n.name) or self._edge_reason(n, c)
                     boundaries.append((n.name, c.name, why))
         return FusionPlan(groups, boundaries)
 
