@@ -61,7 +61,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
         lmod = legalize(IRModule({**others, "main": func}), keep=VIEW_OPS)
     func, _ = main_function(lmod)
     used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
-    prims = {name: default_schedule(f) for name, f in lmod.items()
+    prims = {name: default_schedule(f, target) for name, f in lmod.items()
              if isinstance(f, PrimFunc) and name in used}
     t1 = time.perf_counter()
     kernels: dict[str, Any] = {}

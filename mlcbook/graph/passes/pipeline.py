@@ -30,6 +30,7 @@ from ..expr import Function
 from ..interpret import main_function
 from ..weight_layout import pack_weights
 from .fold import fold_batch_norm, fold_constants
+from .layout import convert_layout
 from .simplify import eliminate_common_subexpressions, simplify_chains
 
 
@@ -54,6 +55,8 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     Pass("fold_constants", fold_constants, 1),   # what BatchNorm folding left constant
     Pass("pack_weights", pack_weights, 2),
+    Pass("convert_layout", convert_layout, 3),
+    Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 3),
 )
 
 
