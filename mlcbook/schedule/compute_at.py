@@ -29,7 +29,9 @@ from .analysis import (Aff, Atoms, accesses, all_loop_ranges, const_bounds, cove
                        load_indices, reads_of, region, touches, writes_any, writes_of)
 from .errors import (ComputeLocationError, CoverageError, NotProducerConsumerError,
                      OutputBlockError, UnsupportedError)
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
 
 
 def _order(ctx: Context, scope: BlockRealize, realize: BlockRealize, loop: For):

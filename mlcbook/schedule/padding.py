@@ -36,7 +36,9 @@ from .cache import check_sole_writer, exact_store, require_root_scope
 from .errors import ArgumentTypeError
 from .errors_data import NotEinsumError, PaddingError, SharedLoopError
 from .reduction import reducer_of
-from .state import BlockRV, Context, schedule_primitive
+from .context import Context
+from .handles import BlockRV
+from .registry import schedule_primitive
 
 
 def _accesses(block) -> list[tuple[Buffer, tuple]]:

@@ -44,7 +44,9 @@ from .analysis import reads_of, writes_of
 from .errors import NonConstantExtentError, UnsupportedError
 from .errors_data import (DecomposeLocationError, FactorAxisError, NotReductionError,
                           ReducerPatternError, RFactorLoopError, SharedLoopError)
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
 
 #: reduction operators and their identities
 REDUCERS = ("+", "max", "min")

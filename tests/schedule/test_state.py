@@ -7,7 +7,7 @@ from mlcbook.errors import ScheduleError
 from mlcbook.schedule import Schedule
 from mlcbook.schedule.errors import (ArgumentTypeError, BlockNotFoundError, HandleError,
                                      InvalidResultError, UnsupportedError)
-from mlcbook.schedule.state import Context, schedule_primitive
+from mlcbook.schedule.state import PRIMITIVES, Context, schedule_primitive
 from mlcbook.tir import BufferStore, For, PrimFunc, Var
 
 from ._util import add, mm_relu, parse
@@ -114,9 +114,8 @@ def test_verifier_guards_every_step():
             sch._test_break(sch.get_block("B"))
         assert sch.func.script() == add().script()
     finally:
-        from mlcbook.schedule.state import PRIMITIVES
         PRIMITIVES.pop("_test_break")
-        delattr(Schedule, "_test_break")
+    assert not hasattr(Schedule(add()), "_test_break")  # unregistered: no method any more
 
 
 def test_every_error_is_a_schedule_error():
