@@ -132,3 +132,35 @@ def test_codes_are_unique_across_the_library():
     codes = [c.code for c in mb.errors.all_error_classes()]
     dups = {c for c in codes if codes.count(c) > 1}
     assert not dups
+
+
+def test_every_primitive_has_a_written_out_method_with_its_signature():
+    import inspect
+    library = {n: p for n, p in PRIMITIVES.items() if not n.startswith("_test")}
+    methods = {n for n, m in vars(Schedule).items() if getattr(m, "__wrapped__", None)}
+    assert methods == set(library)
+    for name, prim in library.items():
+        params = list(inspect.signature(getattr(Schedule, name)).parameters.values())
+        assert params[0].name == "self"
+        if prim.sampling:
+            assert params[-1].name == "decision" and params[-1].kind is params[-1].KEYWORD_ONLY
+            params = params[:-1]
+        assert params[1:] == list(prim.signature.parameters.values()), name
+        assert getattr(Schedule, name).__doc__, name
+
+
+def test_a_primitive_registered_outside_the_library_is_a_method_too():
+    @schedule_primitive("_test_name_of")
+    def _name_of(ctx: Context, block) -> None:
+        ctx.block(block)
+
+    try:
+        sch = Schedule(add())
+        sch._test_name_of(sch.get_block("B"))
+        assert "sch._test_name_of(b0)" in str(sch.trace)
+        with pytest.raises(ArgumentTypeError, match="_test_name_of"):
+            sch._test_name_of()
+    finally:
+        PRIMITIVES.pop("_test_name_of")
+    with pytest.raises(AttributeError, match="no attribute 'no_such_step'"):
+        Schedule(add()).no_such_step()
