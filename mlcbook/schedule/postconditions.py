@@ -9,28 +9,38 @@ checks), then :func:`check_vector_lanes`.
 code generation's rule (:func:`mlcbook.tir.lanes.vectorize_hazard`) applied to the
 *lowered* loop, and lowering the whole program after every step made scheduling several
 times slower. So a step is judged only for the vectorized loops it rebuilt (a loop it
-left alone is the same object, judged by the step that made it), and those loops are
-first lowered in a slice of the program: the statements on the way from the function body
-down to them, with everything beside that way dropped. When the slice shows no hazard the
-step is accepted; when it shows one, the whole program is lowered and only its verdict
-refuses the step, so every refusal (its message included) is exactly the whole program's.
+left alone is the same object, judged by the step that made it), and of those:
 
-The slice leaves out statements beside a loop that use the same intermediate buffer, and
-those decide how lowering compacts that buffer, hence the strides of the loop's indices.
-A verdict that depends on them is thus judged at build time instead: code generation
-applies the same rule to what it compiles and refuses with ``VectorizeError``
-(MLC-C006), never emitting a wrong vector loop.
+1. a loop holding no loop and storing each buffer it writes once, without reading it
+   back (a copy, an init, a write-back), passes: lowering adds no statement to it, and
+   the rule lets one plain store per buffer through (lanes that meet are stored in lane
+   order, as the loop would);
+2. the others are lowered in a *slice* of the program: the statements on the way from
+   the function body down to them, everything beside that way dropped, and the
+   function's intermediate buffers passed in as parameters (so lowering does not compact
+   them, the costly part). No hazard there: the step is accepted;
+3. a hazard in the slice: the whole program is lowered, and only its verdict refuses the
+   step, so every refusal (its message included) is exactly the whole program's.
+
+A slice differs from the program in how lowering compacts the intermediate buffers the
+loop shares with the statements beside it, i.e. in the strides of its indices, which
+change no verdict we know of. A verdict that did depend on them would be judged at build
+time instead: code generation applies the same rule to what it compiles and refuses
+with ``VectorizeError`` (MLC-C006), never emitting a wrong vector loop.
 
     check_step(ctx, "compute_at", before)     # raises InvalidResultError / VectorLaneError
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import TIRError
+from ..tir.expr import BufferLoad, Const
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.lanes import vectorize_hazard
-from ..tir.stmt import For
+from ..tir.stmt import Block, BufferStore, For
 from ..tir.transform.lower import lower
 from ..tir.verify import verify
 from . import tree
@@ -61,7 +71,8 @@ def check_vector_lanes(ctx: Context, step: str, before: PrimFunc, marked=None) -
     program as it was, since the loop is not vectorized after all.
     """
     kept = {id(lp) for lp in vectorized_loops(before)}
-    changed = [lp for lp in vectorized_loops(ctx.func) if id(lp) not in kept]
+    changed = [lp for lp in vectorized_loops(ctx.func)
+               if id(lp) not in kept and not _stores_once(lp)]
     if not changed or not _slice_hazards(ctx.func, changed):
         return
     names = {lp.loop_var for lp in changed}
@@ -113,11 +124,38 @@ def _slice_hazards(func: PrimFunc, loops: list[For]) -> bool:
         on_way.update(id(s) for s in tree.path_to(func.body, lp))
         inside.update(id(s) for s in tree.walk(lp))
     body = tree.map_stmts(func.body, lambda s: s if id(s) in on_way or id(s) in inside else None)
+    root = body.block
+    taken = {b.name for b in func.params}
+    passed = tuple(b for b in root.alloc_buffers if b.name not in taken)
+    body = replace(body, block=replace(root, alloc_buffers=tuple(
+        b for b in root.alloc_buffers if b not in passed)))
+    sliced = PrimFunc(func.name, func.params + passed, body, func.num_outputs + len(passed),
+                      func.attrs)
     names = {lp.loop_var for lp in loops}
-    found = any(var in names for var in _hazards_of(func.with_body(body)))
+    found = any(var in names for var in _hazards_of(sliced))
     _sliced.append((func, key, found))
     del _sliced[:-4]
     return found
+
+
+def _stores_once(loop: For) -> bool:
+    """Whether ``loop`` holds no loop, no init and no allocation, and stores each buffer it
+    writes once without loading it (case 1 of the module docstring)."""
+    stores: list = []
+    loaded: set = set()
+
+    def visit(n):
+        if isinstance(n, BufferStore):
+            stores.append(n.buffer)
+        elif isinstance(n, BufferLoad):
+            loaded.add(n.buffer)
+
+    for s in tree.walk(loop.body):
+        if isinstance(s, For) or isinstance(s, Block) and (s.init is not None or s.alloc_buffers):
+            return False
+    post_order_visit(loop.body, visit)
+    return (isinstance(loop.extent, Const) and len(stores) == len(set(stores))
+            and not loaded & set(stores))
 
 
 #: the last few functions lowered whole and their hazards: a step's result is the next
