@@ -30,10 +30,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from ..errors import ScheduleError
-from ..tir.function import IRModule, PrimFunc
 from ..tir.expr import Var
-from . import (blockize, cache, compute_at, for_kind, inline, layout, loops, padding, queries,  # noqa: F401 - they register the primitives
-               reduction, sampling, tree)
+from ..tir.function import IRModule, PrimFunc
+from . import tree
+# the modules of the primitives, imported for their registration (the methods below run them)
+from . import (blockize, cache, compute_at, for_kind, inline, layout, loops,  # noqa: F401
+               padding, queries, reduction, sampling)
 from .context import Context
 from .errors import ArgumentTypeError, HandleError, TraceError, UnsupportedError
 from .handles import BlockRV, ExprRV, Handle, LoopRV, handles_in
