@@ -137,6 +137,17 @@ def _dims_from(ctx: Context, reg, index_vars, block: Block, realize, step: str) 
     return dims
 
 
+def _taken_out(ctx: Context, realize: BlockRealize, loop: For) -> tuple:
+    """The function body without ``realize``, the loop in it, its loop ranges, the loop and
+    those around it (fixed per iteration), the ranges of the others, and the atoms."""
+    body = tree.replace_stmt(ctx.func.body, realize, None)
+    loop1 = tree.find_loop(body, loop.loop_var)
+    ranges = all_loop_ranges(body)
+    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
+    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
+    return body, loop1, ranges, fixed, relax_ranges, Atoms(ranges)
+
+
 def _require_intermediate(ctx: Context, realize: BlockRealize, buf, lname: str) -> None:
     """Producer ``realize`` writes an intermediate buffer ``buf`` (not a parameter), and has
     an init if it accumulates: compute_at may compute a part of it twice."""
@@ -222,12 +233,7 @@ def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: 
     _require_consumers_under(ctx, realize, node, blocks, buf)
     _require_producer_before(ctx, realize, node, blocks, me, under, buf)
     # take the producer out, then compute the region its consumers need per iteration
-    body = tree.replace_stmt(ctx.func.body, realize, None)
-    loop1 = tree.find_loop(body, node.loop_var)
-    ranges = all_loop_ranges(body)
-    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
-    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
-    atoms = Atoms(ranges)
+    body, loop1, ranges, fixed, relax_ranges, atoms = _taken_out(ctx, realize, node)
     idx, inner = accesses(loop1, buf, "r")
     reg = require_bounded(ctx, region(idx, _without(fixed, inner, relax_ranges), ranges, atoms),
                           f"{buf.name} that the blocks under loop {lname} read", node)
@@ -371,12 +377,7 @@ def reverse_compute_at(ctx: Context, block: BlockRV, loop: LoopRV,
     blocks, me, under = _order(ctx, scope, realize, node)
     others_under, produced = _require_producers_under(ctx, realize, node, blocks, me, under)
     _require_consumer_after(ctx, realize, node, blocks, me, under, others_under)
-    body = tree.replace_stmt(ctx.func.body, realize, None)
-    loop1 = tree.find_loop(body, node.loop_var)
-    ranges = all_loop_ranges(body)
-    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
-    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
-    atoms = Atoms(ranges)
+    body, loop1, ranges, fixed, relax_ranges, atoms = _taken_out(ctx, realize, node)
     written = {}
     for x in produced:
         idx, inner = accesses(loop1, x, "w")
