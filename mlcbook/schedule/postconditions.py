@@ -22,11 +22,13 @@ left alone is the same object, judged by the step that made it), and of those:
 3. a hazard in the slice: the whole program is lowered, and only its verdict refuses the
    step, so every refusal (its message included) is exactly the whole program's.
 
-A slice differs from the program in how lowering compacts the intermediate buffers the
-loop shares with the statements beside it, i.e. in the strides of its indices, which
-change no verdict we know of. A verdict that did depend on them would be judged at build
+A slice lowers the loop as the program does but for its intermediate buffers, which keep
+the strides of the whole buffer instead of those of the compacted one: a difference that
+changes no verdict we know of. A verdict that did depend on it would be judged at build
 time instead: code generation applies the same rule to what it compiles and refuses
-with ``VectorizeError`` (MLC-C006), never emitting a wrong vector loop.
+with ``VectorizeError`` (MLC-C006), never emitting a wrong vector loop. (Leaving a loop
+the step did not rebuild to the step that made it rests on the same ground: a step beside
+it can change how a buffer they share is compacted.)
 
     check_step(ctx, "compute_at", before)     # raises InvalidResultError / VectorLaneError
 """
