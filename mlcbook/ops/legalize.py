@@ -41,10 +41,17 @@ def store(value: E.PrimExpr, dtype: str) -> E.PrimExpr:
     return E.cast(dtype, value)
 
 
-def bcast(shape: Sequence[int], idx: Sequence) -> tuple:
-    """Indices into a tensor of ``shape`` broadcast to an output indexed by ``idx``."""
+def bcast(shape: Sequence[int], idx: Sequence, out_shape: Sequence[int] | None = None) -> tuple:
+    """Indices into a tensor of ``shape`` broadcast to an output indexed by ``idx``.
+
+    A dimension of 1 is read at 0, except where the output's dimension (``out_shape``, when
+    known) is 1 too: there the output's own index is kept, so that an elementwise op on a
+    batch of 1 reads ``x[n, c]``, not ``x[0, c]``, and stays recognisably elementwise (the
+    default schedule folds such an epilogue into a conv's write-back only then)."""
     lead = len(idx) - len(shape)
-    return tuple(E.const(0) if s == 1 else i for s, i in zip(shape, idx[lead:]))
+    outs = tuple(out_shape[lead:]) if out_shape is not None else (None,) * len(shape)
+    return tuple(E.const(0) if s == 1 and o != 1 else i
+                 for s, o, i in zip(shape, outs, idx[lead:]))
 
 
 def axis_names(ndim: int) -> list[str]:

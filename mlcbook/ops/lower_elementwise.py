@@ -19,7 +19,7 @@ def _map(name, ins, out_type, fn):
     shape = out_type.shape
 
     def body(*idx):
-        return store(fn(*(load(t, bcast(t.shape, idx)) for t in ins)), out_type.dtype)
+        return store(fn(*(load(t, bcast(t.shape, idx, shape)) for t in ins)), out_type.dtype)
 
     return compute_named(shape, axis_names(len(shape)), body, name)
 

@@ -92,3 +92,26 @@ def _matmul_then_mirror():
     c = te.compute((8, 32), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     t = te.compute((8, 32), lambda i, j: c[i, j] + c[i, 31 - j], name="T")
     return a, b, t
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_conv_epilogue_is_in_the_write_back_even_for_a_batch_of_one(batch):
+    # an elementwise op on a batch of 1 once read its input at x[0, c, ...] (a broadcast
+    # index) and so could not be folded into the conv tile's write-back: a full extra pass
+    from mlcbook.graph import Constant, Function, TensorType, Var, fuse_ops, op
+    from mlcbook.graph.fused_kernels import legalize_group
+    rng = np.random.default_rng(0)
+    x = Var("x", TensorType((batch, 8, 8, 8)))
+    w = Constant(rng.standard_normal((16, 8, 3, 3)).astype("float32"), "w")
+    b = Constant(rng.standard_normal((16, 1, 1)).astype("float32"), "b")
+    y = op.relu(op.add(op.conv(x, w, pads=(1, 1, 1, 1), name="conv"), b, name="bias"),
+                name="relu")
+    (group,) = fuse_ops(Function([x], y)).groups
+    f = legalize_group(group)
+    g = default_schedule(f)
+    names = [r.block.name for r in collect_blocks(g.body)]
+    assert "relu" not in names and "bias" not in names, names
+    assert all(buf.scope == "local" or buf.shape != (batch, 16, 8, 8)
+               for buf in g.body.block.alloc_buffers)
+    args = [rng.standard_normal(p.shape).astype("float32") for p in f.params[:-1]]
+    np.testing.assert_allclose(run(g, args), run(f, args, run_reference), rtol=1e-4, atol=1e-4)
