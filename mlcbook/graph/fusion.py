@@ -207,7 +207,11 @@ class _Fuser:
                         "the inputs of a conv, matmul or pooling kernel, which reads them many times")
             if all(k <= OpKind.BROADCAST for k in inner) and pkind <= OpKind.REDUCTION:
                 return None
-            return "an op between them is more than elementwise"
+            b = next((c for c in path[1:] if self.kind[self.find(id(c))] > OpKind.BROADCAST), p)
+            return (f"{n.name}'s uses meet again at {p.name}, but the way there passes "
+                    f"{b.name} ({b.op}), which is {self.kind[self.find(id(b))].name.lower()}; "
+                    "an elementwise group joins its post-dominator only through "
+                    "elementwise/broadcast ops")
         if gkind == OpKind.INJECTIVE:
             if not phase:
                 return ""

@@ -91,3 +91,13 @@ def test_every_call_is_in_exactly_one_group():
     f = optimize(model("attention"), 1)
     names = [n for g in _groups(f) for n in g]
     assert sorted(names) == sorted(c.name for c in f.calls())
+
+
+def test_a_diamond_through_a_matmul_names_the_matmul():
+    y = Var("y", mb.graph.TensorType((8, 8)))
+    a = op.exp(y, name="a")
+    d = op.add(op.relu(a, name="b"), op.matmul(a, _w((8, 8), "w"), name="c"), name="d")
+    f = Function([y], op.tanh(d, name="e"))
+    assert _groups(f) == [["a"], ["b", "c", "d", "e"]]
+    assert ("boundary a -> b: a's uses meet again at d, but the way there passes c (matmul), "
+            "which is out_elemwise_fusable") in explain_fusion(f)
