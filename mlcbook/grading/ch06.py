@@ -2,13 +2,15 @@
 
 Each exercise is judged on freshly drawn graphs, weights and sizes against an independent
 reference, and the fusion rule also against the library's :func:`mlcbook.graph.fuse_ops`.
-Two helpers are public because the notebooks use them:
+Four helpers are public because the notebooks and tests use them:
 
 * :func:`fuse_by_rule` — the fusion driver of the chapter (post-dominators, groups, two
   phases) with the decision *whether a group joins its post-dominator* left to a function
   the student writes;
+* :func:`post_dominators` — each call's immediate post-dominator, by name;
 * :func:`random_graph` — a small random graph of elementwise, broadcast, injective,
-  reduction and matmul calls, the kind the fusion exercise is graded on.
+  reduction and matmul calls, the kind the fusion exercise is graded on;
+* :func:`random_steps` — a small random run plan, the kind the lifetimes exercise is graded on.
 """
 
 from __future__ import annotations
