@@ -18,7 +18,8 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0)
 
 
-@exercise("01.lnumpy_mm_relu", points=1, title="Fused matmul + relu with loops")
+@exercise("01.lnumpy_mm_relu", points=1, answer="lnumpy_mm_relu",
+          title="Fused matmul + relu with loops")
 def _check_mm_relu(answer, rng):
     shapes = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, k, m in shapes:
@@ -35,7 +36,8 @@ def _check_mm_relu(answer, rng):
     return f"matches relu(A @ B) on {len(shapes)} fresh shapes"
 
 
-@exercise("01.lnumpy_bmm", points=2, title="Batched matrix multiplication with loops")
+@exercise("01.lnumpy_bmm", points=2, answer="lnumpy_bmm",
+          title="Batched matrix multiplication with loops")
 def _check_bmm(answer, rng):
     shapes = [distinct_dims(rng, 4), distinct_dims(rng, 4), [3, 1, int(rng.integers(2, 6)), 2]]
     for b, n, k, m in shapes:
@@ -52,7 +54,8 @@ def _check_bmm(answer, rng):
     return f"matches A @ B on {len(shapes)} fresh batched shapes"
 
 
-@exercise("01.lnumpy_softmax", points=2, title="Numerically stable softmax with loops")
+@exercise("01.lnumpy_softmax", points=2, answer="lnumpy_softmax",
+          title="Numerically stable softmax with loops")
 def _check_softmax(answer, rng):
     cases = softmax_cases(rng, "")
     for X, hint in cases:
@@ -75,7 +78,8 @@ def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.einsum("ncyxhw,ochw->noyx", windows, W.astype(np.float64))
 
 
-@exercise("01.lnumpy_conv2d", points=3, title="2-D convolution (NCHW, valid) with loops")
+@exercise("01.lnumpy_conv2d", points=3, answer="lnumpy_conv2d",
+          title="2-D convolution (NCHW, valid) with loops")
 def _check_conv2d(answer, rng):
     shapes = [  # (N, CI, H, W, CO, KH, KW)
         (1, 2, 6, 7, 3, 3, 2),
@@ -102,7 +106,8 @@ def _mlp(X, W1, b1, W2, b2, relu=True):
     return (_relu(h) if relu else h) @ W2.T + b2
 
 
-@exercise("01.lnumpy_mlp", points=2, title="The two-layer MLP from low-level parts")
+@exercise("01.lnumpy_mlp", points=2, answer="lnumpy_mlp",
+          title="The two-layer MLP from low-level parts")
 def _check_mlp(answer, rng):
     shapes = [(1, 3, 4, 5, 3), (3, 2, 5, 4, 2), (2, 4, 4, 7, 6)]  # batch, h, w, hidden, out
     for batch, h, w, hidden, out in shapes:

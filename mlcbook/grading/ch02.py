@@ -209,7 +209,8 @@ def _loops_of(func: PrimFunc) -> dict[str, tuple[list[For], BlockRealize]]:
 
 
 # --- 02.bmm_relu -----------------------------------------------------------------------------
-@exercise("02.bmm_relu", points=2, title="bmm_relu in script, with the right block axes")
+@exercise("02.bmm_relu", points=2, answer="make_bmm_relu",
+          title="bmm_relu in script, with the right block axes")
 def _check_bmm_relu(answer, rng):
     cases = [distinct_dims(rng, 4), distinct_dims(rng, 4), [1, int(rng.integers(2, 6)), 3, 1]]
     for batch, n, m, k in cases:
@@ -242,7 +243,8 @@ def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.einsum("ncyxhw,ochw->noyx", windows, W.astype(np.float64))
 
 
-@exercise("02.conv2d", points=3, title="2-D convolution (NCHW, valid) in script")
+@exercise("02.conv2d", points=3, answer="make_conv2d",
+          title="2-D convolution (NCHW, valid) in script")
 def _check_conv2d(answer, rng):
     cases = [  # (N, CI, H, W, CO, KH, KW)
         (1, 2, 6, 7, 3, 3, 2),
@@ -272,7 +274,8 @@ def _check_conv2d(answer, rng):
 
 
 # --- 02.te_linear_relu -----------------------------------------------------------------------
-@exercise("02.te_linear_relu", points=1, title="linear + relu with te.compute")
+@exercise("02.te_linear_relu", points=1, answer="make_linear_relu",
+          title="linear + relu with te.compute")
 def _check_te_linear_relu(answer, rng):
     cases = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, m, k in cases:
@@ -296,7 +299,8 @@ def _check_te_linear_relu(answer, rng):
 
 
 # --- 02.te_softmax ---------------------------------------------------------------------------
-@exercise("02.te_softmax", points=2, title="Numerically stable softmax with te.compute")
+@exercise("02.te_softmax", points=2, answer="make_softmax",
+          title="Numerically stable softmax with te.compute")
 def _check_te_softmax(answer, rng):
     cases = softmax_cases(rng, "(a te.max stage) ")
     for X, hint in cases:
@@ -381,7 +385,8 @@ def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
                    "4 columns gets its relu right after its sums are finished")
 
 
-@exercise("02.loop_order", points=2, title="mm_relu with j split and the relu moved in")
+@exercise("02.loop_order", points=2, answer="make_mm_relu_split",
+          title="mm_relu with j split and the relu moved in")
 def _check_loop_order(answer, rng):
     # K is never 4, so that loops k and j1 in the wrong order show in their extents
     cases = [(int(rng.integers(2, 6)), _SPLIT * int(rng.integers(2, 5)),
