@@ -199,8 +199,8 @@ def _apply(answer, name: str, func: PrimFunc, *args, seed: int = 0) -> Schedule:
         raise NotImplementedAnswer(f"{name} raised NotImplementedError; replace the `raise "
                                    "NotImplementedError` line with your schedule") from None
     except ScheduleError as err:
-        first = "\n  ".join(str(err).splitlines()[:2])
-        raise Fail(f"{name} was refused by the schedule: {first}",
+        # The whole error: its program listing, marked `# <-- here`, shows which loop.
+        raise Fail(f"{name} was refused by the schedule: {err}",
                    "read the error: it names the fact that makes the step change the "
                    "program's meaning, and what to do instead") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported
