@@ -18,8 +18,9 @@ from ..tir.function import IRModule, PrimFunc
 from ..tir.functor import Visitor
 from ..tir.interpreter import interpret
 from ..tir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, SeqStmt
-from .compare import (SENTINEL, Fail, call, describe, distinct_dims, empty, expect_array,
-                      randn, softmax_cases, softmax_reference, trial)
+from .compare import (GLOBAL_MAX_HINT, SENTINEL, Fail, call, describe, distinct_dims, empty,
+                      expect_array, randn, softmax_cases, softmax_global_max, softmax_reference,
+                      trial)
 from .registry import exercise
 
 
@@ -303,19 +304,22 @@ def _check_te_linear_relu(answer, rng):
           title="Numerically stable softmax with te.compute")
 def _check_te_softmax(answer, rng):
     cases = softmax_cases(rng, "(a te.max stage) ")
-    for X, hint in cases:
+    for X, note, hint in cases:
         func = _build(answer, "make_softmax", *X.shape)
         _expect_params(func, "make_softmax", X.shape,
                        [("input X", X.shape), ("output Y", X.shape)])
-        with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
+        with trial(describe(X=X) + note, hint=hint):
             Y = _run(func, X, out_shape=X.shape)
             expect_array("Y", Y, softmax_reference(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
                 (lambda: softmax_reference(X, axis=0), "Y is the softmax of each column (axis 0); "
                                               "softmax here runs along each row (axis 1)"),
                 (lambda: np.exp(X.astype(np.float64) - X.max(axis=1, keepdims=True)),
                  "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),
+                (lambda: softmax_global_max(X), GLOBAL_MAX_HINT),
+                (lambda: softmax_global_max(X, np.float32), GLOBAL_MAX_HINT),
             ])
-    return f"matches softmax along the last axis on {len(cases)} inputs, including large ones"
+    return (f"matches softmax along the last axis on {len(cases)} inputs, including large "
+            "values and rows far apart")
 
 
 # --- 02.loop_order ---------------------------------------------------------------------------
