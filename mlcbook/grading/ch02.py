@@ -142,13 +142,14 @@ def _check_axis_kinds(func: PrimFunc, reduction: str | None) -> None:
     some block must reduce (it names what is summed, for the message).
     """
     has_reduce = False
-    for realize in collect_blocks(func.body):
-        block = realize.block
+    blocks = [r.block for r in collect_blocks(func.body)]
+    for block in blocks:
         if block.name == "root" and not block.iter_vars:
             continue
         stores = _block_stores(block)
         if not stores:
             continue
+        _check_init(block, stores, blocks)
         written = {id(v) for s in stores for i in s.indices for v in free_vars(i)}
         shown = str(BufferLoad(stores[0].buffer, stores[0].indices))
         for iv in block.iter_vars:
@@ -176,6 +177,25 @@ def _check_axis_kinds(func: PrimFunc, reduction: str | None) -> None:
                    "`with T.init():` setting the element to 0, as block Y of mm_relu does; "
                    "a loop inside a block hides the reduction from the compiler",
                    about_inputs=False)
+
+
+def _check_init(block, stores: list[BufferStore], blocks: list) -> None:
+    """A block that reduces must start each element's sum: with ``T.init()``, or by a block of
+    its own that writes the buffer first (what decompose_reduction makes)."""
+    reduce = [iv.var.name for iv in block.iter_vars if iv.kind == "reduce"]
+    if not reduce or block.init is not None:
+        return
+    buffer = stores[0].buffer
+    if any(other is not block and any(s.buffer is buffer for s in _block_stores(other))
+           for other in blocks):
+        return
+    shown = str(BufferLoad(buffer, stores[0].indices))
+    raise Fail(f"block {block.name!r} reduces over {', '.join(reduce)} but has no "
+               f"`with T.init():`, so nothing sets {shown} before the first update adds to "
+               "it: the sum starts from whatever the buffer held",
+               f"put `with T.init(): {shown} = T.float32(0)` in block {block.name!r}, before "
+               "the update; it runs once per element, on the first step of the reduction",
+               about_inputs=False)
 
 
 def _int(e) -> int | None:

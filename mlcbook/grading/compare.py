@@ -226,9 +226,9 @@ def softmax_cases(rng: np.random.Generator, how_to_subtract_max: str) -> list:
 
 
 #: Why a softmax that subtracts the maximum of the whole array fails on rows far apart.
-GLOBAL_MAX_HINT = ("the rows here lie far apart (around 1000 and around 0): subtract each row's "
-                   "own maximum, not the maximum of the whole array; e^(x - 1000) underflows to 0 "
-                   "for every x of a row around 0, and that row becomes 0 / 0")
+GLOBAL_MAX_HINT = ("subtract each row's own maximum, not the maximum of the whole array: in a "
+                   "row far below the largest value (say [0, 1, 2] under [1000, 999, 998]), "
+                   "e^(x - max) underflows to 0 for every x, and the row becomes 0 / 0")
 
 
 def softmax_global_max(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
