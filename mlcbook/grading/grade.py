@@ -192,9 +192,8 @@ def _verdict(ex: Exercise, file: Path, token: str, run, cell_index: int) -> Chec
         reason = f"not graded: {run.stopped}"
     else:
         failure = next((f for f in run.failures if f.index == cell_index), None)
-        reason = ("not graded: the grader's check could not run"
-                  + (f" ({failure.ename}: {failure.evalue})" if failure else "")
-                  + "; please report this to the course")
+        reason = "not graded: the grader's check did not finish" + (
+            f" ({failure.error})" if failure else "")
     return CheckResult(ex.id, 0, ex.points, reason)
 
 

@@ -97,3 +97,19 @@ def test_a_multi_line_message_keeps_its_indentation_and_is_printed_once(illegal_
         if line.strip():
             assert any(row.endswith(line.rstrip()) for row in table.split("\n")), line
     assert table.count(marked[0].strip()) == 1
+
+
+def _never_ends(nb):
+    cell = nb.cells[_answer_cell(nb, "lnumpy_mm_relu")]
+    cell.source = "def lnumpy_mm_relu(A, B, C):\n    while True:\n        pass\n"
+
+
+def test_an_answer_that_never_returns_is_stopped_and_costs_only_its_points(tmp_path):
+    path = _variant(book.chapter(1), tmp_path, "never_ends", _never_ends)
+    (report,) = grade([path], timeout=20)
+    scores = {r.exercise: r for r in report.results}
+    assert scores["01.lnumpy_mm_relu"].points == 0
+    assert scores["01.lnumpy_mm_relu"].message == (
+        "the check of lnumpy_mm_relu ran longer than 20 s and was stopped; look for a loop "
+        "that never ends")
+    assert report.points == 10 - 1, [str(r) for r in report.results]
