@@ -218,8 +218,9 @@ def softmax_cases(rng: np.random.Generator, how_to_subtract_max: str) -> list:
         (randn(rng, (n, m), scale=2.0), "", None),
         (randn(rng, (m, n), scale=2.0), "", None),
         ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
-         " (large values)", "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
-         f"softmax(x - max(x)), so subtract each row's maximum {how_to_subtract_max}before exp"),
+         " (large values)", "inputs here are around 600..1000 and exp overflows; softmax(x) "
+         f"equals softmax(x - max(x)), so subtract each row's maximum {how_to_subtract_max}"
+         "before exp"),
         ((rng.uniform(-3, 0, (n, m)) + far).astype(np.float32), " (rows far apart)",
          GLOBAL_MAX_HINT),
     ]

@@ -15,8 +15,8 @@ ones after it; ``limits`` runs the kernel under resource limits (:class:`Limits`
 
 from __future__ import annotations
 
+import os
 import re
-import resource
 import tempfile
 import time
 from dataclasses import dataclass
@@ -66,6 +66,8 @@ class Limits:
 
     def apply(self) -> None:
         """Set the limits on the calling process (run in the kernel process before it starts)."""
+        import resource  # POSIX only; grading without --isolate works everywhere
+
         for what, value in ((resource.RLIMIT_CPU, self.cpu_seconds),
                             (resource.RLIMIT_AS, self.memory_bytes),
                             (resource.RLIMIT_FSIZE, self.file_bytes),
@@ -176,7 +178,12 @@ def execute_notebook(path: str | Path, *, timeout: float = 120,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     stopped = None
-    launch = {} if limits is None else {"preexec_fn": limits.apply}
+    launch = {}
+    if limits is not None:
+        if os.name != "posix":
+            raise GradingError("--isolate sets POSIX resource limits and works on Linux and "
+                               "macOS only; on this system, grade in a container instead")
+        launch["preexec_fn"] = limits.apply
     # The kernel process logs start-up chatter on its stderr; keep it out of the grade
     # table, but quote it if the kernel dies, since then it is the only clue.
     with tempfile.TemporaryFile(mode="w+") as kernel_log:

@@ -109,9 +109,10 @@ def chapter_of(path: str | Path) -> book.Chapter:
     return known[number]
 
 
-def _digests() -> dict[str, str]:
-    """sha256 of every file of the grading package, taken before any notebook runs."""
-    return {file.name: hashlib.sha256(file.read_bytes()).hexdigest()
+#: sha256 of every file of the grading package, taken when this process loads the graders,
+#: before it runs any notebook: a notebook that edits a grader file cannot change what the
+#: checks of the next notebook are verified against.
+_DIGESTS = {file.name: hashlib.sha256(file.read_bytes()).hexdigest()
             for file in sorted(_PACKAGE_DIR.glob("*.py"))}
 
 
@@ -150,7 +151,7 @@ def grade_notebook(path: str | Path, *, timeout: float = 120, kernel_name: str =
     if not timeout > 0:
         raise GradingError(f"--timeout must be a positive number of seconds, got {timeout:g}; "
                            "it is how long one cell may run")
-    digests = _digests()
+    digests = _DIGESTS
     original = read_notebook(path)
     nb = copy.deepcopy(original)
     cells = [c.source for c in original.cells if c.cell_type == "code"]
