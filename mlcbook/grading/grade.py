@@ -49,7 +49,8 @@ import nbformat
 
 from .. import book
 from ..errors import GradingError
-from .execute import CURRENT_ENV, CellFailure, Limits, execute_notebook, read_notebook
+from .execute import (CURRENT_ENV, CellFailure, Limits, NotebookRun, execute_notebook,
+                      read_notebook)
 from .registry import Exercise, exercises
 from .result import CheckResult
 
@@ -148,9 +149,7 @@ def grade_notebook(path: str | Path, *, timeout: float = 120, kernel_name: str =
     if not expected:
         raise GradingError(f"chapter {chapter.number} ({chapter.title}) has no registered "
                            f"exercises, so {Path(path).name} cannot be graded")
-    if not timeout > 0:
-        raise GradingError(f"--timeout must be a positive number of seconds, got {timeout:g}; "
-                           "it is how long one cell may run")
+    _check_timeout(timeout)
     digests = _DIGESTS
     original = read_notebook(path)
     nb = copy.deepcopy(original)
@@ -179,7 +178,9 @@ def grade_notebook(path: str | Path, *, timeout: float = 120, kernel_name: str =
                           {ex.id: ex.title for ex in expected})
 
 
-def _verdict(ex: Exercise, file: Path, token: str, run, cell_index: int) -> CheckResult:
+def _verdict(ex: Exercise, file: Path, token: str, run: NotebookRun,
+             cell_index: int) -> CheckResult:
+    """The verdict the grader cell ``cell_index`` wrote to ``file``, if it carries ``token``."""
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -198,11 +199,15 @@ def _verdict(ex: Exercise, file: Path, token: str, run, cell_index: int) -> Chec
     return CheckResult(ex.id, 0, ex.points, reason)
 
 
-def grade(paths: list[str | Path], *, timeout: float = 120, kernel_name: str = CURRENT_ENV,
-          isolate: bool | Limits = False) -> list[NotebookReport]:
+def _check_timeout(timeout: float) -> None:
     if not timeout > 0:
         raise GradingError(f"--timeout must be a positive number of seconds, got {timeout:g}; "
-                           "it is how long one cell may run")
+                           "it is how long one cell, or one exercise's check, may run")
+
+
+def grade(paths: list[str | Path], *, timeout: float = 120, kernel_name: str = CURRENT_ENV,
+          isolate: bool | Limits = False) -> list[NotebookReport]:
+    _check_timeout(timeout)
     for path in paths:  # fail on a bad path before spending minutes on the others
         if not Path(path).is_file():
             raise GradingError(f"notebook {path} does not exist; check the path")
