@@ -45,6 +45,7 @@ _WHOLE_ARRAY_METHODS = frozenset({
 _ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like",
                          "ones_like", "full_like"})
 _SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "strides"})
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
 def whole_array_use(func: types.FunctionType) -> str | None:
@@ -183,5 +184,3 @@ class _Finder(ast.NodeVisitor):
                     and self._is_array(node.func.value))
         return False
 
-
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
