@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -26,14 +27,23 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ArgumentError, BuildError, GraphError
+from ..ops.registry import get as get_op, view_ops
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 from .interpret import bind_inputs, main_function
 
-#: ops that only reinterpret their input's memory: no kernel, the output is a view
-VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 FORMAT_VERSION = 1
+
+
+def __getattr__(name: str):
+    # VIEW_OPS moved into the op registry (Op.is_view); the old name keeps working, with a warning
+    if name == "VIEW_OPS":
+        warnings.warn("mlcbook.graph.executable.VIEW_OPS is deprecated; use "
+                      "mlcbook.ops.view_ops() or mlcbook.ops.get(name).is_view",
+                      DeprecationWarning, stacklevel=2)
+        return view_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -107,7 +117,7 @@ def _plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
             outs = [new(t, "temp") for t in n.out_types]
             steps.append((n.func, args + outs))
             where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
-        elif isinstance(n, Call) and n.op in VIEW_OPS:
+        elif isinstance(n, Call) and get_op(n.op).is_view:
             where[id(n)] = new(n.type, "view", where[id(n.args[0])])
         elif isinstance(n, Call):
             raise GraphError(f"op call {n.name!r} ({n.op}) was not legalized")
@@ -275,7 +285,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  #
     func, _ = main_function(mod)
     func = pack_weights(func)
     lmod = legalize(IRModule({**(mod.functions if isinstance(mod, IRModule) else {}),
-                              "main": func}), keep=VIEW_OPS)
+                              "main": func}), keep=view_ops())
     func, _ = main_function(lmod)
     used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
     prims = {name: default_schedule(f) for name, f in lmod.items()

@@ -48,9 +48,9 @@ def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc=""):
+def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc="", is_view=False):
     register(name, kind=OpKind.INJECTIVE, infer=infer, reference=ref, attrs=attrs,
-             num_inputs=num_inputs, doc=doc)
+             num_inputs=num_inputs, doc=doc, is_view=is_view)
 
 
 def _reshape_infer(types, attrs):
@@ -61,7 +61,7 @@ def _reshape_infer(types, attrs):
 _injective("reshape", _reshape_infer,
            lambda x, shape, allowzero=0: x.reshape(resolve_reshape(x.shape, shape, allowzero)),
            {"shape": REQUIRED, "allowzero": 0},
-           doc="same elements, new shape; 0 copies a dimension, -1 is inferred")
+           doc="same elements, new shape; 0 copies a dimension, -1 is inferred", is_view=True)
 
 
 def _flatten_shape(shape, axis):
@@ -71,7 +71,7 @@ def _flatten_shape(shape, axis):
 
 _injective("flatten", lambda t, a: TensorType(_flatten_shape(t[0].shape, a["axis"]), t[0].dtype),
            lambda x, axis=1: x.reshape(_flatten_shape(x.shape, axis)), {"axis": 1},
-           doc="2-D view: dimensions before `axis` x dimensions from `axis` on")
+           doc="2-D view: dimensions before `axis` x dimensions from `axis` on", is_view=True)
 
 
 def _squeeze_shape(shape, axes):
@@ -95,10 +95,10 @@ def _unsqueeze_shape(shape, axes):
 
 _injective("squeeze", lambda t, a: TensorType(_squeeze_shape(t[0].shape, a.get("axes")), t[0].dtype),
            lambda x, axes=None: x.reshape(_squeeze_shape(x.shape, axes)), {"axes": None},
-           doc="remove size-1 axes (all of them if `axes` is not given)")
+           doc="remove size-1 axes (all of them if `axes` is not given)", is_view=True)
 _injective("unsqueeze", lambda t, a: TensorType(_unsqueeze_shape(t[0].shape, a["axes"]), t[0].dtype),
            lambda x, axes: x.reshape(_unsqueeze_shape(x.shape, axes)), {"axes": REQUIRED},
-           doc="insert size-1 axes at `axes` (positions in the output)")
+           doc="insert size-1 axes at `axes` (positions in the output)", is_view=True)
 
 
 def _perm(ndim, perm):
