@@ -36,6 +36,12 @@ def test_old_view_ops_name_warns_and_still_works():
         assert executable.VIEW_OPS == ops.view_ops()
 
 
+def test_old_bcast_name_warns_and_still_works():
+    import mlcbook.ops.legalize as legalize
+    with pytest.warns(DeprecationWarning, match="broadcast_indices"):
+        assert legalize.bcast((1, 3), ("i", "j")) == (0, "j")
+
+
 def test_unknown_op_suggests_close_names():
     with pytest.raises(UnknownOpError, match="did you mean 'relu'"):
         ops.get("rellu")

@@ -153,3 +153,44 @@ def test_reduce_axis_named_twice():
 def test_matmul_dtype_mismatch():
     with pytest.raises(TEError, match="matmul: 'a' is float32 but 'b' is int32"):
         ops.matmul(x(3, 4, name="a"), x(4, 2, name="b", dtype="int32"))
+
+
+def test_where_needs_a_bool_condition():
+    with pytest.raises(TEError, match="where: the condition 'c' is float32, not bool"):
+        ops.where(x(3, name="c"), x(3, name="a"), x(3, name="b"))
+
+
+def test_gather_needs_integer_indices():
+    with pytest.raises(TEError, match="gather: indices 'i' are float32; give an int tensor"):
+        ops.gather(x(4, 3), x(2, name="i"))
+
+
+def test_pad_mode_is_checked():
+    with pytest.raises(TEError, match="pad: mode 'mirror' is not one of"):
+        ops.pad(x(3, 4), 1, mode="mirror")
+
+
+def test_pad_cannot_crop_everything():
+    with pytest.raises(TEShapeError, match=r"crops 'x' \(3, 4\) to \(3, 0\)"):
+        ops.pad(x(3, 4), ((0, 0), (-2, -2)))
+
+
+def test_split_sizes_must_add_up():
+    with pytest.raises(TEShapeError, match=r"split: sizes \(1, 2\) must be positive and add up "
+                                           r"to 4"):
+        ops.split(x(3, 4), (1, 2), axis=1)
+
+
+def test_concat_shapes_must_agree():
+    with pytest.raises(TEShapeError, match=r"concat: 'b' \(3, 2\) float32 does not fit 'a'"):
+        ops.concat([x(2, 2, name="a"), x(3, 2, name="b")], axis=1)
+
+
+def test_slice_step_zero():
+    with pytest.raises(TEShapeError, match="slice: a step of 0 is not allowed"):
+        ops.slice(x(3, 4), (0,), (2,), steps=(0,))
+
+
+def test_conv_bias_shape():
+    with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(3,\) but must be \(4,\)"):
+        ops.conv(x(1, 3, 8), x(4, 3, 3, name="w"), x(3, name="b"))
