@@ -16,7 +16,7 @@ import warnings
 from typing import Mapping, Sequence
 
 from ..errors import LegalizeError, MLCError
-from ..te.ops._util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa: F401
+from ..te.ops.util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa: F401
                             compute_dtype, load, store)
 from ..tir.function import PrimFunc
 from .registry import get
@@ -29,7 +29,7 @@ def __getattr__(name: str):
     # bcast is te.ops' broadcast_indices now; the old name keeps working, with a warning
     if name == "bcast":
         warnings.warn("mlcbook.ops.legalize.bcast is deprecated; use "
-                      "mlcbook.te.ops._util.broadcast_indices", DeprecationWarning, stacklevel=2)
+                      "mlcbook.te.ops.util.broadcast_indices", DeprecationWarning, stacklevel=2)
         return broadcast_indices
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -7,7 +7,7 @@ broadcasting, ``where``, ``cast`` and ``clip``.
 A binary operator takes two tensors, or a tensor and a Python number (which takes the
 tensor's dtype). Both tensors must have the same dtype: there is no implicit promotion,
 cast one with :func:`cast`. Storage dtypes (int8, uint8, float16) are computed in int32 /
-float32 and the result cast back (:func:`._util.compute_dtype`).
+float32 and the result cast back (:func:`.util.compute_dtype`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from ...errors import TEError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from ._util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
+from .util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
                     compute_dtype, compute_named, const_like, load, store, trunc_div)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...errors import TEError, TEShapeError
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
+from .util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
                     compute_named, const_like, load, reduce_stage, store)
 
 

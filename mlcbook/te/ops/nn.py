@@ -16,7 +16,7 @@ from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import (and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named,
+from .util import (and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named,
                     ints, load, normalize_axis, pair, prod, reduce_stage, scaled, store)
 
 

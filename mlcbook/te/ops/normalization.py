@@ -13,7 +13,7 @@ from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import (axis_names, broadcast_indices, check_tensor, compute_dtype, compute_named,
+from .util import (axis_names, broadcast_indices, check_tensor, compute_dtype, compute_named,
                     load, normalize_axis, prod, store)
 from .nn import same_dtype
 

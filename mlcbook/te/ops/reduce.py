@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import (axis_names, check_tensor, compute_named, load, normalize_axes, prod,
+from .util import (axis_names, check_tensor, compute_named, load, normalize_axes, prod,
                     reduce_stage, store, trunc_div)
 
 _REDUCERS = {"sum": _r.sum, "max": _r.max, "min": _r.min}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from ._util import (and_all, axis_names, check_tensor, clamp, compute_named, normalize_axis,
+from .util import (and_all, axis_names, check_tensor, clamp, compute_named, normalize_axis,
                     prod, scaled)
 
 

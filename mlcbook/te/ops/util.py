@@ -1,4 +1,5 @@
-"""Helpers shared by the operator families: argument checks, broadcasting, index arithmetic."""
+"""Helpers shared by the operator families and the graph legalizations: argument checks,
+broadcasting, index arithmetic, storage and compute dtypes."""
 
 from __future__ import annotations
 
