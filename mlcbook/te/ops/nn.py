@@ -135,11 +135,11 @@ def _zero_pad(x: Tensor, pads, name: str) -> Tensor:
 
 
 def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None, pads=None,
-         dilations=None, group: int = 1, name: str = "conv") -> Tensor:
+         dilations=None, group: int = 1, kernel_shape=None, name: str = "conv") -> Tensor:
     """N-d convolution (cross-correlation) with groups, ONNX's Conv: data ``(N, C, *spatial)``,
     weight ``(F, C/group, *kernel)``, optional bias ``(F,)``:
     ``out[n, f, o] = sum(padded[n, g*C/group + rc, o*s + r*d] * weight[f, rc, r]) (+ bias[f])``
-    with ``g = f // (F / group)``. Stages: ``<name>_pad`` (zeros, if padded), the sum
+    with ``g = f // (F / group)``; ``kernel_shape``, if given, must be the weight's. Stages: ``<name>_pad`` (zeros, if padded), the sum
     (``<name>_acc`` if the bias or a cast follows) and ``<name>``.
 
     >>> conv(x, w, strides=(2, 2), pads=(1, 1, 1, 1)).shape     # x (1, 3, 8, 8), w (4, 3, 3, 3)
@@ -160,6 +160,9 @@ def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None,
             f"{op}: weight {weight.name!r} has shape {weight.shape}, so {cg} input channels per "
             f"group, but data {data.name!r} {data.shape} with groups={group} has "
             f"{c // group}; the weight must be (F, C/groups, *kernel)")
+    if kernel_shape is not None and tuple(kernel_shape) != weight.shape[2:]:
+        raise TEShapeError(f"{op}: kernel_shape={tuple(kernel_shape)} disagrees with the "
+                           f"weight's spatial shape {weight.shape[2:]}")
     if bias is not None and (check_tensor(bias, op, "bias").shape != (f,)):
         raise TEShapeError(f"{op}: bias {bias.name!r} has shape {bias.shape} but must be ({f},)")
     _, strides, pads, dil, out = _window(op, data, weight.shape[2:], strides, pads, dilations)
@@ -205,7 +208,8 @@ def conv2d(data: Tensor, weight: Tensor, stride=1, padding=0, dilation=1, groups
     if min(strides + dil) < 1:
         raise TEError(f"{op}: stride {stride!r} and dilation {dilation!r} must be positive")
     top, left, bottom, right = _pads2d(padding, op)
-    return conv(data, weight, None, strides, (top, left, bottom, right), dil, groups, name)
+    return conv(data, weight, None, strides, (top, left, bottom, right), dil, groups,
+                name=name)
 
 
 # --- pooling ------------------------------------------------------------------------------------
