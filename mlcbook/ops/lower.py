@@ -3,9 +3,9 @@ attributes onto an operator of the library :mod:`mlcbook.te.ops`, which computes
 
     >>> get("conv").legalize          # te.ops.conv(x, w, [b], strides=..., pads=..., ...)
 
-Most ops take their inputs positionally and their attributes as keywords of the same name
-(``_RENAMED`` lists where te.ops spells one differently); the rest have an adapter of
-their own below.
+Most ops are the te.ops operator of the same name, called with the op's inputs
+positionally and its attributes as keywords (``_RENAMED`` lists where te.ops spells an
+attribute differently); the rest have an adapter of their own below.
 """
 
 from __future__ import annotations
@@ -13,27 +13,19 @@ from __future__ import annotations
 from ..te import ops as T
 from .registry import register_legalization
 
-#: graph op -> the te.ops operator computing it from the same inputs and attributes
-_SAME = {
-    "neg": T.negative, "abs": T.abs, "exp": T.exp, "log": T.log, "sqrt": T.sqrt,
-    "reciprocal": T.reciprocal, "relu": T.relu, "sigmoid": T.sigmoid, "tanh": T.tanh,
-    "erf": T.erf, "leaky_relu": T.leaky_relu, "gelu": T.gelu, "clip": T.clip, "cast": T.cast,
-    "add": T.add, "sub": T.subtract, "mul": T.multiply, "maximum": T.maximum,
-    "minimum": T.minimum, "equal": T.equal, "less": T.less, "greater": T.greater,
-    "pow": T.power, "where": T.where, "batch_norm": T.batch_norm,
-    "matmul": T.matmul, "gemm": T.gemm, "conv": T.conv, "max_pool": T.max_pool,
-    "avg_pool": T.avg_pool, "global_avg_pool": T.global_avg_pool, "softmax": T.softmax,
-    "log_softmax": T.log_softmax, "sum": T.reduce_sum, "mean": T.reduce_mean,
-    "max": T.reduce_max, "min": T.reduce_min, "transpose": T.transpose, "slice": T.slice,
-    "gather": T.gather,
-}
+#: the ops computed by the te.ops operator of the same name from the same inputs and attributes
+_SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "tanh", "erf",
+         "leaky_relu", "gelu", "clip", "cast", "add", "sub", "mul", "div", "maximum", "minimum",
+         "equal", "less", "greater", "pow", "where", "batch_norm", "matmul", "gemm", "conv",
+         "max_pool", "avg_pool", "global_avg_pool", "softmax", "log_softmax", "sum", "mean",
+         "max", "min", "transpose", "slice", "gather")
 #: op -> {attribute: te.ops parameter} where the two spell it differently
 _RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
             **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min")}}
 
 
-def _same(op: str, fn):
-    renamed = _RENAMED.get(op, {})
+def _same(op: str):
+    fn, renamed = getattr(T, op), _RENAMED.get(op, {})
 
     @register_legalization(op)
     def legalize(ins, attrs, out_type):
@@ -41,14 +33,8 @@ def _same(op: str, fn):
     return legalize
 
 
-for _op, _fn in _SAME.items():
-    _same(_op, _fn)
-
-
-@register_legalization("div")
-def _div(ins, attrs, out_type):
-    fn = T.divide if ins[0].dtype.startswith("float") else T.trunc_divide
-    return fn(*ins, name="div")
+for _op in _SAME:
+    _same(_op)
 
 
 @register_legalization("layer_norm")

@@ -2,7 +2,7 @@
 broadcasting, ``where``, ``cast`` and ``clip``.
 
     >>> y = add(x, bias)            # (4, 3) + (3,) -> (4, 3)
-    >>> z = exp(negative(y))
+    >>> z = exp(neg(y))
 
 A binary operator takes two tensors, or a tensor and a Python number (which takes the
 tensor's dtype). Both tensors must have the same dtype: there is no implicit promotion,
@@ -54,7 +54,9 @@ sigmoid = _unary("sigmoid", _e.sigmoid, "``1 / (1 + exp(-x))`` elementwise.")
 erf = _unary("erf", _e.erf, "the error function (``scipy.special.erf``) elementwise.")
 floor = _unary("floor", _e.floor, "``numpy.floor(x)`` elementwise.")
 ceil = _unary("ceil", _e.ceil, "``numpy.ceil(x)`` elementwise.")
-negative = _unary("negative", lambda v: -v, "``-x`` elementwise.", any_dtype=True)
+neg = _unary("neg", lambda v: -v, "``-x`` elementwise.", any_dtype=True)
+relu = _unary("relu", lambda v: _e.max(v, const_like(0, v)), "``max(x, 0)`` elementwise.",
+              any_dtype=True)
 abs = _unary("abs", _e.abs, "``numpy.abs(x)`` elementwise.",  # noqa: A001 - like numpy.abs
              any_dtype=True)
 
@@ -141,13 +143,9 @@ def _check_operands(op: str, a, b, same_dtype: bool = True) -> None:
                       f"of them, e.g. ops.cast({b.name}, {a.dtype!r})")
 
 
-def _binary(op: str, fn, doc: str, floats_only: bool = False, out_dtype: str | None = None):
+def _binary(op: str, fn, doc: str, out_dtype: str | None = None):
     def binary(a, b, name: str = op) -> Tensor:
         _check_operands(op, a, b)
-        if floats_only:
-            for v in (a, b):
-                if isinstance(v, Tensor):
-                    _float_only(v, op)
         return _broadcast(op, (a, b), fn, out_dtype, name)
 
     binary.__name__ = binary.__qualname__ = op
@@ -156,13 +154,11 @@ def _binary(op: str, fn, doc: str, floats_only: bool = False, out_dtype: str | N
 
 
 add = _binary("add", lambda x, y: x + y, "``a + b`` with numpy broadcasting.")
-subtract = _binary("subtract", lambda x, y: x - y, "``a - b`` with numpy broadcasting.")
-multiply = _binary("multiply", lambda x, y: x * y, "``a * b`` with numpy broadcasting.")
-divide = _binary("divide", lambda x, y: x / y,
-                 "``a / b`` with numpy broadcasting (float tensors only).", floats_only=True)
-trunc_divide = _binary("trunc_divide", trunc_div,
-                       "``a / b`` for integers, rounded toward zero (C's and ONNX's rule; "
-                       "numpy's ``//`` rounds down), with numpy broadcasting.")
+sub = _binary("sub", lambda x, y: x - y, "``a - b`` with numpy broadcasting.")
+mul = _binary("mul", lambda x, y: x * y, "``a * b`` with numpy broadcasting.")
+div = _binary("div", lambda x, y: x / y if _e.is_float(x.dtype) else trunc_div(x, y),
+              "``a / b`` with numpy broadcasting; integers divide rounding toward zero (C's "
+              "and ONNX's rule, where numpy's ``//`` rounds down).")
 maximum = _binary("maximum", _e.max, "``numpy.maximum(a, b)`` with broadcasting.")
 minimum = _binary("minimum", _e.min, "``numpy.minimum(a, b)`` with broadcasting.")
 equal = _binary("equal", lambda x, y: x == y, "``a == b`` (bool) with broadcasting.",
@@ -173,17 +169,17 @@ greater = _binary("greater", lambda x, y: x > y, "``a > b`` (bool) with broadcas
                   out_dtype="bool")
 
 
-def power(a, b, name: str = "power") -> Tensor:
+def pow(a, b, name: str = "pow") -> Tensor:  # noqa: A001 - the op's name, as numpy.pow
     """``a ** b`` with numpy broadcasting, in the base's dtype; the exponent may have another
     dtype. Integer powers are computed in float64 and truncated back."""
-    _check_operands("power", a, b, same_dtype=False)
+    _check_operands("pow", a, b, same_dtype=False)
 
     def fn(x, y):
         if _e.is_float(x.dtype):
             return _e.pow(x, _e.cast(x.dtype, y))
         return _e.cast(x.dtype, _e.pow(_e.cast("float64", x), _e.cast("float64", y)))
 
-    return _broadcast("power", (a, b), fn, None, name)
+    return _broadcast("pow", (a, b), fn, None, name)
 
 
 def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:

@@ -1,4 +1,4 @@
-"""Neural-network operators: relu, bias_add, convolution and pooling.
+"""Neural-network operators: bias_add, convolution and pooling.
 
 Layouts are ``(N, C, *spatial)`` for data and ``(F, C/groups, *kernel)`` for convolution
 weights (NCHW / OIHW in 2-D). The N-d operators (:func:`conv`, :func:`max_pool`,
@@ -18,13 +18,6 @@ from .. import reduction as _r
 from ..tensor import Tensor
 from .util import (and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named,
                     ints, load, normalize_axis, pair, prod, reduce_stage, scaled, store)
-
-
-def relu(x: Tensor, name: str = "relu") -> Tensor:
-    """``max(x, 0)`` elementwise."""
-    check_tensor(x, "relu", "x")
-    return compute_named(x.shape, axis_names(x.ndim), lambda *idx: store(
-        _e.max(load(x, idx), _e.const(0, compute_dtype(x.dtype))), x.dtype), name)
 
 
 def bias_add(x: Tensor, bias: Tensor, axis: int = 1, name: str = "bias_add") -> Tensor:

@@ -1,8 +1,8 @@
-"""Reductions over tensor dimensions, numpy-like: ``reduce_sum(x, axis=1, keepdims=True)``.
+"""Reductions over tensor dimensions, numpy-like: ``sum(x, axis=1, keepdims=True)``.
 
-    >>> reduce_sum(x, axis=(0, 2)).shape        # x: (2, 3, 4)
+    >>> sum(x, axis=(0, 2)).shape        # x: (2, 3, 4)
     (3,)
-    >>> reduce_mean(x, keepdims=True).shape
+    >>> mean(x, keepdims=True).shape
     (1, 1, 1)
 
 ``axis=None`` reduces every dimension; without ``keepdims`` that gives a 0-d tensor.
@@ -47,28 +47,30 @@ def _reduce(kind: str, x: Tensor, axis, keepdims: bool, name: str, op: str,
     return reduce_stage(out_shape, names, body, x.dtype, name)
 
 
-def reduce_sum(x: Tensor, axis=None, keepdims: bool = False, name: str = "reduce_sum") -> Tensor:
+def sum(x: Tensor, axis=None, keepdims: bool = False,  # noqa: A001 - numpy's name
+        name: str = "sum") -> Tensor:
     """``numpy.sum(x, axis, keepdims=keepdims)``."""
-    return _reduce("sum", x, axis, keepdims, name, "reduce_sum")
+    return _reduce("sum", x, axis, keepdims, name, "sum")
 
 
-def reduce_max(x: Tensor, axis=None, keepdims: bool = False, name: str = "reduce_max") -> Tensor:
+def max(x: Tensor, axis=None, keepdims: bool = False,  # noqa: A001 - numpy's name
+        name: str = "max") -> Tensor:
     """``numpy.max(x, axis, keepdims=keepdims)``."""
-    return _reduce("max", x, axis, keepdims, name, "reduce_max")
+    return _reduce("max", x, axis, keepdims, name, "max")
 
 
-def reduce_min(x: Tensor, axis=None, keepdims: bool = False, name: str = "reduce_min") -> Tensor:
+def min(x: Tensor, axis=None, keepdims: bool = False,  # noqa: A001 - numpy's name
+        name: str = "min") -> Tensor:
     """``numpy.min(x, axis, keepdims=keepdims)``."""
-    return _reduce("min", x, axis, keepdims, name, "reduce_min")
+    return _reduce("min", x, axis, keepdims, name, "min")
 
 
-def reduce_mean(x: Tensor, axis=None, keepdims: bool = False,
-                name: str = "reduce_mean") -> Tensor:
+def mean(x: Tensor, axis=None, keepdims: bool = False, name: str = "mean") -> Tensor:
     """``numpy.mean(x, axis, keepdims=keepdims)``: a sum stage ``<name>_sum`` and a
     division stage ``<name>`` (integers: rounded toward zero)."""
-    check_tensor(x, "reduce_mean", "x")
-    total = _reduce("sum", x, axis, keepdims, f"{name}_sum", "reduce_mean", True)
-    count = prod(x.shape[d] for d in normalize_axes(axis, x.ndim, "reduce_mean"))
+    check_tensor(x, "mean", "x")
+    total = _reduce("sum", x, axis, keepdims, f"{name}_sum", "mean", True)
+    count = prod(x.shape[d] for d in normalize_axes(axis, x.ndim, "mean"))
 
     def divide(*i):
         t = total[i]
