@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Mapping, Sequence
 
+from .. import te
 from ..errors import LegalizeError, MLCError
 from ..te.ops.util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa: F401
                             compute_dtype, load, store)
@@ -49,7 +50,6 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
                   name: str | None = None) -> PrimFunc:
     """The PrimFunc computing ``op_name(*args, **attrs)`` in destination-passing style:
     parameters are the inputs, then the output(s)."""
-    from .. import te
     op = get(op_name)
     attrs = op.normalize_attrs(attrs)
     out_type = op.infer_type(arg_types, attrs)

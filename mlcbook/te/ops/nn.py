@@ -12,7 +12,7 @@ axis, then after every one. The 2-D forms take ``padding`` as an int, a pair
 
 from __future__ import annotations
 
-from ...errors import TEError, TEShapeError
+from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
@@ -55,6 +55,28 @@ def _axis_word(d: int, nsp: int) -> str:
     return ("height", "width")[d] if nsp == 2 else f"spatial axis {d}"
 
 
+def window_out_size(op: str, size: int, before: int, after: int, kernel: int, stride: int,
+                    dilation: int, ceil_mode: bool = False, what: str = "",
+                    error: type[MLCError] = TEShapeError) -> int:
+    """How many window positions fit along an axis of ``size`` padded by ``before`` and
+    ``after`` (ONNX's rule; with ``ceil_mode`` a last partial window counts if it starts
+    inside the input). A window larger than the padded input raises ``error``.
+
+        >>> window_out_size("max_pool", 5, 0, 0, 2, 2, 1, ceil_mode=True)
+        3
+    """
+    span = dilation * (kernel - 1) + 1
+    num = size + before + after - span
+    if num < 0:
+        raise error(f"{op}: the {what + ' ' if what else ''}window spans {span} but the padded "
+                    f"input is only {size + before + after} ({size} + padding {before}+{after});"
+                    " use a smaller kernel or dilation, or more padding")
+    if not ceil_mode:
+        return num // stride + 1
+    out = -(-num // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + before else out
+
+
 def _window(op: str, x: Tensor, kernel, strides, pads, dilations, ceil_mode=False):
     """Checked window geometry along the spatial axes of ``x``: (kernel, strides, pads,
     dilations, output spatial sizes), each a tuple of ints."""
@@ -66,20 +88,8 @@ def _window(op: str, x: Tensor, kernel, strides, pads, dilations, ceil_mode=Fals
     if min(strides + dilations + kernel) < 1 or min(pads) < 0:
         raise TEError(f"{op}: strides {strides}, dilations {dilations} and kernel {kernel} "
                       f"must be positive and pads {pads} non-negative")
-    out = []
-    for d in range(nsp):
-        size, before, after = x.shape[2 + d], pads[d], pads[nsp + d]
-        span = dilations[d] * (kernel[d] - 1) + 1
-        num = size + before + after - span
-        if num < 0:
-            raise TEShapeError(
-                f"{op}: the {_axis_word(d, nsp)} window spans {span} but the padded input is "
-                f"only {size + before + after} ({size} + padding {before}+{after}); use a "
-                "smaller kernel or dilation, or more padding")
-        n = -(-num // strides[d]) + 1 if ceil_mode else num // strides[d] + 1
-        if ceil_mode and (n - 1) * strides[d] >= size + before:
-            n -= 1  # the last window must start inside the input
-        out.append(n)
+    out = [window_out_size(op, x.shape[2 + d], pads[d], pads[nsp + d], kernel[d], strides[d],
+                           dilations[d], ceil_mode, _axis_word(d, nsp)) for d in range(nsp)]
     return kernel, strides, pads, dilations, tuple(out)
 
 
