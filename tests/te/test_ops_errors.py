@@ -119,7 +119,8 @@ def test_axis_out_of_range():
 
 
 def test_layer_norm_gamma_shape():
-    with pytest.raises(TEShapeError, match=r"gamma 'g' has shape \(4,\) but must broadcast to \(5,\)"):
+    with pytest.raises(TEShapeError,
+                       match=r"gamma 'g' has shape \(4,\) but must broadcast to \(5,\)"):
         ops.layer_norm(x(3, 5), x(4, name="g"))
 
 

@@ -15,9 +15,9 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm), transform
-(transpose, reshape, pad, concat, split, slice, gather) and reduce (sum, mean, max, min). Every operator takes ``name=`` for its
-output tensor (and block); multi-stage operators name their helper stages
-``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
+(transpose, reshape, pad, concat, split, slice, gather) and reduce (sum, mean, max, min).
+Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
+name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
 
 import warnings

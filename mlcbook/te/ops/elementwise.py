@@ -76,7 +76,8 @@ def gelu(x: Tensor, approximate: str = "none", name: str = "gelu") -> Tensor:
     def fn(v):
         half, one = const_like(0.5, v), const_like(1.0, v)
         if approximate == "tanh":
-            inner = const_like(math.sqrt(2 / math.pi), v) * (v + const_like(0.044715, v) * v * v * v)
+            cube = const_like(0.044715, v) * v * v * v
+            inner = const_like(math.sqrt(2 / math.pi), v) * (v + cube)
             return half * v * (one + _e.tanh(inner))
         return half * v * (one + _e.erf(v * const_like(1 / math.sqrt(2), v)))
 

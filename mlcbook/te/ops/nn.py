@@ -142,8 +142,9 @@ def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None,
     """N-d convolution (cross-correlation) with groups, ONNX's Conv: data ``(N, C, *spatial)``,
     weight ``(F, C/group, *kernel)``, optional bias ``(F,)``:
     ``out[n, f, o] = sum(padded[n, g*C/group + rc, o*s + r*d] * weight[f, rc, r]) (+ bias[f])``
-    with ``g = f // (F / group)``; ``kernel_shape``, if given, must be the weight's. Stages: ``<name>_pad`` (zeros, if padded), the sum
-    (``<name>_acc`` if the bias or a cast follows) and ``<name>``.
+    with ``g = f // (F / group)``; ``kernel_shape``, if given, must be the weight's. Stages:
+    ``<name>_pad`` (zeros, if padded), the sum (``<name>_acc`` if the bias or a cast
+    follows) and ``<name>``.
 
     >>> conv(x, w, strides=(2, 2), pads=(1, 1, 1, 1)).shape     # x (1, 3, 8, 8), w (4, 3, 3, 3)
     (1, 4, 4, 4)

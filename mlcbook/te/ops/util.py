@@ -11,7 +11,8 @@ from ..tensor import Tensor, compute_named
 
 __all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "broadcast_shapes",
            "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod",
-           "COMPUTE_DTYPE", "compute_dtype", "load", "store", "const_like", "and_all", "reduce_stage", "trunc_div"]
+           "COMPUTE_DTYPE", "compute_dtype", "load", "store", "const_like", "and_all",
+           "reduce_stage", "trunc_div"]
 
 #: storage dtypes whose arithmetic happens in a wider dtype, the result cast back
 COMPUTE_DTYPE = {"int8": "int32", "uint8": "int32", "float16": "float32"}
