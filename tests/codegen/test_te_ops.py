@@ -282,6 +282,14 @@ def test_concat_split_slice_gather_and_pad_modes():
           np.pad(b[:, 1:2], ((0, 1), (0, 0)), constant_values=3.0), EXACT)
 
 
+def test_full_reduction_to_a_0d_tensor():
+    x = te.placeholder((3, 7), name="x")
+    a = randn(3, 7)
+    out = ops.sum(x)
+    assert out.shape == ()
+    check(compiled([x], out, [a]), a.astype("float64").sum(), SUMS)
+
+
 def test_every_operator_is_covered():
     covered = set(UNARY) | set(BINARY) | {
         "cast", "clip", "bias_add", "matmul", "batch_matmul", "conv2d", "max_pool2d",
