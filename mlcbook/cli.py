@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 from .errors import MLCError
@@ -277,8 +278,11 @@ def _book(args: argparse.Namespace) -> int:
     loaded = book.load()
     if args.action == "list":
         print(loaded.title)
+        print(textwrap.fill(loaded.scope, 92))
         for part in loaded.parts:
             print(f"\n{part.title}")
+            print(textwrap.fill(f"Needs: {part.needs}", 92, initial_indent="  ",
+                                subsequent_indent="  "))
             for ch in (c for c in loaded.chapters if c.part == part):
                 print(f"  {ch.number:>2}. {ch.title:<36} {ch.status}")
         written = sum(c.written for c in loaded.chapters)
