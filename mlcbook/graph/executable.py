@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -26,14 +27,23 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ArgumentError, BuildError, GraphError
+from ..ops.registry import get as get_op, view_ops
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 from .interpret import bind_inputs, main_function
 
-#: ops that only reinterpret their input's memory: no kernel, the output is a view
-VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 FORMAT_VERSION = 2
+
+
+def __getattr__(name: str):
+    # VIEW_OPS moved into the op registry (Op.is_view); the old name keeps working, with a warning
+    if name == "VIEW_OPS":
+        warnings.warn("mlcbook.graph.executable.VIEW_OPS is deprecated; use "
+                      "mlcbook.ops.view_ops() or mlcbook.ops.get(name).is_view",
+                      DeprecationWarning, stacklevel=2)
+        return view_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -119,7 +129,7 @@ def build_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
             outs = [new(t, "temp") for t in n.out_types]
             steps.append((n.func, args + outs))
             where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
-        elif isinstance(n, Call) and n.op in VIEW_OPS:
+        elif isinstance(n, Call) and get_op(n.op).is_view:
             where[id(n)] = new(n.type, "view", where[id(n.args[0])])
         elif isinstance(n, Call):
             raise GraphError(f"op call {n.name!r} ({n.op}) was not legalized")
