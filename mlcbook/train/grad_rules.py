@@ -21,7 +21,7 @@ from ..graph.expr import Call, Constant, Expr
 from ..ops.reduce import reduce_axes
 from ..ops.transform import slice_ranges
 from .autodiff import register_gradient
-from .graph_math import (as_float, broadcast_to, call, pad_axis, reshape, scalar,
+from .graph_math import (as_float, broadcast_to, call, concat, pad_axis, reshape, scalar,
                          scatter_strided, unbroadcast)
 
 
@@ -242,6 +242,10 @@ def _swap_last(x: Expr) -> Expr:
     return call("transpose", x, perm=perm)
 
 
+def _t(x: Expr) -> Expr:
+    return call("transpose", x, perm=(1, 0))
+
+
 @register_gradient("matmul")
 def _matmul(c, g):
     a, b = c.args
@@ -265,12 +269,14 @@ def _gemm(c, g):
         raise NoGradientError(
             f"grad: gemm {c.name!r} reads B packed in panels (b_panel), an inference-only "
             "layout. Instead: take gradients of the model before mb.compile packs it")
+    # B operands are transposed by an explicit op, not trans_b=1: mlcbook's gemm kernel
+    # reads a transposed B across rows, several times slower than the transpose itself
     if ta:
-        ga = call("gemm", b, g, trans_a=tb, trans_b=1, alpha=alpha)
+        ga = call("gemm", _t(b) if tb else b, _t(g), alpha=alpha)
     else:
-        ga = call("gemm", g, b, trans_b=1 - tb, alpha=alpha)
+        ga = call("gemm", g, _t(b) if not tb else b, alpha=alpha)
     if tb:
-        gb = call("gemm", g, a, trans_a=1, trans_b=ta, alpha=alpha)
+        gb = call("gemm", g, _t(a) if ta else a, trans_a=1, alpha=alpha)
     else:
         gb = call("gemm", a, g, trans_a=1 - ta, alpha=alpha)
     if len(c.args) == 2:
@@ -312,7 +318,7 @@ def _concat(c, g):
 def _split(c, grads):
     parts = [gi if gi is not None else Constant(np.zeros(t.shape, t.dtype))
              for gi, t in zip(grads, c.type.fields)]
-    return (call("concat", *parts, axis=c.attrs["axis"]),)
+    return (concat(parts, axis=c.attrs["axis"]),)
 
 
 @register_gradient("slice")

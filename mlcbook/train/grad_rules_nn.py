@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import NoGradientError
 from ..graph.expr import Call, Constant, Expr
 from .autodiff import register_gradient
-from .graph_math import (as_float, broadcast_to, call, dilate, pad_axis, reshape, scalar,
+from .graph_math import (as_float, broadcast_to, call, concat, dilate, pad_axis, reshape, scalar,
                          unbroadcast, unwindow, window)
 
 
@@ -62,27 +62,38 @@ def _conv_data_grad(c: Call, g: Expr) -> Expr:
     return dx
 
 
+def _im2col(xp: Expr, k, s, d, out) -> Expr:
+    """The windows of ``xp`` (N, C, *spatial) as an (N * prod(out), C * prod(k)) matrix,
+    columns in (channel, kernel offset) order: one window per kernel offset, stacked."""
+    n, c = xp.shape[:2]
+    nsp, kk, oo = len(k), math.prod(k), math.prod(out)
+    wins = [reshape(window(xp, o, s, out), (n, c, 1) + tuple(out)) for o in _offsets(k, d)]
+    cols = call("transpose", concat(wins, axis=2), perm=(0,) + tuple(range(3, 3 + nsp)) + (1, 2))
+    return reshape(cols, (n * oo, c * kk))
+
+
 def _conv_weight_grad(c: Call, g: Expr) -> Expr:
+    """``dW[m, c, k] = sum_{n, o} g[n, m, o] * xp[n, c, o * s + k * d]``: one gemm of the
+    gradient with the input's windows (im2col), per group."""
     x, w = c.args[:2]
     nsp, s, d, pads, k = _spatial(c, w.shape[2:])
     group = c.attrs["group"]
     xp = x
     if any(pads):
         xp = call("pad", x, pads=(0, 0) + pads[:nsp] + (0, 0) + pads[nsp:])
-    swap = (1, 0) + tuple(range(2, 2 + nsp))
+    out = g.shape[2:]
     cg, mg = x.shape[1] // group, w.shape[0] // group
+    swap = (1, 0) + tuple(range(2, 2 + nsp))
     parts = []
     for j in range(group):
         xj, gj = xp, g
         if group > 1:
             xj = call("slice", xp, starts=(j * cg,), ends=((j + 1) * cg,), axes=(1,))
             gj = call("slice", g, starts=(j * mg,), ends=((j + 1) * mg,), axes=(1,))
-        dw = call("conv", call("transpose", xj, perm=swap), call("transpose", gj, perm=swap),
-                  strides=d, dilations=s)
-        if dw.shape[2:] != k:
-            dw = call("slice", dw, starts=(0,) * nsp, ends=k, axes=tuple(range(2, 2 + nsp)))
-        parts.append(call("transpose", dw, perm=swap))
-    return parts[0] if group == 1 else call("concat", *parts, axis=0)
+        gm = reshape(call("transpose", gj, perm=swap), (mg, g.shape[0] * math.prod(out)))
+        dw = call("gemm", gm, _im2col(xj, k, s, d, out))
+        parts.append(reshape(dw, (mg, cg) + k))
+    return concat(parts, axis=0)
 
 
 @register_gradient("conv")

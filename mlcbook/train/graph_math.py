@@ -47,6 +47,16 @@ def unbroadcast(g: Expr, shape: Sequence[int]) -> Expr:
     return reshape(g, shape)
 
 
+def concat(parts: Sequence[Expr], axis: int) -> Expr:
+    """``concat`` of any number of parts, in groups of at most 8 (mlcbook's legalization
+    names up to 8 inputs of a kernel)."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [p[0] if len(p) == 1 else call("concat", *p, axis=axis)
+                 for p in (parts[i:i + 8] for i in range(0, len(parts), 8))]
+    return parts[0]
+
+
 def broadcast_to(g: Expr, shape: Sequence[int]) -> Expr:
     """``g`` broadcast to ``shape`` (by adding zeros of that shape)."""
     shape = tuple(shape)
@@ -107,5 +117,5 @@ def unwindow(v: Expr, offsets: Sequence[int], strides: Sequence[int],
     return v
 
 
-__all__ = ["scalar", "call", "as_float", "reshape", "unbroadcast", "broadcast_to", "pad_axis",
-           "dilate", "scatter_strided", "window", "unwindow"]
+__all__ = ["scalar", "call", "concat", "as_float", "reshape", "unbroadcast", "broadcast_to",
+           "pad_axis", "dilate", "scatter_strided", "window", "unwindow"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import TrainingError
 from ..graph.expr import Call, Function, Tuple, Var
+from ..graph.functor import ExprMutator
 from ..ops import OpKind
 from ..ops import get as get_op
 from ..ops.types import Attrs, TensorType
@@ -54,6 +55,20 @@ def _labels_type(loss: str, out: TensorType) -> TensorType:
     return out
 
 
+class _UntransposeB(ExprMutator):
+    """``gemm(a, W, trans_b=1)`` with a parameter ``W`` -> ``gemm(a, transpose(W))``:
+    mlcbook's gemm kernel reads a transposed, unpacked B slowly, and in training ``W``
+    changes every step, so ``mb.compile`` cannot pre-pack it as it does for inference."""
+
+    def visit_Call(self, call: Call):
+        call = self.generic_visit(call)
+        if call.op != "gemm" or not call.attrs["trans_b"] or not isinstance(call.args[1], Var):
+            return call
+        b = Call("transpose", (call.args[1],), Attrs(perm=(1, 0)))
+        return Call("gemm", (call.args[0], b) + call.args[2:],
+                    Attrs(dict(call.attrs, trans_b=0)), call.name)
+
+
 def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
     """The training step of ``model`` (a graph function whose float weights are the
     parameters) under ``loss`` (a name from :data:`~mlcbook.train.losses.LOSSES`)."""
@@ -64,6 +79,7 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
                             "returns one tensor (the logits or the prediction)")
     loss_fn = get_loss(loss)
     lifted = lift_weights(model)
+    lifted = lifted.with_body(_UntransposeB().visit(lifted.body))
     n_data = len(model.params)
     data, params = lifted.params[:n_data], lifted.params[n_data:]
     if not params:
