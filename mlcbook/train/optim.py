@@ -15,7 +15,7 @@ own bias correction at 1.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -73,7 +73,8 @@ class Optimizer:
         return as_schedule(self.lr)
 
     def to_json(self) -> dict:
-        d = {k: (v.to_json() if isinstance(v, Schedule) else v) for k, v in asdict(self).items()}
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {k: (v.to_json() if isinstance(v, Schedule) else v) for k, v in d.items()}
         return {"kind": type(self).__name__, **d}
 
 

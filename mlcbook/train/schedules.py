@@ -8,7 +8,7 @@ step). The trainer evaluates one per step and feeds it to the compiled step as i
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from ..errors import TrainingError
 
@@ -21,8 +21,9 @@ class Schedule:
 
     def to_json(self) -> dict:
         out = {"kind": type(self).__name__}
-        for k, v in asdict(self).items():
-            out[k] = v.to_json() if isinstance(v, Schedule) else v
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = v.to_json() if isinstance(v, Schedule) else v
         return out
 
 
