@@ -57,6 +57,21 @@ def test_mlp_learns_digits(digits):
     losses = trainer.fit(250)
     assert np.mean(losses[-20:]) < 0.2 * np.mean(losses[:5])
     assert trainer.accuracy(x_test, y_test) >= 0.95
+    # the trained inference graph, exported, gives onnxruntime's same logits
+    import onnxruntime as ort
+    sess = ort.InferenceSession(mb.to_onnx(trainer.model()).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    (logits,) = sess.run(None, {"input": x_test[:64]})
+    np.testing.assert_allclose(logits, trainer.predict(x_test[:64]), rtol=1e-4, atol=1e-4)
+
+
+def test_cnn_learns_digits():
+    (x, y), (x_test, y_test) = mb.train.load_digits(image=True)
+    trainer = mb.train.compile_step(mb.train.cnn(batch=32, channels=(8, 16), seed=0),
+                                    "cross_entropy", mb.train.Adam(lr=3e-3),
+                                    data=mb.train.Batches(x, y, 32, seed=0))
+    trainer.fit(250)
+    assert trainer.accuracy(x_test, y_test) >= 0.97
 
 
 def test_state_dict_round_trip_and_errors(digits):
