@@ -67,10 +67,11 @@ def test_mlp_learns_digits(digits):
 
 def test_cnn_learns_digits():
     (x, y), (x_test, y_test) = mb.train.load_digits(image=True)
+    schedule = mb.train.Warmup(mb.train.Cosine(5e-3, total_steps=200), warmup_steps=20)
     trainer = mb.train.compile_step(mb.train.cnn(batch=32, channels=(8, 16), seed=0),
-                                    "cross_entropy", mb.train.Adam(lr=3e-3),
+                                    "cross_entropy", mb.train.Adam(lr=schedule),
                                     data=mb.train.Batches(x, y, 32, seed=0))
-    trainer.fit(250)
+    trainer.fit(220)
     assert trainer.accuracy(x_test, y_test) >= 0.97
 
 
