@@ -74,7 +74,7 @@ def cases() -> tuple[list[Case], dict]:
     t0 = time.perf_counter()
     trainer = mb.train.compile_step(model, "cross_entropy",
                                     mb.train.SGD(lr=LR, momentum=MOMENTUM))
-    info = {"compile_s": time.perf_counter() - t0, "calls": len(trainer._exe.plan.steps)}
+    info = {"compile_s": time.perf_counter() - t0, "calls": len(trainer.executable.plan.steps)}
     ref = NumpyMLP(trainer.params)
     for _ in range(3):
         got, want = trainer.step(x, y), ref.step(x, y)

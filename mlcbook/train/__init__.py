@@ -1,7 +1,8 @@
 """``mb.train``: training on the graph IR.
 
     >>> import mlcbook as mb
-    >>> (x, y), (x_test, y_test) = mb.train.load_digits()
+    >>> from sklearn.datasets import load_digits      # the course extra installs scikit-learn
+    >>> (x, y), (x_test, y_test) = mb.train.digits_split(load_digits())
     >>> model = mb.train.mlp((64, 128, 10), batch=64)
     >>> trainer = mb.train.compile_step(model, loss="cross_entropy",
     ...                                 optimizer=mb.train.SGD(lr=0.1, momentum=0.9),
@@ -17,7 +18,7 @@ losses, optimizers (whose state each parameter owns) and schedules are graph bui
 from . import grad_rules, grad_rules_nn  # noqa: F401 - they register the gradient rules
 from .autodiff import (backward, grad, gradient_rule, has_gradient, lift_weights,
                        register_gradient, unregister_gradient)
-from .data import Batches, load_digits
+from .data import Batches, digits_split
 from .gradcheck import analytic_gradients, max_gradient_error, numeric_gradient
 from .losses import cross_entropy, mse
 from .models import cnn, mlp
@@ -27,7 +28,7 @@ from .step import StateLink, TrainStep, build_step
 from .trainer import Trainer, compile_step, load
 
 __all__ = ["backward", "grad", "gradient_rule", "has_gradient", "lift_weights",
-           "register_gradient", "unregister_gradient", "Batches", "load_digits",
+           "register_gradient", "unregister_gradient", "Batches", "digits_split",
            "analytic_gradients", "max_gradient_error", "numeric_gradient", "cross_entropy",
            "mse", "cnn", "mlp", "SGD", "Adam", "AdamW", "Optimizer", "state_name",
            "state_owner", "ConstantLR", "Cosine", "Schedule", "StepLR", "Warmup", "StateLink",

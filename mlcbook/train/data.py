@@ -1,7 +1,8 @@
-"""Data for training: scikit-learn's bundled digits (no download) and a batch iterator
-that shuffles by seed and can say, and restore, exactly where it is.
+"""Data for training: scikit-learn's bundled digits (no download) split for training, and
+a batch iterator that shuffles by seed and can say, and restore, exactly where it is.
 
-    >>> (x_train, y_train), (x_test, y_test) = load_digits()        # 8x8 images, 10 classes
+    >>> from sklearn.datasets import load_digits
+    >>> (x_train, y_train), (x_test, y_test) = digits_split(load_digits())   # 8x8, 10 classes
     >>> batches = Batches(x_train, y_train, batch_size=64, seed=0)
     >>> x, y = batches.next()
     >>> state = batches.state_dict(); ...; batches.load_state_dict(state)   # same next batch
@@ -14,20 +15,21 @@ import numpy as np
 from ..errors import TrainingError
 
 
-def load_digits(test_fraction: float = 0.2, seed: int = 0, image: bool = False):
-    """``((x_train, y_train), (x_test, y_test))``: the 1797 8x8 digit images of
-    scikit-learn, scaled to [0, 1] as float32 (``(N, 64)``, or ``(N, 1, 8, 8)`` with
-    ``image=True``), labels int64; split at random by ``seed``."""
-    try:
-        from sklearn.datasets import load_digits as _sk_digits
-    except ImportError:
-        raise TrainingError("load_digits needs scikit-learn. Instead: pip install "
-                            "'mlcbook[course]' (or pip install scikit-learn)") from None
-    d = _sk_digits()
-    x = (d.data / 16.0).astype(np.float32)
+def digits_split(digits, test_fraction: float = 0.2, seed: int = 0, image: bool = False):
+    """``((x_train, y_train), (x_test, y_test))`` from scikit-learn's bundled digits
+    (``digits = sklearn.datasets.load_digits()``: 1797 8x8 images, 10 classes), scaled to
+    [0, 1] as float32 (``(N, 64)``, or ``(N, 1, 8, 8)`` with ``image=True``), labels int64,
+    split at random by ``seed``. (scikit-learn comes with the ``course`` and ``test`` extras,
+    not with mlcbook itself, so the caller loads the data.)"""
+    data, target = getattr(digits, "data", None), getattr(digits, "target", None)
+    if data is None or target is None or np.shape(data)[1:] != (64,):
+        raise TrainingError("digits_split takes what sklearn.datasets.load_digits() returns "
+                            "(.data of shape (N, 64), .target). Instead: "
+                            "mb.train.digits_split(sklearn.datasets.load_digits())")
+    x = (np.asarray(data) / 16.0).astype(np.float32)
     if image:
         x = x.reshape(-1, 1, 8, 8)
-    y = d.target.astype(np.int64)
+    y = np.asarray(target).astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(y))
     n_test = int(round(len(y) * test_fraction))
     test, train = order[:n_test], order[n_test:]
@@ -89,4 +91,4 @@ class Batches:
         self.rng.bit_generator.state = state["rng"]
 
 
-__all__ = ["load_digits", "Batches"]
+__all__ = ["digits_split", "Batches"]

@@ -38,7 +38,9 @@ class _SetWeights(ExprMutator):
 
 class Trainer:
     """Parameters, optimizer state and a compiled step. ``params`` and ``state`` are the
-    arrays the kernels update in place (read them; copy before keeping a snapshot)."""
+    arrays the kernels update in place (read them; copy before keeping a snapshot);
+    ``executable`` is the compiled step (its ``plan`` lists the kernel calls), and
+    ``train_step`` the graph it was compiled from."""
 
     def __init__(self, model: Function, loss: str, optimizer: Optimizer,
                  data: Batches | None = None):
@@ -57,7 +59,7 @@ class Trainer:
         self.step_count = 0
         names = list(self.params) + list(self.state)
         exe = compile_graph(self.train_step.function)
-        self._exe = update_in_place(exe, {1 + k: n for k, n in enumerate(names)})
+        self.executable = update_in_place(exe, {1 + k: n for k, n in enumerate(names)})
         self._forward = None
 
     # --- training ------------------------------------------------------------------------
@@ -73,7 +75,7 @@ class Trainer:
         feed[LR] = np.asarray(lr, self.train_step.function.params[len(data) + 1].dtype)
         feed.update(self.params)
         feed.update(self.state)
-        loss = self._exe.run(feed)
+        loss = self.executable.run(feed)
         self.step_count += 1
         return float(loss)
 

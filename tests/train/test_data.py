@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
+from sklearn.datasets import load_digits
 from mlcbook.errors import TrainingError
 
 
 def test_digits_split():
-    (x, y), (xt, yt) = mb.train.load_digits(test_fraction=0.25, image=True)
+    (x, y), (xt, yt) = mb.train.digits_split(load_digits(), test_fraction=0.25, image=True)
     assert x.shape[1:] == (1, 8, 8) and x.dtype == np.float32 and y.dtype == np.int64
     assert len(x) + len(xt) == 1797 and len(xt) == 449
     assert 0 <= x.min() and x.max() <= 1 and set(np.unique(y)) == set(range(10))
@@ -33,3 +34,8 @@ def test_batches_errors():
         mb.train.Batches(np.zeros((3, 1)), np.zeros(2), 1)
     with pytest.raises(TrainingError, match="batch_size"):
         mb.train.Batches(np.zeros((3, 1)), np.zeros(3), 4)
+
+
+def test_digits_split_needs_the_sklearn_bunch():
+    with pytest.raises(TrainingError, match="load_digits"):
+        mb.train.digits_split(np.zeros((3, 64)))

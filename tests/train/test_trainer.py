@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
+from sklearn.datasets import load_digits
 from mlcbook.errors import TrainingError
 
 
 @pytest.fixture(scope="module")
 def digits():
-    return mb.train.load_digits()
+    return mb.train.digits_split(load_digits())
 
 
 def test_checkpoint_resumes_bit_identically(tmp_path, digits):
@@ -46,7 +47,7 @@ def test_parameters_are_updated_in_place(digits):
     trainer.step(x[:8], y[:8])
     assert trainer.params["fc1.weight"] is w and trainer.state["fc1.weight.momentum"] is m
     assert not np.array_equal(w, before) and np.abs(m).sum() > 0
-    assert len(trainer._exe.plan.outputs) == 1          # the step returns only the loss
+    assert len(trainer.executable.plan.outputs) == 1          # the step returns only the loss
 
 
 def test_mlp_learns_digits(digits):
@@ -66,7 +67,7 @@ def test_mlp_learns_digits(digits):
 
 
 def test_cnn_learns_digits():
-    (x, y), (x_test, y_test) = mb.train.load_digits(image=True)
+    (x, y), (x_test, y_test) = mb.train.digits_split(load_digits(), image=True)
     schedule = mb.train.Warmup(mb.train.Cosine(5e-3, total_steps=200), warmup_steps=20)
     trainer = mb.train.compile_step(mb.train.cnn(batch=32, channels=(8, 16), seed=0),
                                     "cross_entropy", mb.train.Adam(lr=schedule),
