@@ -79,7 +79,6 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
                             "returns one tensor (the logits or the prediction)")
     loss_fn = get_loss(loss)
     lifted = lift_weights(model)
-    lifted = lifted.with_body(_UntransposeB().visit(lifted.body))
     n_data = len(model.params)
     data, params = lifted.params[:n_data], lifted.params[n_data:]
     if not params:
@@ -102,8 +101,10 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
             links[v.name] = StateLink(p.name, slot)
     attrs = Attrs(params=tuple(p.name for p in params),
                   state_owners=tuple((n, ln.owner, ln.slot) for n, ln in links.items()))
-    func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars),
-                    Tuple([value] + new_params + new_state), "train_step", attrs)
+    # after differentiating: the backward gemms of a trans_b=1 layer need no transposes
+    body = _UntransposeB().visit(Tuple([value] + new_params + new_state))
+    func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars), body,
+                    "train_step", attrs)
     return TrainStep(func, tuple(d.name for d in data), tuple(p.name for p in params), links)
 
 
