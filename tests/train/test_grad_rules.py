@@ -128,18 +128,23 @@ def test_gemm(m, k, n, ta, tb, c_shape):
     check(lambda *xs: op.gemm(*xs, trans_a=ta, trans_b=tb, alpha=0.5, beta=2.0), arrays)
 
 
-def test_data_movement():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 3, 4))
-    check(lambda v: op.reshape(v, shape=(6, 4)), {"x": x})
-    check(lambda v: op.flatten(v, axis=2), {"x": x})
-    check(lambda v: op.squeeze(op.unsqueeze(v, axes=(0,)), axes=(0,)), {"x": x})
-    check(lambda v: op.transpose(v, perm=(2, 0, 1)), {"x": x})
-    check(lambda v: op.concat(v, op.mul(v, v), axis=1), {"x": x})
-    check(lambda v: op.split(v, sizes=(1, 3), axis=2)[1], {"x": x})
-    check(lambda v: op.pad(v, pads=(0, 1, -1, 1, 0, 2)), {"x": x})
-    idx = Constant(np.array([[2, 0], [-1, 2]], np.int64))
-    check(lambda v: op.gather(v, idx, axis=1), {"x": x})
+@SETTINGS
+@given(shape=st.lists(st.integers(2, 4), min_size=3, max_size=3), seed=st.integers(0, 99),
+       perm=st.permutations([0, 1, 2]))
+def test_data_movement(shape, seed, perm):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    a, b, c = shape
+    check(lambda v: op.reshape(v, shape=(a * b, c)), {"x": x}, seed=seed)
+    check(lambda v: op.flatten(v, axis=2), {"x": x}, seed=seed)
+    check(lambda v: op.squeeze(op.unsqueeze(v, axes=(0,)), axes=(0,)), {"x": x}, seed=seed)
+    check(lambda v: op.transpose(v, perm=tuple(perm)), {"x": x}, seed=seed)
+    check(lambda v: op.concat(v, op.mul(v, v), axis=int(perm[0])), {"x": x}, seed=seed)
+    check(lambda v: op.split(v, sizes=(1, c - 1), axis=2)[1], {"x": x}, seed=seed)
+    pads = tuple(int(p) for p in rng.integers(-1, 3, 6))
+    check(lambda v: op.pad(v, pads=pads), {"x": x}, seed=seed)
+    idx = Constant(rng.integers(-b, b, (2, 3)))
+    check(lambda v: op.gather(v, idx, axis=1), {"x": x}, seed=seed)
 
 
 @SETTINGS
@@ -180,18 +185,26 @@ def test_pool(name, k, stride, pad, ceil, include):
     check(lambda v: getattr(op, name)(v, **attrs), {"x": x})
 
 
-def test_normalizations_and_softmax():
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 4))
-    check(lambda v: op.global_avg_pool(v), {"x": rng.standard_normal((2, 3, 2, 2))})
-    check(lambda v: op.softmax(v, axis=1), {"x": x})
-    check(lambda v: op.log_softmax(v, axis=-1), {"x": x})
-    check(lambda *xs: op.layer_norm(*xs, axis=1),
-          {"x": x, "s": rng.standard_normal((3, 4)), "b": rng.standard_normal((4,))})
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=3, max_size=4), seed=st.integers(0, 99),
+       data=st.data())
+def test_normalizations_and_softmax(shape, seed, data):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    check(lambda v: op.softmax(v, axis=axis), {"x": x}, seed=seed)
+    check(lambda v: op.log_softmax(v, axis=axis), {"x": x}, seed=seed)
+    check(lambda v: op.global_avg_pool(v), {"x": x}, seed=seed)
+    ax = axis % len(shape)
+    if any(d > 1 for d in shape[ax:]):      # layer norm of one element is constant
+        tail = tuple(shape[ax:])
+        check(lambda *xs: op.layer_norm(*xs, axis=axis),
+              {"x": x, "s": rng.standard_normal(tail), "b": rng.standard_normal(tail[-1:])},
+              seed=seed, tol=1e-4)
+    c = shape[1]
     check(lambda *xs: op.batch_norm(*xs),
-          {"x": rng.standard_normal((2, 3, 2, 2)), "s": rng.standard_normal(3),
-           "b": rng.standard_normal(3), "m": rng.standard_normal(3),
-           "v": rng.uniform(0.5, 2, 3)})
+          {"x": x, "s": rng.standard_normal(c), "b": rng.standard_normal(c),
+           "m": rng.standard_normal(c), "v": rng.uniform(0.5, 2, c)}, seed=seed)
 
 
 def test_every_differentiable_op_has_a_rule():
