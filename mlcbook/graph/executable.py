@@ -188,6 +188,11 @@ class Executable:
     def input_names(self) -> list[str]:
         return [n for n, _ in self.plan.inputs]
 
+    @property
+    def constants(self) -> dict[int, np.ndarray]:
+        """The buffers of the plan's constant slots, by slot index (what ``save`` writes)."""
+        return {i: b for i, b in enumerate(self._buffers) if self.plan.slots[i].kind == "const"}
+
     def _root(self, i: int) -> int:
         while self.plan.slots[i].kind == "view":
             i = self.plan.slots[i].ref
@@ -243,8 +248,7 @@ class Executable:
                 with open(f, "rb") as fh:
                     obj = fh.read()
         weights = io.BytesIO()
-        np.savez(weights, **{str(i): b for i, b in enumerate(self._buffers)
-                             if self.plan.slots[i].kind == "const"})
+        np.savez(weights, **{str(i): b for i, b in self.constants.items()})
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("plan.json", json.dumps(self.plan.to_json()))
             z.writestr("kernels.o", obj)
