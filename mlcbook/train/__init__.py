@@ -15,7 +15,7 @@ losses, optimizers (whose state each parameter owns) and schedules are graph bui
 ``compile_step`` compiles forward, backward and update into native kernels.
 """
 
-from . import grad_rules, grad_rules_nn  # noqa: F401 - they register the gradient rules
+from . import grad_rules, grad_rules_layout, grad_rules_nn  # noqa: F401 - they register the gradient rules
 from .autodiff import (backward, grad, gradient_rule, has_gradient, lift_weights,
                        register_gradient, unregister_gradient)
 from .data import Batches, digits_split

@@ -97,7 +97,9 @@ def _conv_weight_grad(c: Call, g: Expr) -> Expr:
 
 
 @register_gradient("conv")
-def _conv(c, g):
+def conv_gradients(c, g):
+    """Gradients of a conv call ``c`` (data, weight, and bias if it has one) given the
+    gradient ``g`` of its output."""
     out = [_conv_data_grad(c, g), _conv_weight_grad(c, g)]
     if len(c.args) == 3:
         out.append(call("sum", g, axes=(0,) + tuple(range(2, c.type.ndim)), keepdims=0))

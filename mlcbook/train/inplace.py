@@ -18,6 +18,7 @@ from typing import Mapping
 
 from ..errors import TrainingError
 from ..graph.executable import Executable, Plan
+from ..graph.memory_plan import plan_memory
 
 
 def _root(slots, i: int) -> int:
@@ -65,6 +66,10 @@ def update_in_place(exe: Executable, aliases: Mapping[int, str],
     steps = [plan.steps[k] for k in order]
     outputs = [plan.outputs[i] for i in keep_outputs]
     new = Plan(plan.inputs, slots, steps, outputs, len(outputs) > 1)
+    if plan.offsets:
+        # the arena was planned for the old order of steps: plan it again for the new one
+        mp = plan_memory(new)
+        new.offsets, new.arena_bytes = mp.offsets, mp.arena_bytes
     return Executable(new, exe.kernels, exe.constants, exe.stats)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TrainingError
-from ..graph.executable import compile as compile_graph
+from ..graph.compile import compile as compile_graph
 from ..graph.expr import Constant, Function
 from ..graph.functor import ExprMutator
 from ..graph.serialize import function_from_json, function_to_json

@@ -211,3 +211,12 @@ def test_every_differentiable_op_has_a_rule():
     for name in mb.ops.list_ops():
         if name not in ("equal", "less", "greater"):   # bool results: no gradient
             assert has_gradient(name), name
+
+
+def test_blocked_layout_ops_have_the_gradients_of_the_plain_layout():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 16, 5, 4)), rng.standard_normal((2, 2, 3, 3, 8, 8))
+    check(lambda v: op.to_blocked(v, block=8), {"x": x})
+    check(lambda v: op.from_blocked(v), {"x": rng.standard_normal((1, 2, 3, 3, 8))})
+    check(lambda a, b: op.conv_nchwc(op.to_blocked(a, block=8), b, pads=(1, 0, 1, 2),
+                                     strides=(2, 1)), {"x": x, "w": w})
