@@ -50,7 +50,7 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     from . import compile as mb_compile
     from . import from_onnx, graph, load, models
     from .graph import CallTIR, post_order
-    from .graph.executable import VIEW_OPS
+    from .graph.plan import VIEW_OPS
 
     _say("1. a model: mb.models.tiny_convnet(), built with onnx.helper")
     model = models.tiny_convnet()
