@@ -2,7 +2,8 @@
 
 A zip archive of exactly these members (format version 2; no pickle anywhere)::
 
-    manifest.json   format, version, target, and the size and sha256 of every other member
+    manifest.json   format, version, target, the size and sha256 of every other member, and
+                    a sha256 of itself
     plan.json       the run plan (slots and kernel calls, see :mod:`mlcbook.graph.plan`)
     kernels.json    each kernel's entry point: symbol, parameter names, shapes, dtypes
     kernels.o       one relocatable object file with every kernel (native code)
@@ -75,6 +76,7 @@ def write_artifact(path, plan: Plan, kernels: Mapping[str, Any],
                            "features": target.features} if target else None,
                 "members": {n: {"size": len(b), "sha256": hashlib.sha256(b).hexdigest()}
                             for n, b in members.items()}}
+    manifest["sha256"] = manifest_digest(manifest)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("manifest.json", json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
@@ -100,6 +102,9 @@ def read_artifact(path, expected_sha256: str | None = None):
     if manifest.get("version") != VERSION:
         raise ArtifactError(f"{path!r} has format version {manifest.get('version')!r}; this "
                             f"mlcbook reads version {VERSION}: compile the model again")
+    if manifest.get("sha256") != manifest_digest(manifest):
+        raise ArtifactError("manifest.json does not match its own checksum: it was changed or "
+                            "damaged after saving; compile the model again")
     declared = manifest.get("members")
     content = {name: members.checked(name, declared) for name in MEMBERS
                if name != "manifest.json"}
@@ -115,6 +120,12 @@ def read_artifact(path, expected_sha256: str | None = None):
     target = _check_target(manifest.get("target"))
     _check_object(obj, target, entries)
     return plan, load_object_code(obj, list(entries.values()), target), consts, digest
+
+
+def manifest_digest(manifest: dict) -> str:
+    """The checksum a manifest records of itself: sha256 of its other fields (canonical JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def file_sha256(path) -> str:
@@ -233,7 +244,7 @@ def _entries(obj) -> dict[str, EntryInfo]:
 
 
 def _check_target(recorded):
-    from ..codegen.target import Target, _llvm
+    from ..codegen.target import Target
     if not isinstance(recorded, dict) or not all(
             isinstance(recorded.get(k), str) for k in ("triple", "cpu", "features")):
         raise ArtifactError("manifest.json records no target (triple, cpu, features) for "
@@ -242,7 +253,7 @@ def _check_target(recorded):
     if recorded["triple"].split("-")[0] != host.triple.split("-")[0]:
         raise ArtifactError(f"kernels.o was compiled for {recorded['triple']}, and this machine "
                             f"is {host.triple}: compile the model again here")
-    have = set(_llvm().get_host_cpu_features().flatten().split(","))
+    have = set(host.features.split(","))   # the host CPU's own features, +f and -f
     lacking = sorted(f for f in recorded["features"].split(",")
                      if f.startswith("+") and f not in have)
     if lacking:

@@ -70,7 +70,7 @@ def check_object(data: bytes, machine: str, member: str) -> ObjectInfo:
      e_shstrndx) = unpack("<HHIQQQIHHHHHH", 16)
     want = MACHINES.get(machine)
     if want is None or e_machine != want:
-        names = {v: k for k, v in MACHINES.items()}
+        names = {v: k for k, v in reversed(MACHINES.items())}
         raise bad(f"it holds code for machine {names.get(e_machine, e_machine)!r}, "
                   f"not for {machine!r} as the artifact says")
     if e_type != 1:
