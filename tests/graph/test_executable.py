@@ -72,3 +72,35 @@ def test_model_returning_an_input_and_a_constant():
     f = Function([x], Tuple([x, Constant(np.arange(2, dtype="int64"))]))
     a, b = mb.compile(f)(np.ones(3, "float32"))
     assert a.tolist() == [1, 1, 1] and b.tolist() == [0, 1]
+
+
+def test_one_executable_called_from_four_threads_agrees_exactly():
+    # each call's input differs, so a call that read or returned another thread's
+    # intermediates would give a different answer than the same call alone
+    import threading
+    x = Var("x", TensorType((2, 8)))
+    w = Constant(np.random.default_rng(3).standard_normal((8, 8)).astype("float32"))
+    exe = mb.compile(Function([x], op.sum(op.relu(op.matmul(x, w)), axes=(1,), keepdims=0)))
+    inputs = np.random.default_rng(4).standard_normal((64, 2, 8)).astype("float32")
+    want = [exe(a) for a in inputs]
+    wrong = []
+
+    def worker(seed: int):
+        for k in range(2500):
+            i = (seed * 7 + k) % len(inputs)
+            if not np.array_equal(exe(inputs[i]), want[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_big_endian_inputs_give_the_same_answer(model):
+    _, exe = model
+    x = np.random.default_rng(6).standard_normal((4, 12)).astype("float32")
+    for a, b in zip(exe(x.astype(">f4")), exe(x)):
+        np.testing.assert_array_equal(a, b)
