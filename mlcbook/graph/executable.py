@@ -55,7 +55,11 @@ class Executable:
                              "does not have; the artifact is inconsistent")
         self._consts = {i: np.ascontiguousarray(consts[i], dtype=s.dtype)
                         for i, s in enumerate(plan.slots) if s.kind == "const"}
-        self._calls = [(self.kernels[k], args) for k, args in plan.steps]
+        checks: dict[int, list] = {}
+        for step, pos, n, axis in plan.checks:
+            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis))
+        self._calls = [(self.kernels[k], args, checks.get(s, ()))
+                       for s, (k, args) in enumerate(plan.steps)]
         self._roots = [plan.root(i) for i in range(len(plan.slots))]
         # a run fills in only the slots that are, or view, an input
         self._input_slots = [(i, plan.slots[r].ref) for i, r in enumerate(self._roots)
@@ -102,6 +106,16 @@ class Executable:
             self._execute(arrays, times)
         return [(k, float(np.median(t))) for (k, _), t in zip(self.plan.steps, times)]
 
+    def _check_indices(self, checks, buffers, arrays) -> None:
+        # the reference raises for an index out of range; the kernel would clamp it
+        for slot, n, axis in checks:
+            root = self._roots[slot]
+            s = self.plan.slots[root]
+            a = arrays[s.ref] if s.kind == "input" else buffers[root]
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis "
+                                    f"{axis}")
+
     def _execute(self, arrays: list[np.ndarray], times: list | None = None):
         # the kernels read native-order, contiguous memory: convert (e.g. big-endian '>f4')
         arrays = [np.ascontiguousarray(a, a.dtype.newbyteorder("=")) for a in arrays]
@@ -110,10 +124,14 @@ class Executable:
         for slot, k in self._input_slots:
             ptr[slot] = _address(arrays[k])
         if times is None:
-            for kernel, args in self._calls:
+            for kernel, args, checks in self._calls:
+                if checks:
+                    self._check_indices(checks, buffers, arrays)
                 kernel.run_unchecked([ptr[a] for a in args])
         else:
-            for (kernel, args), t in zip(self._calls, times):
+            for (kernel, args, checks), t in zip(self._calls, times):
+                if checks:
+                    self._check_indices(checks, buffers, arrays)
                 t0 = time.perf_counter()
                 kernel.run_unchecked([ptr[a] for a in args])
                 t.append(time.perf_counter() - t0)
@@ -185,7 +203,8 @@ def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  #
     if prims:
         lib = build(IRModule(prims), target=target, fastmath=fastmath)
         kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
-    plan, consts = make_plan(func)
+    plan, consts = make_plan(func, {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
+                                    if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)})
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "kernels": len(kernels), "calls": len(plan.steps)}
     return Executable(plan, kernels, consts, stats)

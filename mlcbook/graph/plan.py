@@ -14,7 +14,7 @@ are written only to intermediates, views point to earlier slots (so there is no 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -61,12 +61,16 @@ class Plan:
     steps: list[tuple[str, list[int]]]
     outputs: list[int]
     tuple_output: bool
+    #: ``(step, argument position, n, axis)``: that argument holds indices into an axis of
+    #: length ``n``; a run checks they lie in ``[-n, n)`` before the step's kernel runs
+    checks: list[tuple[int, int, int, int]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"inputs": [[n, list(t.shape), t.dtype] for n, t in self.inputs],
                 "slots": [s.to_json() for s in self.slots],
                 "steps": [[k, a] for k, a in self.steps],
-                "outputs": self.outputs, "tuple_output": self.tuple_output}
+                "outputs": self.outputs, "tuple_output": self.tuple_output,
+                "checks": [list(c) for c in self.checks]}
 
     @staticmethod
     def from_json(d: dict) -> "Plan":
@@ -75,7 +79,8 @@ class Plan:
             return Plan([(_str(n), TensorType(parse_shape(s), parse_dtype(dt))) for n, s, dt in d["inputs"]],
                         [Slot.from_json(s) for s in d["slots"]],
                         [(_str(k), [_int(x) for x in a]) for k, a in d["steps"]],
-                        [_int(x) for x in d["outputs"]], d["tuple_output"] is True)
+                        [_int(x) for x in d["outputs"]], d["tuple_output"] is True,
+                        [tuple(_int(x) for x in c[:4]) for c in d["checks"]])
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise ArtifactError(f"plan.json is malformed ({type(e).__name__}: {e}); the artifact "
                                 "is damaged: compile the model again") from None
@@ -134,15 +139,21 @@ def check_plan(plan: Plan, entries: Mapping[str, Any]) -> None:
                           "which is not an intermediate of its own")
     if not plan.outputs or any(not 0 <= o < n for o in plan.outputs):
         raise bad("an output names a slot that does not exist")
+    for step, pos, size, _ in plan.checks:
+        if not (0 <= step < len(plan.steps) and 0 <= pos < len(plan.steps[step][1])
+                and size > 0 and plan.slots[plan.steps[step][1][pos]].dtype in ("int32", "int64")):
+            raise bad(f"an index check names step {step}, argument {pos}, which is not an "
+                      "integer argument of the plan")
 
 
-def make_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
+def make_plan(func: Function, bounds: Mapping[str, tuple] | None = None
+              ) -> tuple[Plan, dict[int, np.ndarray]]:
     """Assign slots to the values of a legalized graph function; returns the plan and the
-    weights by slot."""
+    weights by slot. ``bounds``: the ``index_bounds`` of the PrimFuncs, by name."""
     slots: list[Slot] = []
     consts: dict[int, np.ndarray] = {}
     where: dict[int, Any] = {}   # node id -> slot index, or a list of them for tuples
-    steps = []
+    steps, checks = [], []
 
     def new(t: TensorType, kind: str, ref: int = -1) -> int:
         slots.append(Slot(t.shape, t.dtype, kind, ref))
@@ -162,6 +173,7 @@ def make_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
             args = [where[id(a)] for a in n.args]
             outs = [new(t, "temp") for t in n.out_types]
             steps.append((n.func, args + outs))
+            checks += [(len(steps) - 1, *b) for b in (bounds or {}).get(n.func, ())]
             where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
         elif isinstance(n, Call) and n.op in VIEW_OPS:
             where[id(n)] = new(n.type, "view", where[id(n.args[0])])
@@ -177,7 +189,7 @@ def make_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
     if any(isinstance(o, list) for o in outputs):
         raise GraphError("nested tuples cannot be returned by a compiled model")
     inputs = [(p.name, p.type) for p in func.params]
-    return Plan(inputs, slots, steps, outputs, tuple_output), consts
+    return Plan(inputs, slots, steps, outputs, tuple_output, checks), consts
 
 
 def _int(x) -> int:

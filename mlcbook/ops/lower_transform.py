@@ -109,12 +109,16 @@ def _gather(ins, attrs, out_type):
     data, indices = ins
     axis = attrs["axis"] % data.ndim
     n = data.shape[axis]
+    # dimensions of the indices in the output: 0 for a 0-d index, passed as a (1,) buffer
+    k = out_type.ndim - data.ndim + 1
 
     def body(*idx):
-        ix = indices[idx[axis:axis + indices.ndim]]
+        ix = indices[idx[axis:axis + k] if k else (0,)]
         ix = E.cast("int32", ix)
-        ix = _clamp(E.select(ix < 0, ix + n, ix), n)  # out-of-range indices read the edge
-        return data[idx[:axis] + (ix,) + idx[axis + indices.ndim:]]
+        # out of range is an error the compiled model checks before this kernel runs (see
+        # mlcbook.graph.legalize.index_bounds); the kernel clamps so it never reads outside
+        ix = _clamp(E.select(ix < 0, ix + n, ix), n)
+        return data[idx[:axis] + (ix,) + idx[axis + k:]]
 
     return compute_named(out_type.shape, axis_names(out_type.ndim), body, "gather")
 

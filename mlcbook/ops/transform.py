@@ -4,6 +4,14 @@
 Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
 into attributes at import), so every output shape is known when the call is built.
 
+Indices out of range, one policy everywhere: ``slice`` bounds are attributes and are clamped
+to the axis as ONNX specifies (never an error); ``pad`` widths are attributes, checked when
+the call is built; ``gather``'s indices are data, so an index outside ``[-n, n)`` is an
+:class:`~mlcbook.errors.ArgumentError` at run time, raised alike by the reference here, the
+graph interpreter and a compiled model (which checks the indices before the kernel runs, see
+:func:`mlcbook.graph.legalize.index_bounds`). Only the loop-level kernel of gather, called
+directly, clamps an index to the edge instead, so that it never reads outside its buffer.
+
     >>> get("reshape").infer_type([TensorType((2, 3, 4))], {"shape": (0, -1)})
     Tensor((2, 12), "float32")
 """

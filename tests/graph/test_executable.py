@@ -104,3 +104,29 @@ def test_big_endian_inputs_give_the_same_answer(model):
     x = np.random.default_rng(6).standard_normal((4, 12)).astype("float32")
     for a, b in zip(exe(x.astype(">f4")), exe(x)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("data_shape,axis", [((5, 3), 0), ((5, 3), 1), ((5,), 0)])
+def test_gather_with_a_scalar_index_compiles(data_shape, axis):
+    data = Var("data", TensorType(data_shape))
+    idx = Var("idx", TensorType((), "int64"))
+    f = Function([data, idx], op.gather(data, idx, axis=axis))
+    d = np.arange(np.prod(data_shape), dtype="float32").reshape(data_shape)
+    for i in (0, 2, -1):
+        want = interpret(f, d, np.array(i, "int64"))
+        np.testing.assert_array_equal(mb.compile(f)(d, np.array(i, "int64")), want)
+
+
+def test_gather_out_of_range_raises_in_the_reference_and_compiled_alike(tmp_path):
+    data = Var("data", TensorType((5, 3)))
+    idx = Var("idx", TensorType((2,), "int64"))
+    f = Function([data, idx], op.relu(op.gather(data, op.relu(idx), axis=0)))
+    exe = mb.compile(f)
+    loaded = mb.load(exe.save(tmp_path / "g.mlcb"))
+    d = np.ones((5, 3), "float32")
+    ok = np.array([4, 0], "int64")
+    np.testing.assert_array_equal(exe(d, ok), interpret(f, d, ok))
+    for bad in ([5, 0], [2**40, 1]):          # 2**40 would wrap to 0 as an int32
+        for run in (lambda *a: interpret(f, *a), exe, loaded):
+            with pytest.raises(ArgumentError, match=r"gather: an index is outside \[-5, 4\]"):
+                run(d, np.array(bad, "int64"))
