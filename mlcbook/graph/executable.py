@@ -20,7 +20,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ArgumentError, ArtifactError, BuildError
+from ..errors import ArgumentError, ArtifactError, BuildError, LegalizeError
+from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .expr import CallTIR, Function, Tuple, Var, post_order
 from .interpret import bind_inputs, main_function
@@ -183,6 +184,22 @@ def load(path, expected_sha256: str | None = None) -> Executable:
     return exe
 
 
+#: most elements of one tensor: loop variables and indices are int32
+MAX_ELEMENTS = 2**31 - 1
+
+
+def _check_sizes(func: Function) -> None:
+    for n in list(func.params) + list(post_order(func.body)):
+        for t in (n.type.fields if isinstance(n.type, TupleType) else (n.type,)):
+            if isinstance(t, TensorType) and t.size > MAX_ELEMENTS:
+                what = f"input {n.name!r}" if n in func.params else \
+                    f"the value {getattr(n, 'name', None) or type(n).__name__!r}"
+                raise LegalizeError(
+                    f"cannot compile: {what} has shape {t.shape}, {t.size} elements, more than "
+                    f"the {MAX_ELEMENTS} (2**31 - 1) that mlcbook's int32 loop indices reach; "
+                    "Instead: compile for a smaller batch size or input shape")
+
+
 def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  # noqa: A001
     """Compile a module's main graph function (or a graph Function) to an Executable."""
     from ..runtime import build
@@ -191,6 +208,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  #
     from .weight_layout import pack_weights
     t0 = time.perf_counter()
     func, _ = main_function(mod)
+    _check_sizes(func)
     func = pack_weights(func)
     lmod = legalize(IRModule({**(mod.functions if isinstance(mod, IRModule) else {}),
                               "main": func}), keep=VIEW_OPS)

@@ -130,3 +130,33 @@ def test_gather_out_of_range_raises_in_the_reference_and_compiled_alike(tmp_path
         for run in (lambda *a: interpret(f, *a), exe, loaded):
             with pytest.raises(ArgumentError, match=r"gather: an index is outside \[-5, 4\]"):
                 run(d, np.array(bad, "int64"))
+
+
+def test_a_tensor_beyond_int32_indexing_is_refused_by_name():
+    from mlcbook.errors import LegalizeError
+    x = Var("image", TensorType((3_000_000, 1, 28, 28)))
+    with pytest.raises(LegalizeError, match=r"input 'image' has shape .* more than the "
+                       r"2147483647 .* smaller batch size"):
+        mb.compile(Function([x], op.relu(x)))
+
+
+def test_intermediates_beyond_memory_are_a_clear_error():
+    # four 1 GiB intermediates under a 3 GiB address-space limit: np.empty fails
+    import subprocess
+    import sys
+    code = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import mlcbook as mb
+from mlcbook.graph import Function, TensorType, Var, op
+x = Var("x", TensorType((2**28,)))
+y = op.exp(op.relu(op.sigmoid(op.tanh(x))))
+try:
+    mb.compile(Function([x], y))
+except mb.errors.MLCError as e:
+    print(e)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "[MLC-A001] the model's intermediate buffers need 4.0 GiB" in proc.stdout
