@@ -240,6 +240,15 @@ def _pad_infer(types, attrs):
         raise OpShapeError(f"pad: pads={pads} crop {x.shape} to a negative size")
     if attrs["mode"] != "constant" and 0 in x.shape and sum(pads):
         raise OpShapeError(f"pad: mode {attrs['mode']!r} cannot pad an empty tensor {x.shape}")
+    if attrs["mode"] == "reflect":
+        # a mirror reflects at most the axis once, without its edge (as onnxruntime requires)
+        for i, d in enumerate(x.shape):
+            for side, p in (("before", pads[i]), ("after", pads[x.ndim + i])):
+                if p > d - 1:
+                    raise OpShapeError(
+                        f"pad: mode 'reflect' pads axis {i} (length {d}) by {p} {side}, more "
+                        f"than the {d - 1} a reflection without the edge can give; Instead: "
+                        "pad by at most length - 1, or use mode 'edge' or 'wrap'")
     return TensorType(shape, x.dtype)
 
 
