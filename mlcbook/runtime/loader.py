@@ -25,9 +25,10 @@ import json
 import os
 
 from ..codegen.llvm_module import META_SYMBOL, EntryInfo
-from ..codegen.target import _llvm
+from ..codegen.target import Target, _llvm
 from ..codegen.jit import _load_libm
 from ..errors import BuildError, KernelLoadError
+from .elf import check_object
 from .kernel import Kernel, KernelLibrary
 
 
@@ -87,7 +88,13 @@ def load_kernel(path):
         lib = _SharedLib(path)
     else:
         with open(path, "rb") as f:
-            lib = _ObjectLib(f.read())
+            data = f.read()
+        # LLVM's loader crashes on a malformed object: check its structure first
+        info = check_object(data, Target().triple.split("-")[0], repr(path))
+        if META_SYMBOL not in info.defined:
+            raise KernelLoadError(f"{path!r} has no {META_SYMBOL} description: it was not "
+                                  "written by mlcbook's Kernel.export_object")
+        lib = _ObjectLib(data)
     meta = lib.meta()
     if not meta:
         raise KernelLoadError(f"{path!r} has no {META_SYMBOL} description: it was not written by "
