@@ -20,8 +20,8 @@ object file's structure and symbols (:mod:`mlcbook.runtime.elf`). Any failure is
 trust.** The checks catch damage and mistakes, not a forger, who can rewrite the manifest's
 hashes too; to know that a file is the one you saved, pin its hash::
 
-    >>> digest = exe.save("m.mlcb")   and   exe.artifact_sha256
-    >>> mb.load("m.mlcb", expected_sha256=exe.artifact_sha256)
+    >>> exe.save("m.mlcb"); pinned = exe.artifact_sha256      # or: mlcbook compile prints it
+    >>> mb.load("m.mlcb", expected_sha256=pinned)
 """
 
 from __future__ import annotations
@@ -79,10 +79,14 @@ def write_artifact(path, plan: Plan, kernels: Mapping[str, Any],
     manifest["sha256"] = manifest_digest(manifest)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("manifest.json", json.dumps(manifest, indent=1), zipfile.ZIP_DEFLATED)
-        for name, data in members.items():
-            kind = zipfile.ZIP_STORED if name == "weights.bin" else zipfile.ZIP_DEFLATED
-            z.writestr(name, data, kind)
+        for name, data in {"manifest.json": json.dumps(manifest, indent=1).encode(),
+                           **members}.items():
+            # a fixed date: the same model always saves to the same bytes (and hash)
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED if name == "weights.bin" \
+                else zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data)
     data = buf.getvalue()
     with open(path, "wb") as f:
         f.write(data)

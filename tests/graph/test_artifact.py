@@ -216,7 +216,8 @@ def test_the_intact_artifact_loads_and_matches(saved, tmp_path):
     loaded = mb.load(src, expected_sha256=exe.artifact_sha256)
     for a, b in zip(loaded(X), exe(X)):
         np.testing.assert_array_equal(a, b)
-    again = loaded.save(tmp_path / "again.mlcb")       # a loaded model saves again
+    again = loaded.save(tmp_path / "again.mlcb")       # a loaded model saves again,
+    assert file_sha256(again) == exe.artifact_sha256   # to the very same bytes
     np.testing.assert_array_equal(mb.load(again)(X)[0], exe(X)[0])
 
 
