@@ -5,8 +5,9 @@ added once and shared.
     >>> mod = legalize(mb.from_onnx("mlp.onnx"))
     >>> print(mod)        # main now calls gemm, relu, ... PrimFuncs with call_tir
 
+A 0-d (scalar) tensor is passed to a PrimFunc parameter of shape ``(1,)``: the same memory.
 A PrimFunc whose inputs hold indices records their bounds in its ``index_bounds``
-attribute (see :func:`index_bounds`). A 0-d (scalar) tensor is passed to a PrimFunc parameter of shape ``(1,)``: the same memory.
+attribute (see :func:`index_bounds`).
 Tensors without elements need no code: a call producing only such tensors becomes a
 constant, and so does one whose result cannot depend on data (a sum over an empty axis).
 """

@@ -76,7 +76,8 @@ class Plan:
     def from_json(d: dict) -> "Plan":
         """Parse a plan; raise ArtifactError (naming ``plan.json``) if it is malformed."""
         try:
-            return Plan([(_str(n), TensorType(parse_shape(s), parse_dtype(dt))) for n, s, dt in d["inputs"]],
+            return Plan([(_str(n), TensorType(parse_shape(s), parse_dtype(dt)))
+                         for n, s, dt in d["inputs"]],
                         [Slot.from_json(s) for s in d["slots"]],
                         [(_str(k), [_int(x) for x in a]) for k, a in d["steps"]],
                         [_int(x) for x in d["outputs"]], d["tuple_output"] is True,
