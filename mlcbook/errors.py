@@ -151,6 +151,13 @@ class VectorizeError(BuildError):
     code = "MLC-C006"
 
 
+class ArtifactError(BuildError):
+    """A saved model (``.mlcb``) is damaged, inconsistent, for another machine, or not the
+    file its pinned hash names; the message names the member at fault."""
+
+    code = "MLC-C007"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

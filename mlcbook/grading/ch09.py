@@ -77,7 +77,7 @@ def _div_cases(rng):
     return [((n, m), (n, m)), ((n, m), (m,)), ((n, 1), (1, m)), ((m,), (n, m)), ((n, m), ())]
 
 
-@exercise("09.div_gradient", points=3, title="The gradient rule of div, with broadcasting")
+@exercise("09.div_gradient", points=3, answer="div_rule", title="The gradient rule of div, with broadcasting")
 def _check_div(answer, rng):
     from ..graph import op
     rule = _rule(answer, "div_rule")
@@ -104,7 +104,7 @@ def _momentum_reference(p, g, buf, lr, mu):
     return p - lr * buf, buf
 
 
-@exercise("09.momentum_sgd", points=3, title="Momentum SGD as a graph")
+@exercise("09.momentum_sgd", points=3, answer="momentum_update", title="Momentum SGD as a graph")
 def _check_momentum(answer, rng):
     from ..graph import Function, Tuple, Var, interpret
     from ..ops.types import TensorType
@@ -143,7 +143,7 @@ def _check_momentum(answer, rng):
 
 
 # --- 09.fix_softmax_gradient ---------------------------------------------------------------
-@exercise("09.fix_softmax_gradient", points=2, title="Find the bug in a broken gradient")
+@exercise("09.fix_softmax_gradient", points=2, answer="fixed_softmax_rule", title="Find the bug in a broken gradient")
 def _check_softmax(answer, rng):
     from ..graph import op
     rule = _rule(answer, "fixed_softmax_rule")

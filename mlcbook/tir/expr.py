@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import numpy as np
+
 from ..errors import DTypeMismatchError, ShapeError
 
 # --- data types ----------------------------------------------------------------------------
@@ -133,7 +135,15 @@ class Const(PrimExpr):
                 raise DTypeMismatchError(
                     f"constant {v!r} is not an integer but its dtype is {dtype}; "
                     "use a float dtype or round the value")
-            object.__setattr__(self, "value", int(v))
+            v = int(v)
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max:
+                # compiled code would wrap it, the interpreter would not: refuse it here
+                raise DTypeMismatchError(
+                    f"integer constant {v} does not fit {dtype} ([{info.min}, {info.max}]); "
+                    f"Instead: make it smaller, or compute in int64 (e.g. T.int64({v}) with "
+                    "int64 operands)")
+            object.__setattr__(self, "value", v)
         else:
             object.__setattr__(self, "value", float(v))
 
@@ -290,6 +300,9 @@ class BufferLoad(PrimExpr):
 
 
 # --- buffers --------------------------------------------------------------------------------
+#: the largest buffer (bytes): offsets and sizes then never overflow 64-bit arithmetic
+MAX_BUFFER_BYTES = 1 << 48
+
 @dataclass(frozen=True, eq=False)
 class Buffer:
     """A multi-dimensional array of one dtype. ``A[i, j]`` reads it.
@@ -316,6 +329,11 @@ class Buffer:
                 raise ShapeError(
                     f"buffer {self.name!r} has shape {shape}; every dimension must be a "
                     "positive int (mlcbook compiles static shapes)")
+        nbytes = math.prod(shape) * np.dtype(self.dtype).itemsize
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ShapeError(
+                f"buffer {self.name!r} has shape {shape}: {nbytes} bytes, more than the "
+                f"{MAX_BUFFER_BYTES} (2**48) mlcbook addresses; Instead: use a smaller shape")
         object.__setattr__(self, "shape", shape)
 
     @property
@@ -354,7 +372,9 @@ def as_expr(value: Any, dtype: str | None = None) -> PrimExpr:
     if isinstance(value, bool):
         return Const(value, "bool")
     if isinstance(value, int):
-        return Const(value, dtype or "int32")
+        # a bare number too big for int32 is an int64 (it still must fit a given dtype)
+        wide = not -2**31 <= value < 2**31
+        return Const(value, dtype or ("int64" if wide else "int32"))
     if isinstance(value, float):
         if dtype is not None and not is_float(dtype):
             raise DTypeMismatchError(

@@ -39,6 +39,8 @@ import keyword
 import math
 import unicodedata
 
+import numpy as np
+
 from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
                    CMP_OPS)
 from .function import IRModule, PrimFunc
@@ -272,7 +274,8 @@ class _Printer:
         lo, ext = r.min, r.extent
         if isinstance(ext, Const) and ext.value == 1 and ext.dtype == lo.dtype:
             return self.expr(lo)  # a point
-        if isinstance(lo, Const) and isinstance(ext, Const):
+        if isinstance(lo, Const) and isinstance(ext, Const) and _fits(lo.value + ext.value,
+                                                                      ext.dtype):
             return f"{self.expr(lo)}:{self.expr(Const(lo.value + ext.value, ext.dtype))}"
         if isinstance(lo, Const) and lo.value == 0:
             return f"{self.expr(lo)}:{self.expr(ext)}"
@@ -449,3 +452,8 @@ def _float_text(v: float) -> str:
     if v.is_integer() and abs(v) < 1e15 and (v != 0 or math.copysign(1.0, v) > 0):
         return str(int(v))
     return repr(v)
+
+
+def _fits(value: int, dtype: str) -> bool:
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
