@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 from ..tir.regions import same_expr
-from ..tir.analysis import buffers_read, buffers_written, free_vars
+from ..tir.analysis import buffers_read, buffers_written, collect_blocks, free_vars
 from ..tir.expr import (Binary, Buffer, BufferLoad, Const, PrimExpr, Var, infinity, is_float,
                         neg_infinity)
 from ..tir.functor import post_order_visit, substitute
@@ -185,7 +185,7 @@ def decompose_reduction(ctx: Context, block: BlockRV, loop: LoopRV) -> BlockRV:
     # what it reads or writes, nor read what it writes before the update block does
     init_writes, init_reads = buffers_written(B.init), buffers_read(B.init)
     seen_update = False
-    for other in tree.blocks_under(node):
+    for other in collect_blocks(node):
         if other is realize:
             seen_update = True
         if other is realize or tree.path_to(realize, other) is not None:
@@ -238,7 +238,7 @@ def rfactor(ctx: Context, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
     """
     node = ctx.loop(loop)
     lname = node.loop_var.name
-    under = tree.blocks_under(node)
+    under = collect_blocks(node)
     if len(under) != 1:
         ctx.fail(RFactorLoopError, f"rfactor: loop {lname} holds {len(under)} blocks; it must "
                  "hold exactly one reduction block whose work it divides.",
@@ -300,7 +300,7 @@ def rfactor(ctx: Context, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
     scope = ctx.scope_of(realize)
     at = top_stmt(scope, realize)
-    for other in tree.blocks_under(at):
+    for other in collect_blocks(at):
         if other is not realize and any(x is buf for x in reads_of(other.block) +
                                         writes_of(other.block)):
             ctx.fail(SharedLoopError, f"rfactor: block {other.block.name!r} uses {buf.name} "

@@ -99,11 +99,6 @@ def child_blocks(s: Stmt) -> list[BlockRealize]:
     return out
 
 
-def blocks_under(s: Stmt) -> list[BlockRealize]:
-    """Every BlockRealize under ``s`` (``s`` included when it is one), in program order."""
-    return [x for x in walk(s) if isinstance(x, BlockRealize)]
-
-
 def loops_under(s: Stmt) -> list[For]:
     return [x for x in walk(s) if isinstance(x, For)]
 

@@ -51,9 +51,9 @@ import numpy as np
 
 from ..errors import ArgumentError, ExecutionError, TIRError
 from ._scalar import GLOBALS, MATH, VALUE, Fault, _rf16, _rf32
-from .analysis import int_bounds
-from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, Select, Unary, Var, is_float,
-                   is_int)
+from .arith import int_bounds
+from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, Select, Unary, Var, int_range,
+                   is_float, is_int)
 from .function import IRModule, PrimFunc
 from .functor import Visitor, post_order_visit
 from .stmt import Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse, SeqStmt
@@ -207,18 +207,13 @@ _MAX_LOOP_NEST = 18  # CPython refuses more than 20 statically nested blocks in 
 _BITS = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}
 
 
-def _int_range(dtype: str) -> tuple[int, int]:
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
 def _paren(code: tuple[str, int], need: int) -> str:
     text, prec = code
     return text if prec >= need else f"({text})"
 
 
 def _wrap_code(text: str, prec: int, dtype: str) -> str:
-    lo, hi = _int_range(dtype)
+    lo, hi = int_range(dtype)
     if lo == 0:
         return f"({_paren((text, prec), 9)} & {hi})"
     return f"((({_paren((text, prec), _ADD + 1)} + {-lo}) & {hi - lo}) - {-lo})"
@@ -565,7 +560,7 @@ class _Translator(Visitor):
         if dtype == "bool":
             return repr(bool(v)), _ATOM
         if is_int(dtype):
-            lo, hi = _int_range(dtype)
+            lo, hi = int_range(dtype)
             v = (int(v) - lo) % (hi - lo + 1) + lo
             return repr(v), (_ATOM if v >= 0 else _UNARY)
         v = {"float16": _rf16, "float32": _rf32}.get(dtype, float)(float(v))
@@ -642,7 +637,7 @@ class _Translator(Visitor):
         if isinstance(e, (BufferLoad, Cast)) and e.dtype == dtype:
             return code  # a load of that dtype, or a cast to it, is in range already
         b = int_bounds(e, self.ranges)
-        lo, hi = _int_range(dtype)
+        lo, hi = int_range(dtype)
         if b is not None and lo <= b[0] and b[1] <= hi:
             return code
         return _wrap_code(code[0], code[1], dtype), _ATOM

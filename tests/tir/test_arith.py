@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from mlcbook.tir import Var
-from mlcbook.tir.analysis import int_values
+from mlcbook.tir.arith import int_values
 
 
 def test_an_array_binding_evaluates_every_point():
