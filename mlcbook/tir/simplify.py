@@ -6,11 +6,11 @@
     >>> str(simplify((i * 8 + j) % 8, {j: (0, 7)}))
     'j'
 
-Integer expressions are put in a *linear form* (a sum of ``coefficient * atom`` plus a
-constant, where an atom is anything that is not ``+``, ``-`` or multiplication by a
-constant), so that ``i*4 + j - i*4`` cancels to ``j``. Floor division and modulo by a
-positive constant ``c`` split the linear form into the part that is a multiple of ``c``
-and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division whatever
+Integer expressions are put in a *linear form* (:class:`~mlcbook.tir.arith.Linear`: a sum
+of ``coefficient * atom`` plus a constant, where an atom is anything that is not ``+``,
+``-`` or multiplication by a constant), so that ``i*4 + j - i*4`` cancels to ``j``. Floor
+division and modulo by a positive constant ``c`` split the linear form into the part that
+is a multiple of ``c`` and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division whatever
 ``r`` is, and when the bounds of the variables (``ranges``, inclusive ``(lo, hi)`` per
 variable, plus the extents of the loops and blocks around a statement) prove
 ``0 <= r < c``, ``r // c`` is 0 and ``(q*c + r) % c`` is ``r``.
