@@ -237,7 +237,8 @@ class Linear:
         """A tidy expression: positive terms first, then the negative ones, the constant
         last (``i0 * 32 + j - k + 4``); ``(x // c) * (k*c) + (x % c) * k`` becomes ``x * k``."""
         lin = self._merge_div_mod()
-        dt = lin.dtype
+        # constants take the dtype of the atoms (a form read through casts has theirs)
+        dt = next(iter(lin.terms.values()))[1].dtype if lin.terms else lin.dtype
         pos = [(c, a) for c, a in lin.terms.values() if c > 0]
         neg = [(c, a) for c, a in lin.terms.values() if c < 0]
         out: Optional[PrimExpr] = None
@@ -245,13 +246,13 @@ class Linear:
         if not pos and const > 0:
             out, const = Const(const, dt), 0
         for c, a in pos:
-            t = a if c == 1 else Binary("*", a, Const(c, dt))
+            t = a if c == 1 else Binary("*", a, Const(c, a.dtype))
             out = t if out is None else Binary("+", out, t)
         for c, a in neg:
             if out is None:
-                out = Binary("*", a, Const(c, dt))
+                out = Binary("*", a, Const(c, a.dtype))
             else:
-                out = Binary("-", out, a if c == -1 else Binary("*", a, Const(-c, dt)))
+                out = Binary("-", out, a if c == -1 else Binary("*", a, Const(-c, a.dtype)))
         if out is None:
             return Const(const, dt)
         if const > 0:

@@ -131,3 +131,10 @@ def test_the_old_home_of_int_bounds_still_answers_with_a_warning():
         assert analysis.int_bounds is int_bounds
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         analysis.nope
+
+
+def test_a_form_read_through_a_cast_rebuilds_in_its_variables_dtype():
+    i = Var("i")
+    e = const(3, "int64") + cast("int64", i * 2)
+    assert str(linear(e, casts=True).to_expr()) == "i * 2 + 3"
+    assert linear(e, casts=True).to_expr().dtype == "int32"
