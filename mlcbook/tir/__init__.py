@@ -17,3 +17,4 @@ from .functor import Mutator, Visitor, post_order_visit, replace_buffers, substi
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .verify import verify
 from .interpreter import interpret
+from . import analysis, arith  # noqa: E402 - mb.tir.analysis and mb.tir.arith, the facts passes share

@@ -9,11 +9,12 @@ Integer facts (bounds, values, linear forms) are in :mod:`mlcbook.tir.arith`.
 from __future__ import annotations
 
 import warnings
+from typing import Iterator
 
 from . import arith
 from .expr import Buffer, BufferLoad, Const, Var
 from .functor import Visitor
-from .stmt import Block, BlockRealize, BufferStore, For
+from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 
 def free_vars(node) -> list[Var]:
@@ -63,52 +64,48 @@ def _buffers(node, kind: type) -> list[Buffer]:
     return list(out.values())
 
 
-class _Statements(Visitor):
-    """Walks statements only, in program order (a block's init before its body)."""
-
-    def visit_Block(self, n: Block):
-        if n.init is not None:
-            self.visit(n.init)
-        self.visit(n.body)
-
-    def visit_BufferStore(self, n: BufferStore):
-        pass  # expressions hold no statements
-
-    def visit_Evaluate(self, n):
-        pass
+#: statement types that hold other statements, and the fields that hold them
+_STMT_FIELDS = {
+    "For": ("body",), "BlockRealize": ("block",), "Block": ("init", "body"),
+    "SeqStmt": ("stmts",), "IfThenElse": ("then_case", "else_case"), "Allocate": ("body",),
+}
 
 
-def collect_blocks(node) -> list[BlockRealize]:
-    """Every BlockRealize under ``node`` in program order (``node`` included when it is one)."""
-    out: list[BlockRealize] = []
-
-    class _V(_Statements):
-        def visit_BlockRealize(self, n: BlockRealize):
-            out.append(n)
-            self.visit(n.block)
-
-    _V().visit(node)
+def child_stmts(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s`` (a Block's init comes before its body)."""
+    out: list[Stmt] = []
+    for name in _STMT_FIELDS.get(type(s).__name__, ()):
+        v = getattr(s, name)
+        if isinstance(v, tuple):
+            out.extend(v)
+        elif v is not None:
+            out.append(v)
     return out
 
 
-def loop_ranges(node) -> dict:
+def walk(s: Stmt) -> Iterator[Stmt]:
+    """Every statement under ``s`` (``s`` included) in program order, parents first."""
+    yield s
+    for c in child_stmts(s):
+        yield from walk(c)
+
+
+def collect_blocks(node: Stmt) -> list[BlockRealize]:
+    """Every BlockRealize under ``node`` in program order (``node`` included when it is one)."""
+    return [s for s in walk(node) if isinstance(s, BlockRealize)]
+
+
+def loop_ranges(node: Stmt) -> dict:
     """``{var: (0, extent - 1)}`` for every loop and block iteration variable under ``node``
     whose extent is a constant."""
     out: dict = {}
-
-    class _V(_Statements):
-        def visit_For(self, n: For):
-            if isinstance(n.extent, Const):
-                out[n.loop_var] = (0, n.extent.value - 1)
-            self.visit(n.body)
-
-        def visit_BlockRealize(self, n: BlockRealize):
-            for iv in n.block.iter_vars:
+    for s in walk(node):
+        if isinstance(s, For) and isinstance(s.extent, Const):
+            out[s.loop_var] = (0, s.extent.value - 1)
+        elif isinstance(s, BlockRealize):
+            for iv in s.block.iter_vars:
                 if isinstance(iv.extent, Const):
                     out[iv.var] = (0, iv.extent.value - 1)
-            self.visit(n.block)
-
-    _V().visit(node)
     return out
 
 

@@ -43,7 +43,7 @@ def expr_key(e: PrimExpr) -> tuple:
     if isinstance(e, Var):
         return ("v", id(e))
     if isinstance(e, Const):
-        return ("c", e.dtype, e.value)
+        return ("c", e.dtype, e.value if e.value == e.value else "nan")  # NaN is one constant
     if isinstance(e, Binary):
         return ("b", e.op, expr_key(e.a), expr_key(e.b))
     if isinstance(e, Unary):
