@@ -14,6 +14,7 @@ numpy matmul ran 1.6x slower for ~0.1 s).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -75,39 +76,35 @@ class _Threads:
 
 
 def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
-    """Fill ``case.seconds`` with ``rounds`` interleaved measurements, each of enough
-    back-to-back calls to last ``min_seconds``, after as many untimed calls (the cores of
-    this virtual machine are slow for a few tens of ms after being idle). Cases marked
-    ``once`` are called once."""
-    numbers = {}
+    """Fill ``case.seconds`` with ``rounds`` interleaved measurements
+    (``mb.runtime.time_interleaved``: warm-up, untimed calls before each timed batch, order
+    rotated per round), each case at its own thread counts. Cases marked ``once`` are called
+    once."""
+    repeated = {}
     for c in cases:
-        with _Threads(c.threads):
-            if c.once:
+        if c.once:
+            with _Threads(c.threads):
                 t0 = time.perf_counter()
                 c.fn()
                 c.seconds.append(time.perf_counter() - t0)
-                continue
-            c.fn()  # warm-up
-            t0 = time.perf_counter()
-            c.fn()
-            numbers[id(c)] = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-7)))
+        else:
+            repeated[str(len(repeated))] = c
+    if not repeated:
+        return
+
+    @contextlib.contextmanager
+    def threads_of(name):
+        c = repeated[name]
+        with _Threads(c.threads):
+            yield
         if c.threads > 1:
             time.sleep(SETTLE)
-    repeated = [c for c in cases if not c.once]
-    for r in range(rounds):
-        # rotate the order so that no case always runs right after the same neighbour
-        shift = r % max(len(repeated), 1)
-        for c in repeated[shift:] + repeated[:shift]:
-            n = numbers[id(c)]
-            with _Threads(c.threads):
-                for _ in range(n):  # untimed: wakes the idle cores and warms the caches
-                    c.fn()
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    c.fn()
-                c.seconds.append((time.perf_counter() - t0) / n)
-            if c.threads > 1:
-                time.sleep(SETTLE)
+
+    results = mb.runtime.time_interleaved({name: c.fn for name, c in repeated.items()},
+                                          rounds=rounds, min_seconds=min_seconds,
+                                          around=threads_of)
+    for name, c in repeated.items():
+        c.seconds.extend(results[name].results)
 
 
 def blas_name() -> str:

@@ -31,8 +31,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 STATUSES = ("written", "planned")
 
-_BOOK_KEYS = {"title", "parts", "chapters"}
-_PART_KEYS = {"key", "title"}
+_BOOK_KEYS = {"title", "scope", "parts", "chapters"}
+_PART_KEYS = {"key", "title", "needs"}
 _CHAPTER_KEYS = {"number", "slug", "title", "part", "notebook", "exercises", "solutions",
                  "summary", "status"}
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -40,10 +40,12 @@ _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Part:
-    """A group of chapters, e.g. ``Part(key="programs", title="Part I. Tensor programs")``."""
+    """A group of chapters, e.g. ``Part(key="programs", title="Part I. Tensor programs",
+    needs="numpy, llvmlite ...")``; ``needs`` says what its chapters need installed."""
 
     key: str
     title: str
+    needs: str
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Chapter:
 @dataclass(frozen=True)
 class Book:
     title: str
+    scope: str
     parts: tuple[Part, ...]
     chapters: tuple[Chapter, ...]
     path: Path
@@ -138,7 +141,8 @@ def _validate(data: dict, path: Path) -> Book:
     for i, raw in enumerate(_typed(data, "parts", list, where)):
         ctx = f"{where}, [[parts]] #{i + 1}"
         _check_keys(raw, _PART_KEYS, ctx)
-        part = Part(_typed(raw, "key", str, ctx), _typed(raw, "title", str, ctx))
+        part = Part(_typed(raw, "key", str, ctx), _typed(raw, "title", str, ctx),
+                    _typed(raw, "needs", str, ctx))
         if part.key in parts:
             raise BookError(f"{ctx}: part key {part.key!r} is used twice; give each part its own key")
         parts[part.key] = part
@@ -178,7 +182,15 @@ def _validate(data: dict, path: Path) -> Book:
                               status=status, **files))
     if not result:
         raise BookError(f"{where}: the book has no [[chapters]]")
-    return Book(title=title, parts=tuple(parts.values()), chapters=tuple(result), path=path)
+    used = [c.part.key for c in result]
+    runs = [key for k, key in enumerate(used) if k == 0 or used[k - 1] != key]
+    if len(runs) != len(set(runs)):  # a part's chapters must be consecutive
+        split = next(key for key in runs if runs.count(key) > 1)
+        raise BookError(f"{where}: the chapters of part {split!r} are not consecutive "
+                        f"(parts in chapter order: {', '.join(used)}); renumber the chapters "
+                        "or split the part")
+    return Book(title=title, scope=_typed(data, "scope", str, f"{where} (top level)"),
+                parts=tuple(parts.values()), chapters=tuple(result), path=path)
 
 
 def _check_keys(raw: object, allowed: set[str], ctx: str) -> None:

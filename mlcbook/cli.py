@@ -3,7 +3,7 @@
     mlcbook tour                        the built-in end-to-end demo
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
-    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S]
+    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 from .errors import MLCError
@@ -70,12 +71,19 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(run=_run)
 
     grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
-                           description="Execute each notebook in a fresh kernel, collect every "
-                           "check's result, and print a score table (optionally as JSON).")
+                           description="Execute each notebook in a fresh kernel (every cell, "
+                           "even after one raises), check each exercise's answer there with "
+                           "freshly loaded graders, and print a score table (optionally as "
+                           "JSON). Student code runs with your rights: grade untrusted "
+                           "notebooks in a disposable container or account.")
     grade.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     grade.add_argument("--json", metavar="PATH", help="also write the scores as JSON to PATH")
     grade.add_argument("--timeout", type=float, default=120, metavar="S",
-                       help="seconds one cell may run (default: 120)")
+                       help="seconds one cell (or one exercise's check) may run before it "
+                       "is interrupted (default: 120)")
+    grade.add_argument("--isolate", action="store_true",
+                       help="run the kernel under resource limits: 600 s of CPU time, 4 GiB "
+                       "of memory, files up to 256 MiB (POSIX setrlimit)")
     grade.add_argument("--kernel", metavar="NAME",
                        help="a Jupyter kernel name (default: this Python environment)")
     grade.set_defaults(run=_grade)
@@ -263,7 +271,7 @@ def _grade(args: argparse.Namespace) -> int:
     from .grading import grade
     from .grading.execute import CURRENT_ENV
     reports = grade.grade(args.notebooks, timeout=args.timeout,
-                          kernel_name=args.kernel or CURRENT_ENV)
+                          kernel_name=args.kernel or CURRENT_ENV, isolate=args.isolate)
     print(grade.format_table(reports))
     if args.json:
         Path(args.json).write_text(json.dumps(grade.to_json(reports), indent=2) + "\n",
@@ -277,8 +285,11 @@ def _book(args: argparse.Namespace) -> int:
     loaded = book.load()
     if args.action == "list":
         print(loaded.title)
+        print(textwrap.fill(loaded.scope, 92))
         for part in loaded.parts:
             print(f"\n{part.title}")
+            print(textwrap.fill(f"Needs: {part.needs}", 92, initial_indent="  ",
+                                subsequent_indent="  "))
             for ch in (c for c in loaded.chapters if c.part == part):
                 print(f"  {ch.number:>2}. {ch.title:<36} {ch.status}")
         written = sum(c.written for c in loaded.chapters)

@@ -47,13 +47,49 @@ def _one_chapter(**changes):
                   status='"planned"')
     fields.update(changes)
     body = "\n".join(f"{k} = {v}" for k, v in fields.items() if v is not None)
-    return f'title = "T"\n[[parts]]\nkey = "p"\ntitle = "P"\n[[chapters]]\n{body}\n'
+    return (f'title = "T"\nscope = "S"\n[[parts]]\nkey = "p"\ntitle = "P"\nneeds = "N"\n'
+            f'[[chapters]]\n{body}\n')
 
 
 def test_a_minimal_book_loads(tmp_path):
     loaded = book.load(_write(tmp_path, _one_chapter()))
     assert loaded.chapters[0].notebook == tmp_path / "chapters/01_a.ipynb"
-    assert loaded.parts[0].title == "P"
+    assert loaded.parts[0].title == "P" and loaded.parts[0].needs == "N"
+    assert loaded.scope == "S"
+
+
+def test_the_book_states_its_scope_and_what_each_part_needs():
+    loaded = book.load()
+    assert "GPU" in loaded.scope and "x86-64" in loaded.scope and "ARM" in loaded.scope
+    assert all(part.needs for part in loaded.parts)
+
+
+def test_the_readme_lists_every_part():
+    readme = (ROOT / "README.md").read_text()
+    for part in book.load().parts:
+        assert part.title.removeprefix("Part ") in readme, f"README lacks {part.title!r}"
+
+
+def test_kernel_level_chapters_are_not_under_whole_models():
+    by_slug = {c.slug: c.part.key for c in book.chapters()}
+    assert by_slug["automatic_optimization"] != "models"
+    assert by_slug["hardware_native_acceleration"] != "models"
+    assert [c.slug for c in book.chapters()][5:] == [
+        "graph_optimization", "automatic_optimization", "hardware_native_acceleration",
+        "training", "rewriting_models_while_they_train", "deployment"]
+
+
+def test_a_part_with_chapters_apart_is_refused(tmp_path):
+    text = _one_chapter().replace('[[chapters]]', '[[parts]]\nkey = "q"\ntitle = "Q"\n'
+                                  'needs = "N"\n[[chapters]]', 1)
+    for number, slug, part in ((2, "b", "q"), (3, "c", "p")):
+        text += (f'[[chapters]]\nnumber = {number}\nslug = "{slug}"\ntitle = "X"\n'
+                 f'part = "{part}"\nnotebook = "chapters/0{number}_{slug}.ipynb"\n'
+                 f'exercises = "exercises/0{number}_{slug}.ipynb"\n'
+                 f'solutions = "exercises/solutions/0{number}_{slug}.ipynb"\n'
+                 'summary = "s"\nstatus = "planned"\n')
+    with pytest.raises(BookError, match="chapters of part 'p' are not consecutive"):
+        book.load(_write(tmp_path, text))
 
 
 @pytest.mark.parametrize("changes, message", [

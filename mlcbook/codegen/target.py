@@ -86,6 +86,22 @@ class Target:
             return _WIDE_CPUS[self.cpu]
         return 128
 
+    @property
+    def arch(self) -> str:
+        """The architecture part of the triple: ``"x86_64"``, ``"aarch64"``, ..."""
+        return _arch(self.triple)
+
+    @property
+    def vector_registers(self) -> int:
+        """How many SIMD registers the code can use: 32 on AVX-512 and on 64-bit ARM (NEON,
+        SVE), 16 on other x86-64 (SSE, AVX2). A register tile must fit in them, with a few to
+        spare for the values it is updated from."""
+        if self.arch in ("aarch64", "arm64", "aarch64_be"):
+            return 32
+        if self.arch in ("x86_64", "amd64"):
+            return 32 if self.vector_bits == 512 else 16
+        return 16
+
     def vector_lanes(self, dtype: str = "float32") -> int:
         """How many ``dtype`` values fit in one vector register: 16 float32 on AVX-512."""
         import numpy as np

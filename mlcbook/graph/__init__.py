@@ -12,6 +12,7 @@ named weights, op calls, tuples, and ``call_tir`` into PrimFuncs of the same
         return relu
     >>> mb.graph.interpret(f, np.ones((1, 4), "float32"))     # numpy reference semantics
     >>> exe = mb.compile(f); exe(np.ones((1, 4), "float32"))   # native code
+    >>> mb.graph.draw(f)                                        # an SVG picture of it
 
 ``legalize`` lowers every op call to ``call_tir`` of a PrimFunc; ``compile`` schedules and
 builds them into an :class:`Executable`, whose ``save`` writes a file that ``load`` reads.
@@ -23,7 +24,11 @@ from .builder import Builder, op
 from .expr import (Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, Var, call,
                    children, post_order)
 from .functor import ExprMutator, ExprVisitor
-from .executable import Executable, compile, load  # noqa: A004 - mb.compile, as in TVM
+from . import passes
+from .compile import compile  # noqa: A004 - mb.compile, as in TVM
+from .draw import GraphDrawing, draw
+from .executable import Executable, load
+from .fusion import explain_fusion, fuse_ops
 from .interpret import interpret
 from .legalize import legalize
 from .printer import module_to_str
@@ -32,5 +37,6 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "op", "Call",
            "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
-           "legalize", "compile", "load", "Executable",
+           "legalize", "compile", "load", "Executable", "draw", "GraphDrawing", "passes",
+           "fuse_ops", "explain_fusion",
            "assert_structural_equal", "structural_equal", "structural_hash"]

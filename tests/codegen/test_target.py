@@ -26,6 +26,17 @@ def test_cpu_and_features_can_be_chosen():
     assert mb.Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma").vector_bits == 256
 
 
+@pytest.mark.parametrize("spec,arch,registers", [
+    ("llvm -mcpu=skylake-avx512", "x86_64", 32),
+    ("llvm -mcpu=x86-64 -mattr=+avx2,+fma", "x86_64", 16),
+    ("llvm -mcpu=x86-64 -mattr=+sse2", "x86_64", 16),
+    ("llvm -mtriple=aarch64-linux-gnu", "aarch64", 32),
+])
+def test_register_count_follows_the_architecture(spec, arch, registers):
+    t = mb.Target(spec)
+    assert t.arch == arch and t.vector_registers == registers
+
+
 def test_kernel_built_for_an_older_cpu_still_runs_here():
     k = mb.build(map_func(lambda x: x + 1.0, ["float32"], "float32", lanes=16),
                  target="llvm -mcpu=x86-64 -mattr=+sse2")
