@@ -19,3 +19,4 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 from .verify import verify
 from .interpreter import interpret
 from .reference import evaluate
+from . import analysis, arith  # noqa: E402 - mb.tir.analysis and mb.tir.arith, the facts passes share

@@ -461,14 +461,15 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil = (  # noqa: A0
 
 def infinity(dtype: str) -> Const:
     """The largest value of ``dtype`` (inf for floats), identity of ``min``."""
-    return Const(math.inf if is_float(dtype) else _int_range(dtype)[1], dtype)
+    return Const(math.inf if is_float(dtype) else int_range(dtype)[1], dtype)
 
 
 def neg_infinity(dtype: str) -> Const:
     """The smallest value of ``dtype``, identity of ``max``."""
-    return Const(-math.inf if is_float(dtype) else _int_range(dtype)[0], dtype)
+    return Const(-math.inf if is_float(dtype) else int_range(dtype)[0], dtype)
 
 
-def _int_range(dtype: str) -> tuple[int, int]:
+def int_range(dtype: str) -> tuple[int, int]:
+    """Inclusive ``(min, max)`` of an integer (or bool) dtype: ``int_range("int8") == (-128, 127)``."""
     return {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1),
             "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}[dtype]
