@@ -25,8 +25,8 @@ import json
 import os
 
 from ..codegen.llvm_module import META_SYMBOL, EntryInfo
-from ..codegen.target import Target, _llvm
-from ..codegen.jit import _load_libm
+from ..codegen.target import Target, llvm_binding
+from ..codegen.jit import load_libm
 from ..errors import BuildError, KernelLoadError
 from .elf import check_object
 from .kernel import Kernel, KernelLibrary
@@ -36,8 +36,8 @@ class _ObjectLib:
     """An object file loaded into an MCJIT engine (llvmlite's runtime linker)."""
 
     def __init__(self, data: bytes, target=None):
-        llvm = _llvm()
-        _load_libm()
+        llvm = llvm_binding()
+        load_libm()
         tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
         empty = llvm.parse_assembly("")
         empty.triple = tm.triple

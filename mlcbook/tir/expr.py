@@ -21,6 +21,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from ..printing import printer
 from ..errors import DTypeMismatchError, ShapeError
 
 # --- data types ----------------------------------------------------------------------------
@@ -99,8 +100,7 @@ class PrimExpr:
             "use mb.tir.select(cond, a, b) or `&`/`|`/`~` instead of if/and/or/not")
 
     def __str__(self) -> str:
-        from .printer import expr_to_str
-        return expr_to_str(self)
+        return printer("tir.expr")(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self})"

@@ -41,6 +41,8 @@ import unicodedata
 
 import numpy as np
 
+from ..printing import register
+from .functor import post_order_visit
 from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
                    CMP_OPS)
 from .function import IRModule, PrimFunc
@@ -182,7 +184,6 @@ def _is_plain_loop(s) -> bool:
 
 
 def _uses_any(e: PrimExpr, var_ids: set) -> bool:
-    from .functor import post_order_visit
     found = []
     post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) and id(n) in var_ids
                      else None)
@@ -457,3 +458,12 @@ def _float_text(v: float) -> str:
 def _fits(value: int, dtype: str) -> bool:
     info = np.iinfo(dtype)
     return info.min <= value <= info.max
+
+
+register("tir.expr", expr_to_str)
+register("tir.stmt", stmt_to_str)
+register("tir.part", part_to_str)
+register("tir.func", func_to_str)
+register("tir.module", module_to_str)
+register("tir.html", to_html)
+
