@@ -219,7 +219,8 @@ def _explain(args, got: bool) -> str:
     return f"{shown}, expected {not got}: {why}"
 
 
-@exercise("06.fusion_rule", points=3, title="The fusion rule: when a group joins its post-dominator")
+@exercise("06.fusion_rule", points=3, answer="joins",
+          title="The fusion rule: when a group joins its post-dominator")
 def _check_fusion_rule(answer, rng):
     from ..graph import fuse_ops
     if answer is None:
@@ -263,7 +264,8 @@ def _bn(h, scale, shift, mean, var, eps):
     return (h - mean[c]) / np.sqrt(var[c] + eps) * scale[c] + shift[c]
 
 
-@exercise("06.fold_bn", points=2, title="Fold a BatchNorm into the convolution before it")
+@exercise("06.fold_bn", points=2, answer="fold_bn",
+          title="Fold a BatchNorm into the convolution before it")
 def _check_fold_bn(answer, rng):
     cases = [(3, 4, 1e-5), (5, 8, 1e-3), (int(rng.integers(2, 6)), int(rng.integers(2, 9)),
                                           float(rng.choice([1e-2, 0.1])))]
@@ -329,7 +331,8 @@ def random_steps(rng: np.random.Generator, count: int = 8):
     return steps, sizes
 
 
-@exercise("06.lifetimes", points=2, title="Lifetimes and the peak bytes of a run plan")
+@exercise("06.lifetimes", points=2, answer="lifetimes_and_peak",
+          title="Lifetimes and the peak bytes of a run plan")
 def _check_lifetimes(answer, rng):
     cases = [random_steps(rng, int(rng.integers(4, 12))) for _ in range(6)]
     cases.insert(0, ([("a", ["x"]), ("b", ["a"]), ("c", ["a", "b"]), ("d", ["c"])],
