@@ -7,6 +7,7 @@
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
+    mlcbook book build -o SITE/         render the written chapters as a web book
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ def _parser() -> argparse.ArgumentParser:
 
     bk = sub.add_parser("book", help="list, run or maintain the book's chapters",
                         description="List the book's chapters (default), execute the written "
-                        "ones, or regenerate the student exercise notebooks.")
-    bk.add_argument("action", nargs="?", choices=["list", "run", "make-student"], default="list")
+                        "ones, regenerate the student exercise notebooks, or render the written "
+                        "chapters and their exercises as a web book.")
+    bk.add_argument("action", nargs="?", choices=["list", "run", "make-student", "build"],
+                    default="list")
     bk.add_argument("--run", dest="action", action="store_const", const="run",
                     help="same as the action 'run'")
     bk.add_argument("--save", action="store_true",
@@ -93,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="make-student: only report notebooks that are out of date (exit 1)")
     bk.add_argument("--timeout", type=float, default=120, metavar="S",
                     help="run: seconds one cell may run (default: 120)")
+    bk.add_argument("-o", "--output", metavar="SITE", default="site",
+                    help="build: the folder to write the web book to (default: site)")
     bk.set_defaults(run=_book)
     return parser
 
@@ -290,6 +295,11 @@ def _book(args: argparse.Namespace) -> int:
         return 0
     if args.action == "run":
         return _book_run(loaded, timeout=args.timeout, save=args.save)
+    if args.action == "build":
+        from .book_html import build
+        pages = build(loaded, args.output)
+        print(f"wrote {len(pages)} pages to {args.output}/; open {pages[0]} in a browser")
+        return 0
     return _book_make_student(loaded, check=args.check)
 
 
