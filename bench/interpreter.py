@@ -1,8 +1,10 @@
-"""Time the reference interpreter on a 128x128x128 float32 matmul (with an init block),
-beside numpy's time for the same matmul, and write the table to bench/RESULTS_interpreter.md.
+"""Time the interpreter on a 128x128x128 float32 matmul (with an init block), beside numpy's
+time for the same matmul, and the reference evaluator beside the interpreter on a 32x32x32
+one (the evaluator walks the tree: it is for small shapes); write the tables to
+bench/RESULTS_interpreter.md.
 
     python bench/interpreter.py            # 5 runs, median
-    python bench/interpreter.py --n 64 --repeats 3
+    python bench/interpreter.py --n 64 --eval-n 16 --repeats 3
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def _median_time(fn, repeats: int, number: int = 1) -> float:
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--eval-n", type=int, default=32, help="matmul size for the evaluator")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_interpreter.md")))
     args = ap.parse_args(argv)
@@ -69,6 +72,18 @@ def main(argv=None) -> str:
     interp = _median_time(lambda: mb.tir.interpret(func, a, b, c), args.repeats)
     numpy_t = _median_time(lambda: np.matmul(a, b, out=c), args.repeats, number=200)
 
+    m = args.eval_n
+    small = matmul_func(m)
+    sa, sb = a[:m, :m].copy(), b[:m, :m].copy()
+    sc, sc_ref = np.empty((m, m), "float32"), np.empty((m, m), "float32")
+    mb.tir.interpret(small, sa, sb, sc)  # translate once, outside the timing
+    evaluate_t, interp_small = [], []
+    for _ in range(args.repeats):  # interleaved, so both see the same machine
+        evaluate_t.append(_median_time(lambda: mb.tir.evaluate(small, sa, sb, sc_ref), 1))
+        interp_small.append(_median_time(lambda: mb.tir.interpret(small, sa, sb, sc), 1))
+    evaluate_t, interp_small = statistics.median(evaluate_t), statistics.median(interp_small)
+    same_bits = bool(np.array_equal(sc, sc_ref))
+
     table = "\n".join([
         f"# Interpreter: {n}x{n}x{n} float32 matmul (one block with init)",
         "",
@@ -84,6 +99,16 @@ def main(argv=None) -> str:
         f"| mb.tir.interpret, first call (translate + compile + run) | {first:.4f} | "
         f"{first / numpy_t:,.0f}x |",
         f"| numpy `a @ b` | {numpy_t:.6f} | 1x |",
+        "",
+        f"Reference evaluator on a {m}x{m}x{m} matmul (same runs, interleaved):",
+        "",
+        "| what | time (s) | ratio to the interpreter |",
+        "|---|---:|---:|",
+        f"| mb.tir.evaluate (tree walk, every access checked) | {evaluate_t:.4f} | "
+        f"{evaluate_t / interp_small:,.1f}x |",
+        f"| mb.tir.interpret (cached translation) | {interp_small:.4f} | 1x |",
+        "",
+        f"Evaluator and interpreter results identical bit for bit: {same_bits}.",
         "",
         f"Max error of the interpreter vs float64 numpy, relative to max |C|: {rel_err:.1e} "
         "(the interpreter computes each step in float64 and rounds every store to float32).",

@@ -31,7 +31,7 @@ _LAZY = {
     "lower": (".tir.transform", "lower"), "build": (".runtime", "build"),
     "time_kernel": (".runtime", "time_kernel"), "Target": (".codegen", "Target"),
     "from_onnx": (".frontend", "from_onnx"),
-    "compile": (".graph.executable", "compile"), "load": (".graph.executable", "load"),
+    "compile": (".graph.compile", "compile"), "load": (".graph.executable", "load"),
 }
 
 __all__ = ["MLCError", "ScheduleError", "errors", "tir", "__version__", *_LAZY]

@@ -59,7 +59,8 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     print(f"{len(model.graph.node)} ONNX nodes: "
           + ", ".join(f"{k} x{v}" if v > 1 else k for k, v in op_types.items()))
     print(f"{len(model.graph.initializer)} initializers holding {n_weights:,} weights "
-          "(fixed random values, not trained: the compiler never looks at them)")
+          "(fixed random values, not trained; the compiler reads them only to fold constants, "
+          "such as a BatchNorm into the conv before it)")
     shape = ", ".join(map(str, models.INPUT_SHAPE))
     print(f"input {models.INPUT_NAME!r} of shape ({shape}); the batch size N is symbolic")
 
@@ -84,6 +85,10 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
                      if isinstance(n, CallTIR) and n.name == "relu3")
     print(f"\nthe PrimFunc {relu_call.func!r} that the call 'relu3' runs:")
     print(legal[relu_call.func])
+
+    print("\nmb.compile legalizes the optimized graph instead: folding passes first, then the "
+          "calls grouped by op kind, one PrimFunc per group (mb.graph.explain_fusion):")
+    print(graph.explain_fusion(graph.passes.optimize(mod)))
 
     _say("4. compile: default schedules, then LLVM -> one native library")
     t0 = time.perf_counter()
@@ -126,7 +131,9 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
         ("ops", f"{sum(op_calls.values())} calls of {len(op_calls)} ops ("
          + ", ".join(f"{k} x{v}" if v > 1 else k for k, v in op_calls.items()) + ")"),
         ("kernels", f"{stats['kernels']} PrimFuncs, {stats['calls']} kernel calls per run"
-         + no_kernel),
+         + no_kernel + "; fusion merged the rest"),
+        ("memory", f"{stats['arena_bytes'] / 1024:.0f} KiB arena for the intermediates "
+         f"({stats['unplanned_bytes'] / 1024:.0f} KiB with a buffer each)"),
         ("import", f"{import_s:.2f} s"),
         ("compile", f"{compile_s:.2f} s"),
         ("latency", f"{_ms(t_exe)} compiled vs {_ms(t_ref)} numpy reference evaluator "

@@ -20,7 +20,7 @@ _LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
 def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:
     """Emit ``name(*xs)`` for ``dtype`` operands (scalars or vectors) with emitter ``em``."""
     B = em.b
-    lanes = em._lanes_of(xs[0])
+    lanes = em.lanes_of(xs[0])
     if dtype == "float16":
         wide = [B.fpext(x, reg_type("float32", lanes)) for x in xs]
         return B.fptrunc(emit_math(em, name, "float32", wide), reg_type("float16", lanes))
@@ -28,16 +28,16 @@ def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:
         if dtype == "uint8":
             return xs[0]
         if dtype.startswith("int"):
-            return em._intrinsic("llvm.abs", [xs[0], ir.Constant(ir.IntType(1), 0)])
-        return em._intrinsic("llvm.fabs", xs)
+            return em.intrinsic("llvm.abs", [xs[0], ir.Constant(ir.IntType(1), 0)])
+        return em.intrinsic("llvm.fabs", xs)
     fl = em.fflags
     if name in _INTRINSIC:
-        return em._intrinsic(_INTRINSIC[name], xs)
+        return em.intrinsic(_INTRINSIC[name], xs)
     if name == "rsqrt":
-        return B.fdiv(em._like(xs[0], 1.0), em._intrinsic("llvm.sqrt", xs), flags=fl)
+        return B.fdiv(em.like(xs[0], 1.0), em.intrinsic("llvm.sqrt", xs), flags=fl)
     if name == "sigmoid":
-        one = em._like(xs[0], 1.0)
-        e = em._intrinsic("llvm.exp", [B.fneg(xs[0], flags=fl)])
+        one = em.like(xs[0], 1.0)
+        e = em.intrinsic("llvm.exp", [B.fneg(xs[0], flags=fl)])
         return B.fdiv(one, B.fadd(one, e, flags=fl), flags=fl)
     if name in _LIBM:
         fname = _LIBM[name][0 if dtype == "float32" else 1]

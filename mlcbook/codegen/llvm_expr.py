@@ -20,7 +20,7 @@ import llvmlite.ir as ir
 from ..errors import BuildError
 from ..tir.analysis import int_bounds
 from ..tir.expr import BufferLoad, Const, Select, is_float, is_int
-from ..tir.functor import Visitor
+from ..tir.functor import ExprFunctor, Visitor
 from .llvm_types import I32, PTR, itemsize, mangle, mem_type, reg_type
 
 S, R, V = "scalar", "ramp", "vector"
@@ -38,8 +38,9 @@ class Val:
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
 
 
-class ExprEmitter:
-    """Expression half of the function emitter (see :mod:`.llvm_func`).
+class ExprEmitter(ExprFunctor):
+    """Expression half of the function emitter (see :mod:`.llvm_func`): ``self.expr(e)``
+    emits the instructions computing ``e`` and returns its :class:`Val`.
 
     The subclass provides ``b`` (IRBuilder), ``cg`` (module context), ``env``
     (Var -> Val), ``buffers`` (Buffer -> pointer), ``lanes`` (None outside vector loops),
@@ -48,11 +49,8 @@ class ExprEmitter:
 
     _index_depth = 0
 
-    def emit(self, e) -> Val:
-        method = getattr(self, "visit_" + type(e).__name__, None)
-        if method is None:
-            raise BuildError(f"cannot compile the expression {e} ({type(e).__name__})")
-        return method(e)
+    def unhandled_expr(self, e) -> Val:
+        raise BuildError(f"cannot compile the expression {e} ({type(e).__name__})")
 
     # --- small helpers ------------------------------------------------------------------------
     @property
@@ -69,7 +67,7 @@ class ExprEmitter:
             return ir.Constant(ir.VectorType(t, lanes), [c] * lanes)
         return c
 
-    def _like(self, x: ir.Value, value) -> ir.Constant:
+    def like(self, x: ir.Value, value) -> ir.Constant:
         """A constant of ``x``'s type (splat for vectors)."""
         t = x.type
         if isinstance(t, ir.VectorType):
@@ -103,19 +101,19 @@ class ExprEmitter:
         return Val(V, fn(*(self._vec(v) for v in vals)))
 
     def _not(self, x: ir.Value) -> ir.Value:
-        return self.b.xor(x, self._like(x, 1))
+        return self.b.xor(x, self.like(x, 1))
 
-    def _intrinsic(self, name: str, args, ret=None) -> ir.Value:
+    def intrinsic(self, name: str, args, ret=None) -> ir.Value:
         t = args[0].type
         ret = ret or t
         fn = self.cg.declare(f"{name}.{mangle(t)}", ir.FunctionType(ret, [a.type for a in args]))
         return self.b.call(fn, args)
 
     # --- leaves -------------------------------------------------------------------------------
-    def visit_Const(self, e: Const) -> Val:
+    def expr_Const(self, e: Const) -> Val:
         return Val(S, self._const(e.dtype, e.value))
 
-    def visit_Var(self, e) -> Val:
+    def expr_Var(self, e) -> Val:
         try:
             return self.env[e]
         except KeyError:
@@ -123,15 +121,15 @@ class ExprEmitter:
                              "run mb.tir.verify on the function to see why") from None
 
     # --- arithmetic ---------------------------------------------------------------------------
-    def visit_Binary(self, e) -> Val:
+    def expr_Binary(self, e) -> Val:
         op, dt = e.op, e.a.dtype
         if op in ("and", "or") and _has_load(e.b):
             # `i < n and A[i] > 0` must not load A[i] when i >= n: evaluate like a select
             false = Const(False, "bool")
             true = Const(True, "bool")
-            return self.visit_Select(Select(e.a, e.b, false) if op == "and"
+            return self.expr_Select(Select(e.a, e.b, false) if op == "and"
                                      else Select(e.a, true, e.b))
-        a, b = self.emit(e.a), self.emit(e.b)
+        a, b = self.expr(e.a), self.expr(e.b)
         B = self.b
         if op == "and":
             return self._lift(B.and_, a, b)
@@ -159,7 +157,7 @@ class ExprEmitter:
         elif op == "*" and (isinstance(e.a, Const) or isinstance(e.b, Const)):
             c = e.a.value if isinstance(e.a, Const) else e.b.value
             ramp = a if a.kind == R else b
-            base, stride = B.mul(ramp.value, self._like(ramp.value, c), flags=fl), ramp.stride * c
+            base, stride = B.mul(ramp.value, self.like(ramp.value, c), flags=fl), ramp.stride * c
         else:
             return None
         return Val(R, base, stride) if stride else Val(S, base)
@@ -178,7 +176,7 @@ class ExprEmitter:
                 # numpy's minimum/maximum propagate NaN, as llvm.minimum/maximum do
                 name = ("llvm.minnum" if op == "min" else "llvm.maxnum") if self.fast else \
                        ("llvm.minimum" if op == "min" else "llvm.maximum")
-                return self._intrinsic(name, [x, y])
+                return self.intrinsic(name, [x, y])
             return {"+": B.fadd, "-": B.fsub, "*": B.fmul, "/": B.fdiv}[op](x, y, flags=fl)
         if op in ("min", "max"):
             lt = self._cmp("<", dt, x, y)
@@ -198,7 +196,7 @@ class ExprEmitter:
     def _divmod(self, op, dt, x, y, nonneg: bool, cb) -> ir.Value:
         """Floor division / modulo; ``x // 0`` and ``x % 0`` are 0, as numpy gives."""
         B = self.b
-        zero, one = self._like(x, 0), self._like(x, 1)
+        zero, one = self.like(x, 0), self.like(x, 1)
         if dt == "uint8":
             if cb is not None and cb != 0:
                 return B.udiv(x, y) if op == "//" else B.urem(x, y)
@@ -213,7 +211,7 @@ class ExprEmitter:
         if guard:
             # sdiv traps on x/0 and INT_MIN/-1: divide by 1 there and patch the result
             is0 = B.icmp_signed("==", y, zero)
-            ism1 = B.icmp_signed("==", y, self._like(y, -1))
+            ism1 = B.icmp_signed("==", y, self.like(y, -1))
             ys = B.select(B.or_(is0, ism1), one, y)
         q, r = B.sdiv(x, ys), B.srem(x, ys)
         need = B.and_(B.icmp_signed("!=", r, zero), B.icmp_signed("<", B.xor(r, ys), zero))
@@ -226,25 +224,25 @@ class ExprEmitter:
         out = B.select(need, B.add(r, ys), r)
         return B.select(is0, zero, out) if guard else out
 
-    def visit_Unary(self, e) -> Val:
-        a = self.emit(e.a)
+    def expr_Unary(self, e) -> Val:
+        a = self.expr(e.a)
         B = self.b
         if e.op == "not":
             return self._lift(self._not, a)
         if is_float(e.dtype):
             return self._lift(lambda x: B.fneg(x, flags=self.fflags), a)
         if a.kind == R:
-            return Val(R, B.sub(self._like(a.value, 0), a.value, flags=self._iflags), -a.stride)
-        return self._lift(lambda x: B.sub(self._like(x, 0), x, flags=self._iflags), a)
+            return Val(R, B.sub(self.like(a.value, 0), a.value, flags=self._iflags), -a.stride)
+        return self._lift(lambda x: B.sub(self.like(x, 0), x, flags=self._iflags), a)
 
-    def visit_Cast(self, e) -> Val:
+    def expr_Cast(self, e) -> Val:
         src, dst = e.value.dtype, e.dtype
-        v = self.emit(e.value)
+        v = self.expr(e.value)
         if v.kind == R and is_int(dst) and reg_type(dst).width >= reg_type(src).width:
             return Val(R, self._convert(v.value, src, dst, None), v.stride)
-        return self._lift(lambda x: self._convert(x, src, dst, self._lanes_of(x)), v)
+        return self._lift(lambda x: self._convert(x, src, dst, self.lanes_of(x)), v)
 
-    def _lanes_of(self, x) -> int | None:
+    def lanes_of(self, x) -> int | None:
         return x.type.count if isinstance(x.type, ir.VectorType) else None
 
     def _convert(self, x, src: str, dst: str, lanes) -> ir.Value:
@@ -254,8 +252,8 @@ class ExprEmitter:
         ty = reg_type(dst, lanes)
         if dst == "bool":
             if is_float(src):
-                return B.fcmp_unordered("!=", x, self._like(x, 0.0))
-            return B.icmp_unsigned("!=", x, self._like(x, 0))
+                return B.fcmp_unordered("!=", x, self.like(x, 0.0))
+            return B.icmp_unsigned("!=", x, self.like(x, 0))
         if src == "bool":
             return B.zext(x, ty) if is_int(dst) else B.uitofp(x, ty)
         if is_int(src) and is_int(dst):
@@ -276,11 +274,11 @@ class ExprEmitter:
             x = B.fptrunc(x, reg_type("float32", lanes))
         return B.fptrunc(x, ty)
 
-    def visit_Select(self, e) -> Val:
-        c = self.emit(e.cond)
+    def expr_Select(self, e) -> Val:
+        c = self.expr(e.cond)
         if _has_load(e.true_value) or _has_load(e.false_value):
             return self._lazy_select(c, e)
-        t, f = self.emit(e.true_value), self.emit(e.false_value)
+        t, f = self.expr(e.true_value), self.expr(e.false_value)
         if c.kind == S and t.kind == S and f.kind == S:
             return Val(S, self.b.select(c.value, t.value, f.value))
         cond = c.value if c.kind == S else self._vec(c)
@@ -294,10 +292,10 @@ class ExprEmitter:
             old = self.mask
             m = self._vec(c)
             self.mask = m if old is None else B.and_(old, m)
-            t = self._vec(self.emit(e.true_value))
+            t = self._vec(self.expr(e.true_value))
             nm = self._not(m)
             self.mask = nm if old is None else B.and_(old, nm)
-            f = self._vec(self.emit(e.false_value))
+            f = self._vec(self.expr(e.false_value))
             self.mask = old
             return Val(V, B.select(m, t, f))
         as_vector = self.lanes is not None
@@ -307,7 +305,7 @@ class ExprEmitter:
         out = []
         for bb, sub in ((then_bb, e.true_value), (else_bb, e.false_value)):
             B.position_at_end(bb)
-            v = self.emit(sub)
+            v = self.expr(sub)
             out.append((self._vec(v) if as_vector else v.value, B.block))
             B.branch(merge)
         B.position_at_end(merge)
@@ -316,16 +314,16 @@ class ExprEmitter:
             phi.add_incoming(value, block)
         return Val(V if as_vector else S, phi)
 
-    def visit_Call(self, e) -> Val:
+    def expr_Call(self, e) -> Val:
         from .intrinsics import emit_math
-        args = [self.emit(a) for a in e.args]
+        args = [self.expr(a) for a in e.args]
         return self._lift(lambda *xs: emit_math(self, e.name, e.dtype, list(xs)), *args)
 
     # --- memory -------------------------------------------------------------------------------
     def _index(self, e) -> Val:
         self._index_depth += 1
         try:
-            return self.emit(e)
+            return self.expr(e)
         finally:
             self._index_depth -= 1
 
@@ -338,7 +336,7 @@ class ExprEmitter:
     def _all_lanes(self) -> ir.Value:
         return self.mask if self.mask is not None else self._const("bool", 1, self.lanes)
 
-    def visit_BufferLoad(self, e: BufferLoad) -> Val:
+    def expr_BufferLoad(self, e: BufferLoad) -> Val:
         buf, dt = e.buffer, e.buffer.dtype
         base = self._buffer(buf)
         idx = self._index(e.indices[0])
@@ -373,7 +371,7 @@ class ExprEmitter:
                 True)
             kind = V
         if dt == "bool":
-            x = B.icmp_unsigned("!=", x, self._like(x, 0))
+            x = B.icmp_unsigned("!=", x, self.like(x, 0))
         return Val(kind, x)
 
     def _masked(self, name: str, data_type, ptr_type, args, returns: bool) -> ir.Value:
@@ -389,7 +387,7 @@ class ExprEmitter:
         ety, align = mem_type(dt), itemsize(dt)
         B = self.b
         if dt == "bool":
-            value = self._lift(lambda x: B.zext(x, mem_type(dt, self._lanes_of(x))), value)
+            value = self._lift(lambda x: B.zext(x, mem_type(dt, self.lanes_of(x))), value)
         if self.lanes is None or (idx.kind == S and value.kind == S and self.mask is None):
             p = B.gep(base, [idx.value], source_etype=ety, inbounds=True)
             B.store(value.value, p, align=align)

@@ -27,7 +27,7 @@ import llvmlite.ir as ir
 from ..errors import BuildError, UnrollError, VectorizeError
 from ..tir.analysis import free_vars
 from ..tir.expr import Buffer, BufferLoad, Const, Var
-from ..tir.functor import Visitor
+from ..tir.functor import StmtFunctor, Visitor
 from ..tir.stmt import Allocate, BufferStore, For
 from .llvm_expr import R, S, ExprEmitter, Val
 from .llvm_types import I32, I64, PTR, VOID, itemsize, mem_type, reg_type
@@ -44,8 +44,9 @@ LAUNCH_TYPE = ir.FunctionType(VOID, [PTR, I64, PTR])
 BODY_TYPE = ir.FunctionType(VOID, [I64, I64, PTR])
 
 
-class FunctionEmitter(ExprEmitter):
-    """Emit one LLVM function; ``launcher`` is the runtime's parallel-for (None: run serially)."""
+class FunctionEmitter(ExprEmitter, StmtFunctor):
+    """Emit one LLVM function; ``launcher`` is the runtime's parallel-for (None: run serially).
+    ``self.stmt(s)`` emits a statement, ``self.expr(e)`` an expression."""
 
     def __init__(self, cg, fn: ir.Function, name: str, launcher, fast: bool):
         self.cg, self.fn, self.name, self.launcher, self.fast = cg, fn, name, launcher, fast
@@ -69,36 +70,33 @@ class FunctionEmitter(ExprEmitter):
         self.alloca_b.branch(self.body_block)
 
     # --- statements -----------------------------------------------------------------------------
-    def exec(self, s) -> None:
-        method = getattr(self, "stmt_" + type(s).__name__, None)
-        if method is None:
-            raise BuildError(
-                f"cannot compile a {type(s).__name__} statement; blocks must be lowered first "
-                "(mb.build does that — was the function changed after mb.lower?)")
-        method(s)
+    def unhandled_stmt(self, s) -> None:
+        raise BuildError(
+            f"cannot compile a {type(s).__name__} statement; blocks must be lowered first "
+            "(mb.build does that — was the function changed after mb.lower?)")
 
     def stmt_SeqStmt(self, s) -> None:
         for x in s.stmts:
-            self.exec(x)
+            self.stmt(x)
 
     def stmt_Evaluate(self, s) -> None:
         pass
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
-        self.store(s.buffer, s.indices[0], self.emit(s.value))
+        self.store(s.buffer, s.indices[0], self.expr(s.value))
 
     def stmt_IfThenElse(self, s) -> None:
-        c = self.emit(s.cond)
+        c = self.expr(s.cond)
         B = self.b
         if c.kind != S:
             # lanes disagree: run both sides under complementary masks
             old, m = self.mask, c.value
             self.mask = m if old is None else B.and_(old, m)
-            self.exec(s.then_case)
+            self.stmt(s.then_case)
             if s.else_case is not None:
                 nm = self._not(m)
                 self.mask = nm if old is None else B.and_(old, nm)
-                self.exec(s.else_case)
+                self.stmt(s.else_case)
             self.mask = old
             return
         then_bb = B.append_basic_block("if.then")
@@ -106,11 +104,11 @@ class FunctionEmitter(ExprEmitter):
         else_bb = B.append_basic_block("if.else") if s.else_case is not None else end_bb
         B.cbranch(c.value, then_bb, else_bb)
         B.position_at_end(then_bb)
-        self.exec(s.then_case)
+        self.stmt(s.then_case)
         B.branch(end_bb)
         if s.else_case is not None:
             B.position_at_end(else_bb)
-            self.exec(s.else_case)
+            self.stmt(s.else_case)
             B.branch(end_bb)
         B.position_at_end(end_bb)
 
@@ -129,7 +127,7 @@ class FunctionEmitter(ExprEmitter):
                        name=buf.name)
             self.heap.append(p)
         self.buffers[buf] = p
-        self.exec(s.body)
+        self.stmt(s.body)
 
     def stmt_For(self, s: For) -> None:
         if s.kind == "unrolled" and isinstance(s.extent, Const):
@@ -169,14 +167,14 @@ class FunctionEmitter(ExprEmitter):
 
     def _serial(self, s: For) -> None:
         self._set_range(s)
-        ext = self.emit(s.extent)
+        ext = self.expr(s.extent)
         if ext.kind != S:
             raise BuildError(f"the extent of loop {s.loop_var.name} differs between the lanes "
                              "of a vectorized loop around it")
 
         def body(iv):
             self.env[s.loop_var] = Val(S, iv)
-            self.exec(s.body)
+            self.stmt(s.body)
 
         self._loop(s.loop_var, self._const(s.loop_var.dtype, 0), ext.value, body)
 
@@ -189,7 +187,7 @@ class FunctionEmitter(ExprEmitter):
         for k in range(n):
             self.env[s.loop_var] = Val(S, self._const(s.loop_var.dtype, k))
             self.ranges[s.loop_var] = (k, k)
-            self.exec(s.body)
+            self.stmt(s.body)
 
     def _vectorized(self, s: For) -> None:
         v = s.loop_var
@@ -219,14 +217,14 @@ class FunctionEmitter(ExprEmitter):
         self.lanes = lanes
         self.env[v] = Val(R, base, 1)
         try:
-            self.exec(body)
+            self.stmt(body)
         finally:
             self.lanes = None
             self.mask = None
 
     # --- parallel loops: outline the body and call the runtime's launcher ----------------------------
     def _parallel(self, s: For) -> None:
-        ext = self.emit(s.extent)
+        ext = self.expr(s.extent)
         vars_, bufs = _captures(s)
         values = [self.env[v].value for v in vars_] + [self._buffer(b) for b in bufs]
         fn = ir.Function(self.cg.module, BODY_TYPE, self.cg.fresh(f"{self.name}_parallel"))
@@ -247,7 +245,7 @@ class FunctionEmitter(ExprEmitter):
 
         def body(iv):
             sub.env[s.loop_var] = Val(S, iv)
-            sub.exec(s.body)
+            sub.stmt(s.body)
 
         sub._loop(s.loop_var, lo, hi, body)
         sub.finish()

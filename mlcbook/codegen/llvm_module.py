@@ -115,6 +115,6 @@ def _entry(cg: ModuleContext, key: str, func: PrimFunc, fastmath: bool) -> Entry
     em = FunctionEmitter(cg, fn, symbol, launcher, fastmath)
     for arg, buf in zip(fn.args, func.params):
         em.buffers[buf] = arg
-    em.exec(func.body)
+    em.stmt(func.body)
     em.finish()
     return EntryInfo(key, symbol, params, func.num_outputs)

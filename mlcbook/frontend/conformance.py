@@ -86,7 +86,7 @@ def _runner(kind: str):
         from ..graph.legalize import legalize
         return lambda mod, inputs: run_graph(legalize(mod), **inputs)
     if kind == "compiled":
-        from ..graph.executable import compile as compile_module
+        from ..graph.compile import compile as compile_module
         return lambda mod, inputs: compile_module(mod, target="llvm").run(inputs)
     raise ValueError(f"unknown runner {kind!r}; use 'interpret', 'legalized' or 'compiled'")
 

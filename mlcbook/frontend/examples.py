@@ -178,3 +178,102 @@ def broadcast_model(batch: int | None = 4, seed: int = 0):
     h = g.node("Erf", [h], "erf")
     h = g.node("Sigmoid", [g.node("Max", [h, g.weight("d", (1, 4, 1), 1.0)], "max")], "sigmoid")
     return g.model("broadcast", [("input", (_b(batch), 3, 1, 5))], [(h, (_b(batch), 3, 4, 5))])
+
+
+def _conv_bn_relu(g: _Graph, x: str, name: str, c_in: int, c_out: int, k: int, stride: int = 1,
+                  relu: bool = True) -> str:
+    w = g.weight(f"{name}.weight", (c_out, c_in, k, k))
+    x = g.node("Conv", [x, w], name, pads=[k // 2] * 4, kernel_shape=[k, k],
+               strides=[stride, stride])
+    p = [g.weight(f"{name}.bn.{n}", (c_out,), 0.1) for n in ("scale", "bias", "mean")]
+    var = g.const(f"{name}.bn.var", (g.rng.random(c_out) + 0.5).astype(np.float32))
+    x = g.node("BatchNormalization", [x, *p, var], f"{name}.bn")
+    return g.node("Relu", [x], f"{name}.relu") if relu else x
+
+
+def concat_net(batch: int | None = 2, channels: int = 8, size: int = 16, growth: int = 8,
+               layers: int = 3, seed: int = 0):
+    """A DenseNet-style block: each layer (BatchNorm, ReLU, 3x3 conv) sees the concatenation
+    of all earlier feature maps; then a 1x1 transition conv and a 2x2 average pool."""
+    g = _Graph(seed)
+    feats, c = ["input"], channels
+    for k in range(layers):
+        x = feats[0] if len(feats) == 1 else g.node("Concat", feats, f"cat{k}", axis=1)
+        p = [g.weight(f"l{k}.bn.{n}", (c,), 0.1) for n in ("scale", "bias", "mean")]
+        var = g.const(f"l{k}.bn.var", (g.rng.random(c) + 0.5).astype(np.float32))
+        x = g.node("BatchNormalization", [x, *p, var], f"l{k}.bn")
+        x = g.node("Relu", [x], f"l{k}.relu")
+        x = g.node("Conv", [x, g.weight(f"l{k}.conv.weight", (growth, c, 3, 3))], f"l{k}.conv",
+                   pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+        feats.append(x)
+        c += growth
+    x = g.node("Concat", feats, "cat_out", axis=1)
+    x = g.node("Conv", [x, g.weight("transition.weight", (channels, c, 1, 1))], "transition",
+               kernel_shape=[1, 1])
+    x = g.node("AveragePool", [x], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    return g.model("concat_net", [("input", (_b(batch), channels, size, size))],
+                   [(x, (_b(batch), channels, size // 2, size // 2))])
+
+
+def resnet(batch: int | None = 1, size: int = 224, widths=(64, 128, 256, 512),
+           blocks=(2, 2, 2, 2), classes: int = 1000, seed: int = 0):
+    """A ResNet-18-style network: 7x7/2 conv stem and 3x3/2 max pool, basic blocks of two
+    3x3 conv-BN pairs with residual adds (a 1x1/2 projection where the shape changes),
+    global average pool, and a linear classifier."""
+    g = _Graph(seed)
+    x = _conv_bn_relu(g, "input", "stem", 3, widths[0], 7, stride=2)
+    x = g.node("MaxPool", [x], "stem.pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = widths[0]
+    for s, (w, n) in enumerate(zip(widths, blocks)):
+        for b in range(n):
+            stride = 2 if b == 0 and s > 0 else 1
+            name = f"layer{s + 1}.{b}"
+            h = _conv_bn_relu(g, x, f"{name}.conv1", c, w, 3, stride)
+            h = _conv_bn_relu(g, h, f"{name}.conv2", w, w, 3, relu=False)
+            skip = x if stride == 1 and c == w else \
+                _conv_bn_relu(g, x, f"{name}.down", c, w, 1, stride, relu=False)
+            x = g.node("Relu", [g.node("Add", [h, skip], f"{name}.add")], f"{name}.relu")
+            c = w
+    x = g.node("GlobalAveragePool", [x], "gap")
+    x = g.node("Flatten", [x], "flatten", axis=1)
+    x = g.node("Gemm", [x, g.weight("fc.weight", (classes, c)), g.weight("fc.bias", (classes,))],
+               "fc", transB=1)
+    return g.model("resnet", [("input", (_b(batch), 3, size, size))], [(x, (_b(batch), classes))])
+
+
+def inception(batch: int | None = 1, size: int = 224, classes: int = 1000, seed: int = 0):
+    """An Inception-v1-style network: a conv stem, then inception modules (1x1; 1x1 -> 3x3;
+    1x1 -> 3x3 -> 3x3; 3x3 max pool -> 1x1; concatenated), max pools between stages, global
+    average pool and a linear classifier."""
+    g = _Graph(seed)
+    x = _conv_bn_relu(g, "input", "stem1", 3, 64, 7, stride=2)
+    x = g.node("MaxPool", [x], "pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = _conv_bn_relu(g, x, "stem2", 64, 64, 1)
+    x = _conv_bn_relu(g, x, "stem3", 64, 192, 3)
+    x = g.node("MaxPool", [x], "pool2", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = 192
+    plan = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), None,
+            (192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64), None,
+            (256, 160, 320, 32, 128, 128)]
+    for k, p in enumerate(plan):
+        if p is None:
+            x = g.node("MaxPool", [x], f"stage_pool{k}", kernel_shape=[3, 3], strides=[2, 2],
+                       pads=[1, 1, 1, 1])
+            continue
+        n1, r3, n3, r5, n5, pp = p
+        m = f"mix{k}"
+        b1 = _conv_bn_relu(g, x, f"{m}.b1", c, n1, 1)
+        b2 = _conv_bn_relu(g, _conv_bn_relu(g, x, f"{m}.b2r", c, r3, 1), f"{m}.b2", r3, n3, 3)
+        b3 = _conv_bn_relu(g, _conv_bn_relu(g, x, f"{m}.b3r", c, r5, 1), f"{m}.b3a", r5, n5, 3)
+        b3 = _conv_bn_relu(g, b3, f"{m}.b3b", n5, n5, 3)
+        b4 = g.node("MaxPool", [x], f"{m}.pool", kernel_shape=[3, 3], strides=[1, 1],
+                    pads=[1, 1, 1, 1])
+        b4 = _conv_bn_relu(g, b4, f"{m}.b4", c, pp, 1)
+        x = g.node("Concat", [b1, b2, b3, b4], f"{m}.cat", axis=1)
+        c = n1 + n3 + n5 + pp
+    x = g.node("GlobalAveragePool", [x], "gap")
+    x = g.node("Flatten", [x], "flatten", axis=1)
+    x = g.node("Gemm", [x, g.weight("fc.weight", (classes, c)), g.weight("fc.bias", (classes,))],
+               "fc", transB=1)
+    return g.model("inception", [("input", (_b(batch), 3, size, size))],
+                   [(x, (_b(batch), classes))])

@@ -24,8 +24,11 @@ from .builder import Builder, op
 from .expr import (Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, Var, call,
                    children, post_order)
 from .functor import ExprMutator, ExprVisitor
+from . import passes
+from .compile import compile  # noqa: A004 - mb.compile, as in TVM
 from .draw import GraphDrawing, draw
-from .executable import Executable, compile, load  # noqa: A004 - mb.compile, as in TVM
+from .executable import Executable, load
+from .fusion import explain_fusion, fuse_ops
 from .interpret import interpret
 from .legalize import legalize
 from .printer import module_to_str
@@ -34,5 +37,6 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "op", "Call",
            "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
-           "legalize", "compile", "load", "Executable", "draw", "GraphDrawing",
+           "legalize", "compile", "load", "Executable", "draw", "GraphDrawing", "passes",
+           "fuse_ops", "explain_fusion",
            "assert_structural_equal", "structural_equal", "structural_hash"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..tir.analysis import free_vars
@@ -163,7 +164,21 @@ def _vectorize_tile_row(sch: Schedule, loop) -> None:
     sch.vectorize(inner)
 
 
-def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
+def _tile_rows(extent: int, cols: int, vector_bits: int) -> int:
+    """Rows of a register tile along the reuse axis. A tile of at most one vector of
+    ``LANES`` columns (a conv on blocked channels, a narrow gemm) takes as many rows as its
+    accumulators fit in the vector registers (16 of them with AVX2, 32 with AVX-512, less
+    two for the broadcast and the weights), choosing a divisor of ``extent``; wider tiles
+    keep 4 (or 2) rows."""
+    if cols > LANES:
+        return _pick(extent, (4, 2))
+    regs = 32 if vector_bits >= 512 else 16
+    per_row = max(1, -(-cols * 32 // vector_bits))
+    most = max(1, (regs - 2) // per_row)
+    return max(d for d in range(1, min(most, extent) + 1) if extent % d == 0)
+
+
+def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
     block = sch.get_block(name)
     # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
     # it to the tile) and write it back once, after its reduction
@@ -177,7 +192,7 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int):
     inner = []
     row = _reuse_axis(sch, name, n_spatial)
     if row is not None and _extent(sch, outer[row]) > 1:
-        bi = _pick(_extent(sch, outer[row]), (4, 2))
+        bi = _tile_rows(_extent(sch, outer[row]), _extent(sch, ji), vector_bits)
         if bi > 1:
             io, ii = sch.split(outer[row], [None, bi])
             outer = outer[:row] + [io] + outer[row + 1:]
@@ -214,15 +229,52 @@ def _fold_epilogue(sch: Schedule, name: str) -> bool:
     return True
 
 
-def default_schedule(func: PrimFunc) -> PrimFunc:
-    """``func`` with the default schedule applied to every block (see the module docstring)."""
-    tiled, tiled_results = [], set()
+def _tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
+    """Names of the tiled-reduction blocks at the root, and ids of the buffers they write."""
+    tiled, results = [], set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
-            tiled_results.update(id(w.buffer) for w in node.block.writes)
+            results.update(id(w.buffer) for w in node.block.writes)
+    return tiled, results
+
+
+def _inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
+    """Compute every elementwise block that writes an intermediate buffer inside the blocks
+    that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
+    chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
+    reads its inputs many times, and padding is cheaper copied once than tested each time."""
+    func = sch.func
+    params = {id(p) for p in func.params}
+    realizes = [node for stmt in _root_stmts(func)
+                for node in [_nest(stmt)[1]] if isinstance(node, BlockRealize)]
+    readers: dict[int, list[str]] = {}
+    for r in realizes:
+        for region in r.block.reads:
+            readers.setdefault(id(region.buffer), []).append(r.block.name)
+    for r in reversed(realizes):
+        block = r.block
+        if any(iv.kind != "spatial" for iv in block.iter_vars) or len(block.writes) != 1:
+            continue
+        buf = block.writes[0].buffer
+        users = readers.get(id(buf), [])
+        if id(buf) in params or not users or any(u in tiled for u in users):
+            continue
+        try:
+            sch.compute_inline(sch.get_block(block.name))
+        except ScheduleError:
+            continue  # e.g. a stencil over its input: it keeps its own loops
+
+
+def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
+    """``func`` with the default schedule applied to every block (see the module docstring);
+    ``target`` (default: this machine) sizes register tiles."""
+    vector_bits = Target(target or "llvm").vector_bits
     sch = Schedule(func)
+    _inline_intermediates(sch, _tiled_blocks(func)[0])
+    func = sch.func
+    tiled, tiled_results = _tiled_blocks(func)
     done: set[str] = set()
     for stmt in _root_stmts(func):
         loops, node = _nest(stmt)
@@ -232,7 +284,7 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
         name = block.name
         n_spatial = sum(iv.kind == "spatial" for iv in block.iter_vars)
         if name in tiled:
-            _schedule_tiled(sch, name, n_spatial)
+            _schedule_tiled(sch, name, n_spatial, vector_bits)
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
                 _schedule_spatial(sch, name)

@@ -20,7 +20,7 @@ import os
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -33,7 +33,7 @@ from .interpret import bind_inputs, main_function
 
 #: ops that only reinterpret their input's memory: no kernel, the output is a view
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -44,6 +44,10 @@ class _Slot:
     dtype: str
     kind: str                 #: "input", "const", "temp" or "view"
     ref: int = -1             #: input index (input) or viewed slot (view)
+
+    @property
+    def size_bytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
     def to_json(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype, "kind": self.kind, "ref": self.ref}
@@ -62,13 +66,19 @@ class Plan:
     steps: list[tuple[str, list[int]]]
     outputs: list[int]
     tuple_output: bool
+    #: byte offset of each temp slot in one arena (see mlcbook.graph.memory_plan); empty:
+    #: every temp has a buffer of its own
+    offsets: dict[int, int] = field(default_factory=dict)
+    arena_bytes: int = 0
 
     def to_json(self) -> dict:
         return {"version": FORMAT_VERSION,
                 "inputs": [[n, list(t.shape), t.dtype] for n, t in self.inputs],
                 "slots": [s.to_json() for s in self.slots],
                 "steps": [[k, a] for k, a in self.steps],
-                "outputs": self.outputs, "tuple_output": self.tuple_output}
+                "outputs": self.outputs, "tuple_output": self.tuple_output,
+                "offsets": [[k, v] for k, v in sorted(self.offsets.items())],
+                "arena_bytes": self.arena_bytes}
 
     @staticmethod
     def from_json(d: dict) -> "Plan":
@@ -78,11 +88,13 @@ class Plan:
         return Plan([(n, TensorType(tuple(s), dt)) for n, s, dt in d["inputs"]],
                     [_Slot.from_json(s) for s in d["slots"]],
                     [(k, list(a)) for k, a in d["steps"]], list(d["outputs"]),
-                    bool(d["tuple_output"]))
+                    bool(d["tuple_output"]), {int(k): int(v) for k, v in d.get("offsets", [])},
+                    int(d.get("arena_bytes", 0)))
 
 
-def _plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
-    """Assign slots to the values of a legalized graph function."""
+def build_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
+    """Assign slots to the values of a legalized graph function (each temp its own buffer;
+    :func:`mlcbook.graph.memory_plan.plan_memory` then places them in one arena)."""
     slots: list[_Slot] = []
     consts: dict[int, np.ndarray] = {}
     where: dict[int, Any] = {}   # node id -> slot index, or a list of them for tuples
@@ -143,9 +155,14 @@ class Executable:
             raise BuildError(f"the plan calls kernels {', '.join(missing)} that the library "
                              "does not have; the artifact is inconsistent")
         self._buffers: list[np.ndarray | None] = [None] * len(plan.slots)
+        self._arena = np.empty(plan.arena_bytes, np.uint8) if plan.offsets else None
         for i, s in enumerate(plan.slots):
             if s.kind == "const":
                 self._buffers[i] = np.ascontiguousarray(consts[i], dtype=s.dtype)
+            elif s.kind == "temp" and i in plan.offsets:
+                n = int(np.prod(s.shape, dtype=np.int64)) * np.dtype(s.dtype).itemsize
+                off = plan.offsets[i]
+                self._buffers[i] = self._arena[off:off + n].view(s.dtype).reshape(s.shape)
             elif s.kind == "temp":
                 self._buffers[i] = np.empty(s.shape, s.dtype)
         self._calls = [(self.kernels[k], args) for k, args in plan.steps]
@@ -265,30 +282,4 @@ def load(path) -> Executable:
     return Executable(plan, kernels, consts)
 
 
-def compile(mod, target: str = "llvm", fastmath: bool = False) -> Executable:  # noqa: A001
-    """Compile a module's main graph function (or a graph Function) to an Executable."""
-    from ..runtime import build
-    from .default_schedule import default_schedule
-    from .legalize import legalize
-    from .weight_layout import pack_weights
-    t0 = time.perf_counter()
-    func, _ = main_function(mod)
-    func = pack_weights(func)
-    lmod = legalize(IRModule({**(mod.functions if isinstance(mod, IRModule) else {}),
-                              "main": func}), keep=VIEW_OPS)
-    func, _ = main_function(lmod)
-    used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
-    prims = {name: default_schedule(f) for name, f in lmod.items()
-             if isinstance(f, PrimFunc) and name in used}
-    t1 = time.perf_counter()
-    kernels: dict[str, Any] = {}
-    if prims:
-        lib = build(IRModule(prims), target=target, fastmath=fastmath)
-        kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
-    plan, consts = _plan(func)
-    stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
-             "kernels": len(kernels), "calls": len(plan.steps)}
-    return Executable(plan, kernels, consts, stats)
-
-
-__all__ = ["compile", "load", "Executable", "Plan"]
+__all__ = ["load", "Executable", "Plan", "build_plan"]

@@ -27,11 +27,11 @@ from .functor import ExprMutator
 from .interpret import evaluate, main_function
 
 
-def _func_name(call: Call) -> str:
+def func_name(call: Call) -> str:
     return re.sub(r"\W", "_", call.op)
 
 
-class _Legalizer(ExprMutator):
+class Legalizer(ExprMutator):
     def __init__(self, funcs: dict, keep=()):
         super().__init__()
         self.funcs, self.keep = funcs, tuple(keep)
@@ -57,7 +57,7 @@ class _Legalizer(ExprMutator):
 
     def lower(self, call: Call) -> CallTIR:
         func = legalize_call(call.op, [a.type for a in call.args], call.attrs,
-                             name=_func_name(call))
+                             name=func_name(call))
         return CallTIR(self.add(func), call.args, call.type, call.name)
 
     def visit_Call(self, call: Call):
@@ -119,5 +119,5 @@ def legalize(mod_or_func, keep=()) -> IRModule:
     funcs = dict(mod_or_func.functions)
     for name, f in list(funcs.items()):
         if isinstance(f, Function):
-            funcs[name] = _Legalizer(funcs, keep).visit_function(f)
+            funcs[name] = Legalizer(funcs, keep).visit_function(f)
     return IRModule(funcs)

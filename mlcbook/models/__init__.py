@@ -8,8 +8,9 @@ have something to compile on a fresh install, without downloads.
 
 The model is built with ``onnx.helper`` each time it is asked for, from weights drawn with
 a fixed seed: the same bytes on every machine. The weights are random, not trained, so its
-predictions mean nothing; a compiler never looks at weight values, only at what is
-computed from them, so it exercises the compiler exactly as a trained one would.
+predictions mean nothing. The compiler does read weight values where it folds constants
+(a BatchNorm into the conv before it), but what it does with them does not depend on
+their being trained, so the model exercises the compiler exactly as a trained one would.
 """
 
 from __future__ import annotations

@@ -51,11 +51,11 @@ def axis_names(ndim: int) -> list[str]:
     return [f"i{d}" for d in range(ndim)]
 
 
-def _scalar_free(t: Type) -> Type:
+def scalar_free(t: Type) -> Type:
     if isinstance(t, TensorType) and t.ndim == 0:
         return TensorType((1,), t.dtype)
     if isinstance(t, TupleType):
-        return TupleType(tuple(_scalar_free(f) for f in t.fields))
+        return TupleType(tuple(scalar_free(f) for f in t.fields))
     return t
 
 
@@ -77,8 +77,8 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
     arg_types = list(arg_types)
     # a 0-d tensor has the memory of a (1,)-tensor and broadcasts like one; where an op's
     # result would change shape, the output check below reports it
-    arg_types = [_scalar_free(t) for t in arg_types]
-    out_type = _scalar_free(out_type)
+    arg_types = [scalar_free(t) for t in arg_types]
+    out_type = scalar_free(out_type)
     for t in arg_types + list(_types(out_type)):
         if t.size == 0:
             raise LegalizeError(f"{op_name}: a tensor of shape {t.shape} has no elements; "

@@ -12,18 +12,17 @@ Modules, one family of primitives each: :mod:`.queries` (get_block, get_loops, .
 annotate), :mod:`.compute_at`, :mod:`.inline` (compute_inline, reverse_compute_inline),
 :mod:`.sampling`, :mod:`.cache` (cache_read, cache_write), :mod:`.reduction`
 (decompose_reduction, rfactor), :mod:`.layout` (transform_layout), :mod:`.padding`
-(pad_einsum), :mod:`.blockize`; the core is :mod:`.state` (Schedule, handles, the
-``schedule_primitive`` decorator), :mod:`.trace`, :mod:`.errors`, :mod:`.tree` and
-:mod:`.analysis`.
+(pad_einsum), :mod:`.blockize`; the core is :mod:`.state` (Schedule and its
+Trace), :mod:`.registry` (the ``schedule_primitive`` decorator), :mod:`.context` (what a
+primitive sees), :mod:`.handles`, :mod:`.instruction`, :mod:`.postconditions` (the checks
+after every step), :mod:`.errors`, :mod:`.tree` and :mod:`.analysis`.
 """
 
 from . import errors
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public surface
-from .state import BlockRV, Context, ExprRV, LoopRV, Schedule, schedule_primitive
-from .trace import Instruction, Trace
-from . import compute_at, for_kind, inline, loops, queries, sampling  # noqa: E402,F401 - register primitives
-from .errors_data import *  # noqa: F401,F403,E402 - errors of cache/reduction/layout/padding/blockize
-from . import blockize, cache, layout, padding, reduction  # noqa: E402,F401 - register primitives
+from .errors_data import *  # noqa: F401,F403 - errors of cache/reduction/layout/padding/blockize
+from .state import (BlockRV, Context, ExprRV, Instruction, LoopRV, Schedule, Trace,
+                    schedule_primitive)
 
 __all__ = ["Schedule", "Trace", "Instruction", "BlockRV", "LoopRV", "ExprRV", "Context",
            "schedule_primitive", "errors"]

@@ -35,7 +35,9 @@ from ._build import block_names, loop_names, relaxed_regions
 from .analysis import Aff, affine, all_loop_ranges, reads_of, writes_of
 from .errors_data import BlockizeError
 from .reduction import init_nest
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
 
 
 def _fail(ctx: Context, node: For, why: str, instead: str) -> None:

@@ -34,7 +34,9 @@ from .analysis import accesses, all_loop_ranges, load_indices, reads_of, region,
 from .errors import ArgumentTypeError, UnsupportedError
 from .errors_data import (BufferIndexError, ConsumerBlockError, NotSoleProducerError,
                           SharedLoopError, StaleCacheError, StorageScopeError)
-from .state import BlockRV, Context, schedule_primitive
+from .context import Context
+from .handles import BlockRV
+from .registry import schedule_primitive
 
 #: storage scopes a cache buffer may live in
 SCOPES = ("global", "local", "shared")

@@ -29,7 +29,10 @@ from .analysis import (Aff, Atoms, accesses, all_loop_ranges, const_bounds, cove
                        load_indices, reads_of, region, touches, writes_any, writes_of)
 from .errors import (ComputeLocationError, CoverageError, NotProducerConsumerError,
                      OutputBlockError, UnsupportedError)
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
+from .requires import require_bounded, require_no_predicate, require_same_scope
 
 
 def _order(ctx: Context, scope: BlockRealize, realize: BlockRealize, loop: For):
@@ -134,26 +137,21 @@ def _dims_from(ctx: Context, reg, index_vars, block: Block, realize, step: str) 
     return dims
 
 
-@schedule_primitive("compute_at")
-def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
-    """Move producer ``block`` under ``loop``, computing in each iteration exactly the part
-    its consumers under the loop read.
+def _taken_out(ctx: Context, realize: BlockRealize, loop: For) -> tuple:
+    """The function body without ``realize``, the loop in it, its loop ranges, the loop and
+    those around it (fixed per iteration), the ranges of the others, and the atoms."""
+    body = tree.replace_stmt(ctx.func.body, realize, None)
+    loop1 = tree.find_loop(body, loop.loop_var)
+    ranges = all_loop_ranges(body)
+    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
+    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
+    return body, loop1, ranges, fixed, relax_ranges, Atoms(ranges)
 
-        sch.compute_at(sch.get_block("Y"), j0)
-    """
-    realize = ctx.block_realize(block)
-    node = ctx.loop(loop)
+
+def _require_intermediate(ctx: Context, realize: BlockRealize, buf, lname: str) -> None:
+    """Producer ``realize`` writes an intermediate buffer ``buf`` (not a parameter), and has
+    an init if it accumulates: compute_at may compute a part of it twice."""
     P, name = realize.block, realize.block.name
-    lname = node.loop_var.name
-    scope = ctx.scope_of(realize)
-    if ctx.scope_of(node) is not scope:
-        ctx.fail(ComputeLocationError, f"loop {lname} is not in the same block scope as block "
-                 f"{name!r}.", "pick a loop around the block's consumers, in its own scope.",
-                 node, f"loop {lname}")
-    if any(s is node for s in ctx.path(realize)) and not tree.child_blocks(node)[1:]:
-        ctx.fail(ComputeLocationError, f"loop {lname} is a loop of block {name!r} itself, not of its consumers.",
-                 "pick a loop around the block's consumers.", node, f"loop {lname}")
-    buf, index_vars = _store_vars(ctx, realize, "compute_at")
     if any(buf is p for p in ctx.func.params):
         ctx.fail(OutputBlockError, f"block {name!r} writes {buf.name}, a parameter of the "
                  f"function: moved under loop {lname} it would only compute the parts the "
@@ -164,30 +162,38 @@ def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: 
         ctx.fail(UnsupportedError, f"block {name!r} accumulates into {buf.name} without an init, "
                  "so computing a part twice (as compute_at may) would add it twice.",
                  "compute_at before decompose_reduction.", realize, f"block {name!r}")
-    if not tree.is_true(realize.predicate):
-        ctx.fail(UnsupportedError, f"block {name!r} has a predicate (T.where), which compute_at "
-                 "would have to carry into new loops.", "compute_at before splitting the "
-                 "block's loops with factors that do not divide them.", realize, f"block {name!r}")
-    blocks, me, under = _order(ctx, scope, realize, node)
+
+
+def _require_consumers_under(ctx: Context, realize: BlockRealize, loop: For, blocks: list,
+                             buf) -> None:
+    """Some block reads ``buf``, and every block that does is under ``loop``."""
+    lname, name = loop.loop_var.name, realize.block.name
     consumers = [b for b in blocks if b is not realize and any(
         x is buf for x in reads_of(b.block))]
     if not consumers:
         ctx.fail(NotProducerConsumerError, f"no block reads {buf.name}, which block {name!r} "
                  "writes, so there is nothing to compute it for.", "", realize, f"block {name!r}")
     for c in consumers:
-        if tree.path_to(node, c) is None:
+        if tree.path_to(loop, c) is None:
             ctx.fail(NotProducerConsumerError,
                      f"block {c.block.name!r} reads {buf.name} but is not under loop {lname}: "
                      f"after the move, {name!r} would only compute what the blocks under "
                      f"{lname} need.", f"pick a loop that encloses every consumer of "
-                     f"{buf.name}, or inline/move {c.block.name!r} first.", node, f"loop {lname}")
+                     f"{buf.name}, or inline/move {c.block.name!r} first.", loop, f"loop {lname}")
+
+
+def _require_producer_before(ctx: Context, realize: BlockRealize, loop: For, blocks: list,
+                             me: int, under: list, buf) -> None:
+    """Producer ``realize`` comes before ``loop``'s blocks, and no block between them (or
+    under the loop) touches what it reads or writes, which moving it would reorder."""
+    lname, name = loop.loop_var.name, realize.block.name
     first_under = min(k for k in under if k != me)
     if me > first_under:
         ctx.fail(ComputeLocationError, f"block {name!r} comes after loop {lname}'s blocks; "
                  "compute_at can only move a producer later, to where it is used.",
                  "use reverse_compute_at to move a consumer under its producer's loop.",
-                 node, f"loop {lname}")
-    inputs = reads_of(P)
+                 loop, f"loop {lname}")
+    inputs = reads_of(realize.block)
     for k, b in enumerate(blocks):
         if b is realize:
             continue
@@ -200,19 +206,37 @@ def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: 
                      f"data that block {name!r} uses, and would run on the other side of it "
                      "after the move.", "move that block first, or compute at another loop.",
                      b, f"block {b.block.name!r}")
+
+
+@schedule_primitive("compute_at")
+def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
+    """Move producer ``block`` under ``loop``, computing in each iteration exactly the part
+    its consumers under the loop read.
+
+        sch.compute_at(sch.get_block("Y"), j0)
+    """
+    realize = ctx.block_realize(block)
+    node = ctx.loop(loop)
+    P, name = realize.block, realize.block.name
+    lname = node.loop_var.name
+    scope = require_same_scope(ctx, realize, node,
+                               "pick a loop around the block's consumers, in its own scope.")
+    if any(s is node for s in ctx.path(realize)) and not tree.child_blocks(node)[1:]:
+        ctx.fail(ComputeLocationError, f"loop {lname} is a loop of block {name!r} itself, not of its consumers.",
+                 "pick a loop around the block's consumers.", node, f"loop {lname}")
+    buf, index_vars = _store_vars(ctx, realize, "compute_at")
+    _require_intermediate(ctx, realize, buf, lname)
+    require_no_predicate(ctx, realize, "which compute_at would have to carry into new loops.",
+                         "compute_at before splitting the block's loops with factors that do "
+                         "not divide them.")
+    blocks, me, under = _order(ctx, scope, realize, node)
+    _require_consumers_under(ctx, realize, node, blocks, buf)
+    _require_producer_before(ctx, realize, node, blocks, me, under, buf)
     # take the producer out, then compute the region its consumers need per iteration
-    body = tree.replace_stmt(ctx.func.body, realize, None)
-    loop1 = tree.find_loop(body, node.loop_var)
-    ranges = all_loop_ranges(body)
-    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
-    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
-    atoms = Atoms(ranges)
+    body, loop1, ranges, fixed, relax_ranges, atoms = _taken_out(ctx, realize, node)
     idx, inner = accesses(loop1, buf, "r")
-    reg = region(idx, _without(fixed, inner, relax_ranges), ranges, atoms)
-    if reg is None:
-        ctx.fail(UnsupportedError, f"cannot bound the part of {buf.name} that the blocks under "
-                 f"loop {lname} read.", "use index expressions that are sums of loop variables "
-                 "times constants.", node, f"loop {lname}")
+    reg = require_bounded(ctx, region(idx, _without(fixed, inner, relax_ranges), ranges, atoms),
+                          f"{buf.name} that the blocks under loop {lname} read", node)
     dims = _dims_from(ctx, reg, index_vars, P, realize, "compute_at")
     new = _build(ctx, P, dims, body, preserve_unit_loops, ranges, atoms)
     first = next(k for k, s in enumerate(_stmts(loop1.body))
@@ -249,6 +273,90 @@ def _covered_domain(lo: Aff, ext: int, dom: int, ranges: dict) -> bool:
     return lo.const <= 0 and lo.const + span >= dom
 
 
+def _require_producers_under(ctx: Context, realize: BlockRealize, loop: For, blocks: list,
+                             me: int, under: list) -> tuple[list, list]:
+    """Some other block under ``loop`` writes a buffer consumer ``realize`` reads; returns
+    the positions of the other blocks under it and the buffers they produce for it."""
+    lname, name = loop.loop_var.name, realize.block.name
+    others_under = [k for k in under if k != me]
+    if not others_under:
+        ctx.fail(NotProducerConsumerError, f"loop {lname} holds no other block.",
+                 "pick a loop around the block's producers.", loop, f"loop {lname}")
+    produced = [x for x in reads_of(realize.block)
+                if any(writes_any(blocks[k].block, [x]) for k in others_under)]
+    if not produced:
+        ctx.fail(NotProducerConsumerError, f"no block under loop {lname} writes a buffer that "
+                 f"block {name!r} reads.", "pick a loop around the block's producers.", loop,
+                 f"loop {lname}")
+    return others_under, produced
+
+
+def _require_consumer_after(ctx: Context, realize: BlockRealize, loop: For, blocks: list,
+                            me: int, under: list, others_under: list) -> None:
+    """Consumer ``realize`` comes after ``loop``'s blocks, and no block between them (or
+    under the loop) touches what it reads or writes, which moving it would reorder."""
+    lname, name = loop.loop_var.name, realize.block.name
+    last_under = max(others_under)
+    if me < last_under:
+        ctx.fail(ComputeLocationError, f"block {name!r} comes before loop {lname}'s blocks; "
+                 "reverse_compute_at can only move a consumer earlier, to where its input is "
+                 "made.", "use compute_at to move a producer under its consumer's loop.",
+                 loop, f"loop {lname}")
+    inputs, outputs = reads_of(realize.block), writes_of(realize.block)
+    for k, b in enumerate(blocks):
+        if b is realize:
+            continue
+        between = last_under < k < me and k not in under
+        if (between and (writes_any(b.block, inputs) or touches(b.block, outputs))) or (
+                k in under and touches(b.block, outputs)):
+            ctx.fail(NotProducerConsumerError,
+                     f"block {b.block.name!r} uses data that block {name!r} reads or writes, "
+                     "and would run on the other side of it after the move.",
+                     "move that block first, or pick another loop.", b, f"block {b.block.name!r}")
+
+
+def _require_finished_producers(ctx: Context, realize: BlockRealize, loop: For, body: Stmt,
+                                producers: list, produced: list, fixed: set) -> None:
+    """No producer under ``loop`` still accumulates over the fixed loops (the loop and
+    those outside it): it would not have finished its values where the consumer reads."""
+    lname = loop.loop_var.name
+    for w in producers:
+        if not writes_any(w.block, produced):
+            continue
+        w1 = tree.find_block(body, w.block.name)
+        for iv, value in zip(w1.block.iter_vars, w1.iter_values):
+            if iv.kind == "reduce" and any(v in fixed for v in free_vars(value)):
+                ctx.fail(CoverageError,
+                         f"block {w.block.name!r} is still accumulating its reduction over loop "
+                         f"{lname} (or a loop outside it), so block {realize.block.name!r} "
+                         "would read partial sums.", f"pick a loop outside the reduction's "
+                         f"loops of {w.block.name!r}.", loop, f"loop {lname}")
+
+
+def _require_read_dims(ctx: Context, realize: BlockRealize, loop: For, x0, written: list) -> dict:
+    """``{iteration variable: (first, extent)}`` of the consumer instances to run per
+    iteration, from where it reads ``x0`` at its spatial iteration variables (``written``:
+    the part of ``x0`` one iteration writes); each part must keep its size."""
+    C, name, lname = realize.block, realize.block.name, loop.loop_var.name
+    ivs = {iv.var: iv for iv in C.iter_vars}
+    dims: dict = {}
+    for d, e in enumerate(load_indices(C, x0)[0]):
+        if isinstance(e, Var) and e in ivs and e not in dims and ivs[e].kind == "spatial":
+            lo, hi = written[d]
+            width = hi - lo
+            if not width.is_const():
+                ctx.fail(UnsupportedError, f"reverse_compute_at: the part of {x0.name} written "
+                         "per iteration changes size between iterations.",
+                         "pick a loop whose iterations write equal-sized parts.", loop,
+                         f"loop {lname}")
+            dims[e] = (lo, width.const + 1)
+    if not dims:
+        ctx.fail(UnsupportedError, f"block {name!r} does not read {x0.name} at its iteration "
+                 "variables (as C[vi, vj] = f(Y[vi, vj]) does), so the part to compute cannot be "
+                 "derived.", "move an elementwise consumer instead.", realize, f"block {name!r}")
+    return dims
+
+
 @schedule_primitive("reverse_compute_at")
 def reverse_compute_at(ctx: Context, block: BlockRV, loop: LoopRV,
                        preserve_unit_loops: bool = False) -> None:
@@ -261,88 +369,27 @@ def reverse_compute_at(ctx: Context, block: BlockRV, loop: LoopRV,
     node = ctx.loop(loop)
     C, name = realize.block, realize.block.name
     lname = node.loop_var.name
-    scope = ctx.scope_of(realize)
-    if ctx.scope_of(node) is not scope:
-        ctx.fail(ComputeLocationError, f"loop {lname} is not in the same block scope as block "
-                 f"{name!r}.", "pick a loop around the block's producers, in its own scope.",
-                 node, f"loop {lname}")
-    if not tree.is_true(realize.predicate):
-        ctx.fail(UnsupportedError, f"block {name!r} has a predicate (T.where), which "
-                 "reverse_compute_at would have to carry into new loops.",
-                 "reverse_compute_at before splitting the block's loops with factors that do "
-                 "not divide them.", realize, f"block {name!r}")
+    scope = require_same_scope(ctx, realize, node,
+                               "pick a loop around the block's producers, in its own scope.")
+    require_no_predicate(ctx, realize, "which reverse_compute_at would have to carry into new "
+                         "loops.", "reverse_compute_at before splitting the block's loops with "
+                         "factors that do not divide them.")
     blocks, me, under = _order(ctx, scope, realize, node)
-    others_under = [k for k in under if k != me]
-    if not others_under:
-        ctx.fail(NotProducerConsumerError, f"loop {lname} holds no other block.",
-                 "pick a loop around the block's producers.", node, f"loop {lname}")
-    inputs, outputs = reads_of(C), writes_of(C)
-    produced = [x for x in inputs if any(writes_any(blocks[k].block, [x]) for k in others_under)]
-    if not produced:
-        ctx.fail(NotProducerConsumerError, f"no block under loop {lname} writes a buffer that "
-                 f"block {name!r} reads.", "pick a loop around the block's producers.", node,
-                 f"loop {lname}")
-    last_under = max(others_under)
-    if me < last_under:
-        ctx.fail(ComputeLocationError, f"block {name!r} comes before loop {lname}'s blocks; "
-                 "reverse_compute_at can only move a consumer earlier, to where its input is "
-                 "made.", "use compute_at to move a producer under its consumer's loop.",
-                 node, f"loop {lname}")
-    for k, b in enumerate(blocks):
-        if b is realize:
-            continue
-        between = last_under < k < me and k not in under
-        if (between and (writes_any(b.block, inputs) or touches(b.block, outputs))) or (
-                k in under and touches(b.block, outputs)):
-            ctx.fail(NotProducerConsumerError,
-                     f"block {b.block.name!r} uses data that block {name!r} reads or writes, "
-                     "and would run on the other side of it after the move.",
-                     "move that block first, or pick another loop.", b, f"block {b.block.name!r}")
-    body = tree.replace_stmt(ctx.func.body, realize, None)
-    loop1 = tree.find_loop(body, node.loop_var)
-    ranges = all_loop_ranges(body)
-    fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
-    relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
-    atoms = Atoms(ranges)
+    others_under, produced = _require_producers_under(ctx, realize, node, blocks, me, under)
+    _require_consumer_after(ctx, realize, node, blocks, me, under, others_under)
+    body, loop1, ranges, fixed, relax_ranges, atoms = _taken_out(ctx, realize, node)
     written = {}
     for x in produced:
         idx, inner = accesses(loop1, x, "w")
-        written[id(x)] = region(idx, _without(fixed, inner, relax_ranges), ranges, atoms)
-        if written[id(x)] is None:
-            ctx.fail(UnsupportedError, f"cannot bound the part of {x.name} written under loop "
-                     f"{lname}.", "use index expressions that are sums of loop variables times "
-                     "constants.", node, f"loop {lname}")
-    # a producer still accumulating over the fixed loops has not finished its values there
-    for k in others_under:
-        w = blocks[k]
-        if not writes_any(w.block, produced):
-            continue
-        w1 = tree.find_block(body, w.block.name)
-        for iv, value in zip(w1.block.iter_vars, w1.iter_values):
-            if iv.kind == "reduce" and any(v in fixed for v in free_vars(value)):
-                ctx.fail(CoverageError,
-                         f"block {w.block.name!r} is still accumulating its reduction over loop "
-                         f"{lname} (or a loop outside it), so block {name!r} would read partial "
-                         "sums.", f"pick a loop outside the reduction's loops of "
-                         f"{w.block.name!r}.", node, f"loop {lname}")
+        written[id(x)] = require_bounded(
+            ctx, region(idx, _without(fixed, inner, relax_ranges), ranges, atoms),
+            f"{x.name} written under loop {lname}", node)
+    _require_finished_producers(ctx, realize, node, body, [blocks[k] for k in others_under],
+                                produced, fixed)
     # the first read of the first produced buffer tells which instances of C to run
-    ivs = {iv.var: iv for iv in C.iter_vars}
-    dims: dict = {}
     x0 = produced[0]
-    for d, e in enumerate(load_indices(C, x0)[0]):
-        if isinstance(e, Var) and e in ivs and e not in dims and ivs[e].kind == "spatial":
-            lo, hi = written[id(x0)][d]
-            width = hi - lo
-            if not width.is_const():
-                ctx.fail(UnsupportedError, f"reverse_compute_at: the part of {x0.name} written "
-                         "per iteration changes size between iterations.",
-                         "pick a loop whose iterations write equal-sized parts.", node,
-                         f"loop {lname}")
-            dims[e] = (lo, width.const + 1)
-    if not dims:
-        ctx.fail(UnsupportedError, f"block {name!r} does not read {x0.name} at its iteration "
-                 "variables (as C[vi, vj] = f(Y[vi, vj]) does), so the part to compute cannot be "
-                 "derived.", "move an elementwise consumer instead.", realize, f"block {name!r}")
+    dims = _require_read_dims(ctx, realize, node, x0, written[id(x0)])
+    ivs = {iv.var: iv for iv in C.iter_vars}
     for v, (lo, ext) in dims.items():
         dom = ivs[v].extent.value
         if not _covered_domain(lo, ext, dom, ranges):

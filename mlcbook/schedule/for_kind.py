@@ -3,10 +3,11 @@
 The loop nest stays the same; only the loop's kind changes, which tells code generation
 to spread its iterations over threads, SIMD lanes, or copies of the body. Running
 iterations at the same time is only allowed when they are independent (see :mod:`.deps`).
-A vectorized loop must moreover compile to vector code: :func:`check_vector_lanes` runs
-code generation's own lane rule on the lowered program, both when ``vectorize`` marks a
-loop and after every later step (so e.g. a ``compute_at`` into a vectorized loop that would
-make its lanes share memory is refused).
+A vectorized loop must moreover compile to vector code:
+:func:`.postconditions.check_vector_lanes` runs code generation's own lane rule on the
+lowered loop, both when ``vectorize`` marks a loop and after every later step that
+rebuilds it (so e.g. a ``compute_at`` into a vectorized loop that would make its lanes
+share memory is refused).
 
     sch.parallel(io)        # for i_0 in T.parallel(4):
     sch.vectorize(ji)       # for j_1 in T.vectorized(8):
@@ -18,16 +19,15 @@ from dataclasses import replace
 from typing import Any, Union
 
 from ..tir.expr import Const
-from ..tir.function import PrimFunc
-from ..tir.functor import post_order_visit
-from ..tir.lanes import vectorize_hazard
 from ..tir.stmt import For
-from ..tir.transform.lower import lower
 from . import tree
 from .deps import check_independent
 from .errors import (AnnotationError, NonConstantExtentError, VectorizeNotInnermostError,
-                     VectorLaneError, schedule_error)
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+                     VectorLaneError)
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .postconditions import check_vector_lanes
+from .registry import schedule_primitive
 
 
 def _set_kind(ctx: Context, node: For, kind: str) -> None:
@@ -52,7 +52,7 @@ def vectorize(ctx: Context, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes: the loop must be innermost, with a
     constant extent, not inside another vectorized loop, its iterations independent (as for
     :func:`parallel`), and each lane must use its own elements of every buffer the loop
-    writes once the program is lowered (:func:`check_vector_lanes`)."""
+    writes once the program is lowered (:func:`.postconditions.check_vector_lanes`)."""
     node = ctx.loop(loop)
     name = node.loop_var.name
     before = ctx.func
@@ -80,78 +80,6 @@ def vectorize(ctx: Context, loop: LoopRV) -> None:
     check_independent(ctx, node, [node], "vectorize", concurrent=True)
     _set_kind(ctx, node, "vectorized")
     check_vector_lanes(ctx, "vectorize", before, marked=node.loop_var)
-
-
-def check_vector_lanes(ctx: Context, step: str, before: PrimFunc, marked=None) -> None:
-    """Refuse ``step`` if it leaves a vectorized loop that code generation could not emit as
-    vector code, judged by codegen's own rule
-    (:func:`mlcbook.tir.lanes.vectorize_hazard`) on the lowered program. Loops that
-    already failed the rule ``before`` (hand-written ones) are left to ``mb.build``'s error.
-
-    Every primitive runs it on its result (see :class:`~.state.Schedule`); ``marked`` is
-    the loop ``vectorize`` just marked. Only the vectorized loops the step rebuilt are
-    judged (and the program lowered only then): one it left alone is the same object with
-    the same body, judged by the step that made it.
-    """
-    kept = {id(lp) for lp in _vectorized_loops(before)}
-    changed = {lp.loop_var for lp in _vectorized_loops(ctx.func) if id(lp) not in kept}
-    if not changed:
-        return
-    bad = [(var, why) for var, why in _lane_hazards(ctx.func).items() if var in changed]
-    if not bad:
-        return
-    old = _lane_hazards(before)
-    for var, why in bad:
-        if var in old:
-            continue
-        name = var.name
-        if var is marked:
-            # shown in the program as it was: the loop is not vectorized after all
-            raise schedule_error(
-                VectorLaneError,
-                f"cannot vectorize loop {name}: code generation could not run its iterations "
-                f"as SIMD lanes: {why}.",
-                "vectorize a loop whose iterations each write their own elements (usually "
-                "the innermost spatial loop), or leave this one serial.",
-                before, tree.find_loop(before.body, var), f"loop {name}")
-        mark = tree.find_loop(ctx.func.body, var)
-        ctx.fail(VectorLaneError,
-                 f"cannot {step}: loop {name} is vectorized, and after this step code "
-                 f"generation could not run its iterations as SIMD lanes: {why}.",
-                 f"keep each lane of {name} on its own elements, e.g. compute_at / "
-                 f"reverse_compute_at at a loop outside {name} rather than inside it; or do "
-                 f"not vectorize {name}.",
-                 mark, f"loop {name}")
-
-
-#: the last few functions checked and their hazards: a step's own check and the one
-#: after it, and one step's result and the next step's starting point, share a lowering
-_checked: list = []
-
-
-def _lane_hazards(func: PrimFunc) -> dict:
-    """``{loop var: why}`` for the vectorized loops of ``func`` that code generation would
-    refuse, found by lowering ``func`` and applying codegen's rule to each of them."""
-    for f, hazards in _checked:
-        if f is func:
-            return hazards
-    hazards: dict = {}
-    if _vectorized_loops(func):
-        def visit(n):
-            if isinstance(n, For) and n.kind == "vectorized" and n.loop_var not in hazards:
-                why = vectorize_hazard(n)
-                if why is not None:
-                    hazards[n.loop_var] = why
-
-        for _, lowered in lower(func).items():
-            post_order_visit(lowered.body, visit)
-    _checked.append((func, hazards))
-    del _checked[:-4]
-    return hazards
-
-
-def _vectorized_loops(func: PrimFunc) -> list[For]:
-    return [lp for lp in tree.loops_under(func.body) if lp.kind == "vectorized"]
 
 
 @schedule_primitive("unroll")

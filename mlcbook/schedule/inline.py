@@ -23,7 +23,9 @@ from ..tir.stmt import Block, BlockRealize, BufferStore, Stmt
 from . import tree
 from .analysis import reads_of, touches, writes_any, writes_of
 from .errors import NotInlinableError, NotProducerConsumerError, OutputBlockError
-from .state import BlockRV, Context, schedule_primitive
+from .context import Context
+from .handles import BlockRV
+from .registry import schedule_primitive
 
 
 def _elementwise_store(ctx: Context, realize: BlockRealize, step: str) -> BufferStore:

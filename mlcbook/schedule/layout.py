@@ -42,7 +42,9 @@ from .cache import (_fresh_buffer, _writes, insert_cache_read, insert_cache_writ
                     pick_buffer)
 from .errors import ArgumentTypeError, UnsupportedError
 from .errors_data import BufferIndexError, IndexMapError, NonBijectiveMapError
-from .state import BlockRV, Context, schedule_primitive
+from .context import Context
+from .handles import BlockRV
+from .registry import schedule_primitive
 
 #: the largest buffer whose index map is checked by enumeration
 ENUMERATION_LIMIT = 1 << 22

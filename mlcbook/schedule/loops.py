@@ -23,7 +23,9 @@ from .analysis import all_loop_ranges
 from .deps import check_independent
 from .errors import (FactorError, LoopNotNestedError, NonConstantExtentError,
                      NotSingleChildError, UnsupportedError)
-from .state import Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import LoopRV
+from .registry import schedule_primitive
 
 
 def _const_extent(ctx: Context, node: For, step: str) -> int:

@@ -36,7 +36,10 @@ from .cache import check_sole_writer, exact_store, require_root_scope
 from .errors import ArgumentTypeError
 from .errors_data import NotEinsumError, PaddingError, SharedLoopError
 from .reduction import reducer_of
-from .state import BlockRV, Context, schedule_primitive
+from .context import Context
+from .handles import BlockRV
+from .registry import schedule_primitive
+from .requires import require_no_predicate
 
 
 def _accesses(block) -> list[tuple[Buffer, tuple]]:
@@ -83,6 +86,68 @@ def _vanishes(e: PrimExpr, zero: set) -> bool:
     return False
 
 
+def _require_einsum_accesses(ctx: Context, realize: BlockRealize) -> dict:
+    """The block indexes each buffer by the same iteration variables everywhere, one per
+    dimension over its whole size (the einsum form); returns ``{id(buffer): index}``."""
+    B, name = realize.block, realize.block.name
+    ivs = {iv.var: iv for iv in B.iter_vars}
+    index_of: dict[int, tuple] = {}
+    for buf, idx in _accesses(B):
+        why = None
+        if not all(isinstance(i, Var) and i in ivs for i in idx):
+            why = (f"it indexes {buf.name} with [{', '.join(map(str, idx))}], not with its "
+                   "iteration variables")
+        elif id(buf) in index_of and not all(a is b for a, b in zip(index_of[id(buf)], idx)):
+            why = f"it indexes {buf.name} in two different ways"
+        else:
+            for d, (i, size) in enumerate(zip(idx, buf.shape)):
+                if not isinstance(ivs[i].extent, Const) or ivs[i].extent.value != size:
+                    why = (f"dimension {d} of {buf.name} has size {size} but is indexed by "
+                           f"{i.name}, whose extent is {ivs[i].extent}")
+                    break
+        if why is not None:
+            ctx.fail(NotEinsumError, f"pad_einsum: block {name!r} is not an einsum: {why}, so "
+                     "padding its axes would not pad the data consistently.",
+                     "pad blocks like C[vi, vj] += A[vi, vk] * B[vk, vj]; for others, pad the "
+                     "input with an explicit block.", realize, f"block {name!r}")
+        index_of[id(buf)] = idx
+    return index_of
+
+
+def _require_own_loops(ctx: Context, realize: BlockRealize) -> dict:
+    """Each iteration variable is bound to a loop of its own over its whole extent, which
+    padding can extend; returns ``{iteration variable: loop}``."""
+    B, name = realize.block, realize.block.name
+    loops = ctx.loops_above(realize)
+    loop_of: dict = {}
+    for iv, value in zip(B.iter_vars, realize.iter_values):
+        lp = next((lp for lp in loops if lp.loop_var is value), None)
+        if lp is None or id(lp) in {id(x) for x in loop_of.values()} or not (
+                isinstance(lp.extent, Const) and lp.extent.value == iv.extent.value):
+            ctx.fail(NotEinsumError, f"pad_einsum: iteration variable {iv.var.name} of block "
+                     f"{name!r} is bound to {value}, not to a loop of its own over its whole "
+                     "extent, so its loop cannot be extended.", "pad_einsum before split, fuse "
+                     "or reorder change the block's loops.", realize, f"block {name!r}")
+        loop_of[iv.var] = lp
+    return loop_of
+
+
+def _require_alone(ctx: Context, realize: BlockRealize) -> tuple[BlockRealize, Stmt]:
+    """No other block runs under the block's loops, which padding runs more times; returns
+    the block's scope and the statement of that scope holding it."""
+    name = realize.block.name
+    scope = require_root_scope(ctx, realize, "pad_einsum")
+    at = top_stmt(scope, realize)
+    others = [b for b in tree.blocks_under(at) if b is not realize] if at is not None else []
+    if others or at is None:
+        other = others[0] if others else realize
+        ctx.fail(SharedLoopError, f"pad_einsum: block {other.block.name!r} runs under the same "
+                 f"loops as block {name!r}, and extending the loops would run it more times.",
+                 "pad_einsum before moving blocks into one loop nest.", other,
+                 f"block {other.block.name!r}")
+    return scope, at
+
+
 @schedule_primitive("pad_einsum")
 def pad_einsum(ctx: Context, block: BlockRV, padding: list) -> None:
     """Round each iteration extent of an einsum block up to a multiple of ``padding[k]``
@@ -103,52 +168,12 @@ def pad_einsum(ctx: Context, block: BlockRV, padding: list) -> None:
                  "pass e.g. [32] * number of iteration variables; 1 leaves an axis as is.",
                  realize, label)
     ivs = {iv.var: iv for iv in B.iter_vars}
-    # the einsum form: each buffer indexed by the same iteration variables everywhere
-    index_of: dict[int, tuple] = {}
-    bufs: dict[int, Buffer] = {}
-    for buf, idx in _accesses(B):
-        why = None
-        if not all(isinstance(i, Var) and i in ivs for i in idx):
-            why = (f"it indexes {buf.name} with [{', '.join(map(str, idx))}], not with its "
-                   "iteration variables")
-        elif id(buf) in index_of and not all(a is b for a, b in zip(index_of[id(buf)], idx)):
-            why = f"it indexes {buf.name} in two different ways"
-        else:
-            for d, (i, size) in enumerate(zip(idx, buf.shape)):
-                if not isinstance(ivs[i].extent, Const) or ivs[i].extent.value != size:
-                    why = (f"dimension {d} of {buf.name} has size {size} but is indexed by "
-                           f"{i.name}, whose extent is {ivs[i].extent}")
-                    break
-        if why is not None:
-            ctx.fail(NotEinsumError, f"pad_einsum: block {name!r} is not an einsum: {why}, so "
-                     "padding its axes would not pad the data consistently.",
-                     "pad blocks like C[vi, vj] += A[vi, vk] * B[vk, vj]; for others, pad the "
-                     "input with an explicit block.", realize, label)
-        index_of[id(buf)], bufs[id(buf)] = idx, buf
-    if not tree.is_true(realize.predicate):
-        ctx.fail(NotEinsumError, f"pad_einsum: block {name!r} has a predicate (T.where), so "
-                 "some of its iterations are skipped already.", "pad before splitting with "
-                 "factors that do not divide the loops.", realize, label)
-    loops = ctx.loops_above(realize)
-    loop_of: dict = {}
-    for iv, value in zip(B.iter_vars, realize.iter_values):
-        lp = next((lp for lp in loops if lp.loop_var is value), None)
-        if lp is None or id(lp) in {id(x) for x in loop_of.values()} or not (
-                isinstance(lp.extent, Const) and lp.extent.value == iv.extent.value):
-            ctx.fail(NotEinsumError, f"pad_einsum: iteration variable {iv.var.name} of block "
-                     f"{name!r} is bound to {value}, not to a loop of its own over its whole "
-                     "extent, so its loop cannot be extended.", "pad_einsum before split, fuse "
-                     "or reorder change the block's loops.", realize, label)
-        loop_of[iv.var] = lp
-    scope = require_root_scope(ctx, realize, "pad_einsum")
-    at = top_stmt(scope, realize)
-    others = [b for b in tree.blocks_under(at) if b is not realize] if at is not None else []
-    if others or at is None:
-        other = others[0] if others else realize
-        ctx.fail(SharedLoopError, f"pad_einsum: block {other.block.name!r} runs under the same "
-                 f"loops as block {name!r}, and extending the loops would run it more times.",
-                 "pad_einsum before moving blocks into one loop nest.", other,
-                 f"block {other.block.name!r}")
+    index_of = _require_einsum_accesses(ctx, realize)
+    require_no_predicate(ctx, realize, "so some of its iterations are skipped already.",
+                         "pad before splitting with factors that do not divide the loops.",
+                         step="pad_einsum", cls=NotEinsumError)
+    loop_of = _require_own_loops(ctx, realize)
+    scope, at = _require_alone(ctx, realize)
     new_ext = {iv.var: -(-iv.extent.value // p) * p for iv, p in zip(B.iter_vars, padding)}
     padded = {v for v, e in new_ext.items() if e != ivs[v].extent.value}
     if not padded:

@@ -14,7 +14,9 @@ from typing import Optional, Union
 from . import tree
 from .analysis import consumers_of, producers_of
 from .errors import BlockNotFoundError
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
 
 
 @schedule_primitive("get_block")
@@ -22,7 +24,7 @@ def get_block(ctx: Context, name: str, func_name: Optional[str] = None) -> Block
     """The block called ``name``: ``sch.get_block("C")``."""
     if tree.find_block(ctx.func.body, name) is None:
         names = [b.block.name for b in tree.blocks_under(ctx.func.body) if b.block.name != "root"]
-        removed = ctx._sch._removed_blocks.get(name)
+        removed = ctx.removed_by(name)
         extra = f" (it was removed by {removed})" if removed else ""
         raise BlockNotFoundError(
             f"function {ctx.func_name!r} has no block named {name!r}{extra}; its blocks are: "

@@ -44,7 +44,10 @@ from .analysis import reads_of, writes_of
 from .errors import NonConstantExtentError, UnsupportedError
 from .errors_data import (DecomposeLocationError, FactorAxisError, NotReductionError,
                           ReducerPatternError, RFactorLoopError, SharedLoopError)
-from .state import BlockRV, Context, LoopRV, schedule_primitive
+from .context import Context
+from .handles import BlockRV, LoopRV
+from .registry import schedule_primitive
+from .requires import require_no_predicate
 
 #: reduction operators and their identities
 REDUCERS = ("+", "max", "min")
@@ -226,6 +229,100 @@ def _spatial_loop(v: Var, block: Block, realize: BlockRealize) -> bool:
                for iv, value in zip(block.iter_vars, realize.iter_values))
 
 
+def _require_single_block(ctx: Context, loop: For) -> BlockRealize:
+    """``loop`` holds exactly one block; returns it."""
+    lname = loop.loop_var.name
+    under = tree.blocks_under(loop)
+    if len(under) != 1:
+        ctx.fail(RFactorLoopError, f"rfactor: loop {lname} holds {len(under)} blocks; it must "
+                 "hold exactly one reduction block whose work it divides.",
+                 "rfactor a loop around a single block.", loop, f"loop {lname}")
+    return under[0]
+
+
+def _require_reducer(ctx: Context, realize: BlockRealize) -> tuple:
+    """The block's update is a sum, max or min into one element per spatial instance;
+    returns :func:`reducer_of` of it."""
+    B, name = realize.block, realize.block.name
+    red = reducer_of(B)
+    if red is None:
+        ctx.fail(ReducerPatternError, f"rfactor: block {name!r}'s update is not X = X + e, "
+                 "X = max(X, e) or X = min(X, e), so partial results could not be combined "
+                 "in another order without changing the result.",
+                 "rfactor sum, max or min reductions.", realize, f"block {name!r}")
+    st = red[1]
+    ivs = {iv.var: iv for iv in B.iter_vars}
+    if any(isinstance(v, Var) and v in ivs and ivs[v].kind == "reduce"
+           for i in st.indices for v in free_vars(i)):
+        ctx.fail(ReducerPatternError, f"rfactor: block {name!r} stores to {st.buffer.name} at an "
+                 "index that depends on a reduction axis, so it is not one reduction per "
+                 "element.", "rfactor blocks whose output index uses only spatial axes.",
+                 realize, f"block {name!r}")
+    return red
+
+
+def _require_reduction_loops(ctx: Context, realize: BlockRealize, loop: For,
+                             loops: list[For]) -> tuple[set, set]:
+    """The reduction axes are bound to the block's own loops, ``loop`` among them, each of
+    constant extent and driving no spatial axis; returns the loop variables the spatial
+    axes use and those the reduction axes use."""
+    B, name, lname = realize.block, realize.block.name, loop.loop_var.name
+    loop_vars = {lp.loop_var for lp in loops}
+    spatial_used, reduce_used = set(), set()
+    for iv, value in zip(B.iter_vars, realize.iter_values):
+        (spatial_used if iv.kind == "spatial" else reduce_used).update(free_vars(value))
+        if iv.kind == "reduce" and any(v not in loop_vars for v in free_vars(value)):
+            ctx.fail(UnsupportedError, f"rfactor: reduction axis {iv.var.name} of block "
+                     f"{name!r} is bound to {value}, which uses more than the block's loops.",
+                     "rfactor blocks whose reduction axes are bound to their own loops.",
+                     realize, f"block {name!r}")
+    if loop.loop_var not in reduce_used:
+        ctx.fail(RFactorLoopError, f"rfactor: loop {lname} does not drive a reduction axis of "
+                 f"block {name!r}, so there is no reduction to divide along it.",
+                 "pass one of the block's reduction loops (e.g. an inner part of a split "
+                 "reduction loop).", loop, f"loop {lname}")
+    for lp in loops:
+        if lp.loop_var in reduce_used and lp.loop_var in spatial_used:
+            ctx.fail(RFactorLoopError, f"rfactor: loop {lp.loop_var.name} drives both spatial "
+                     f"and reduction axes of block {name!r}, so its iterations cannot be "
+                     "separated into partial results.", "rfactor before fusing spatial and "
+                     "reduction loops.", lp, f"loop {lp.loop_var.name}")
+        if lp.loop_var in reduce_used and not isinstance(lp.extent, Const):
+            ctx.fail(NonConstantExtentError, f"rfactor: loop {lp.loop_var.name} has no constant "
+                     "extent.", "rfactor loops with constant extents.", lp,
+                     f"loop {lp.loop_var.name}")
+    return spatial_used, reduce_used
+
+
+def _require_factor_axis(ctx: Context, factor_axis, ndim: int, buf: Buffer, loop: For) -> None:
+    """``factor_axis`` is a position among the ``ndim + 1`` dimensions of the partial results."""
+    lname = loop.loop_var.name
+    if not isinstance(factor_axis, int) or isinstance(factor_axis, bool) or not (
+            -ndim - 1 <= factor_axis <= ndim):
+        ctx.fail(FactorAxisError, f"rfactor: factor_axis {factor_axis!r} is not a position in "
+                 f"the {ndim + 1} dimensions of the partial-result buffer ({buf.name}'s "
+                 f"{ndim} and one for loop {lname}).", f"pass an int in [{-ndim - 1}, {ndim}].",
+                 loop, f"loop {lname}")
+
+
+def _require_alone_with(ctx: Context, realize: BlockRealize, buf: Buffer) -> tuple:
+    """No other block inside the loops of ``realize`` uses its output ``buf``, which rfactor
+    completes only after those loops; returns the block's scope and the statement of that
+    scope holding it."""
+    name = realize.block.name
+    scope = ctx.scope_of(realize)
+    at = top_stmt(scope, realize)
+    for other in tree.blocks_under(at):
+        if other is not realize and any(x is buf for x in reads_of(other.block) +
+                                        writes_of(other.block)):
+            ctx.fail(SharedLoopError, f"rfactor: block {other.block.name!r} uses {buf.name} "
+                     f"inside the loops of block {name!r}, but after rfactor {buf.name} is only "
+                     "complete after those loops.", f"rfactor before moving blocks into the "
+                     f"loops of {name!r} (compute_at, reverse_compute_at).", other,
+                     f"block {other.block.name!r}")
+    return scope, at
+
+
 @schedule_primitive("rfactor")
 def rfactor(ctx: Context, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
     """Split the reduction of the block under ``loop`` (one of its reduction loops) into a
@@ -238,76 +335,20 @@ def rfactor(ctx: Context, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
     """
     node = ctx.loop(loop)
     lname = node.loop_var.name
-    under = tree.blocks_under(node)
-    if len(under) != 1:
-        ctx.fail(RFactorLoopError, f"rfactor: loop {lname} holds {len(under)} blocks; it must "
-                 "hold exactly one reduction block whose work it divides.",
-                 "rfactor a loop around a single block.", node, f"loop {lname}")
-    realize = under[0]
+    realize = _require_single_block(ctx, node)
     B, name = realize.block, realize.block.name
-    label = f"block {name!r}"
     _require_init(ctx, realize, "rfactor")
-    red = reducer_of(B)
-    if red is None:
-        ctx.fail(ReducerPatternError, f"rfactor: block {name!r}'s update is not X = X + e, "
-                 "X = max(X, e) or X = min(X, e), so partial results could not be combined "
-                 "in another order without changing the result.",
-                 "rfactor sum, max or min reductions.", realize, label)
-    op, st, rhs, acc_first = red
+    op, st, rhs, acc_first = _require_reducer(ctx, realize)
     buf = st.buffer
-    ivs = {iv.var: iv for iv in B.iter_vars}
-    if any(isinstance(v, Var) and v in ivs and ivs[v].kind == "reduce"
-           for i in st.indices for v in free_vars(i)):
-        ctx.fail(ReducerPatternError, f"rfactor: block {name!r} stores to {buf.name} at an index "
-                 "that depends on a reduction axis, so it is not one reduction per element.",
-                 "rfactor blocks whose output index uses only spatial axes.", realize, label)
-    if not tree.is_true(realize.predicate):
-        ctx.fail(UnsupportedError, f"rfactor: block {name!r} has a predicate (T.where), which "
-                 "the partial results would have to carry.", "split the reduction loop with "
-                 "factors that divide its extent before rfactor.", realize, label)
+    require_no_predicate(ctx, realize, "which the partial results would have to carry.",
+                         "split the reduction loop with factors that divide its extent before "
+                         "rfactor.", step="rfactor")
     loops = ctx.loops_above(realize)
-    loop_vars = {lp.loop_var for lp in loops}
-    spatial_used, reduce_used = set(), set()
-    for iv, value in zip(B.iter_vars, realize.iter_values):
-        (spatial_used if iv.kind == "spatial" else reduce_used).update(free_vars(value))
-        if iv.kind == "reduce" and any(v not in loop_vars for v in free_vars(value)):
-            ctx.fail(UnsupportedError, f"rfactor: reduction axis {iv.var.name} of block "
-                     f"{name!r} is bound to {value}, which uses more than the block's loops.",
-                     "rfactor blocks whose reduction axes are bound to their own loops.",
-                     realize, label)
-    if node.loop_var not in reduce_used:
-        ctx.fail(RFactorLoopError, f"rfactor: loop {lname} does not drive a reduction axis of "
-                 f"block {name!r}, so there is no reduction to divide along it.",
-                 "pass one of the block's reduction loops (e.g. an inner part of a split "
-                 "reduction loop).", node, f"loop {lname}")
-    for lp in loops:
-        if lp.loop_var in reduce_used and lp.loop_var in spatial_used:
-            ctx.fail(RFactorLoopError, f"rfactor: loop {lp.loop_var.name} drives both spatial "
-                     f"and reduction axes of block {name!r}, so its iterations cannot be "
-                     "separated into partial results.", "rfactor before fusing spatial and "
-                     "reduction loops.", lp, f"loop {lp.loop_var.name}")
-        if lp.loop_var in reduce_used and not isinstance(lp.extent, Const):
-            ctx.fail(NonConstantExtentError, f"rfactor: loop {lp.loop_var.name} has no constant "
-                     "extent.", "rfactor loops with constant extents.", lp,
-                     f"loop {lp.loop_var.name}")
+    spatial_used, reduce_used = _require_reduction_loops(ctx, realize, node, loops)
     ndim = len(buf.shape)
-    if not isinstance(factor_axis, int) or isinstance(factor_axis, bool) or not (
-            -ndim - 1 <= factor_axis <= ndim):
-        ctx.fail(FactorAxisError, f"rfactor: factor_axis {factor_axis!r} is not a position in "
-                 f"the {ndim + 1} dimensions of the partial-result buffer ({buf.name}'s "
-                 f"{ndim} and one for loop {lname}).", f"pass an int in [{-ndim - 1}, {ndim}].",
-                 node, f"loop {lname}")
+    _require_factor_axis(ctx, factor_axis, ndim, buf, node)
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
-    scope = ctx.scope_of(realize)
-    at = top_stmt(scope, realize)
-    for other in tree.blocks_under(at):
-        if other is not realize and any(x is buf for x in reads_of(other.block) +
-                                        writes_of(other.block)):
-            ctx.fail(SharedLoopError, f"rfactor: block {other.block.name!r} uses {buf.name} "
-                     f"inside the loops of block {name!r}, but after rfactor {buf.name} is only "
-                     "complete after those loops.", f"rfactor before moving blocks into the "
-                     f"loops of {name!r} (compute_at, reverse_compute_at).", other,
-                     f"block {other.block.name!r}")
+    scope, at = _require_alone_with(ctx, realize, buf)
     # the rfactor block: one spatial axis for `loop`, a reduction axis per other reduction loop
     rf_name = fresh_name(f"{name}_rf", block_names(ctx.func.body))
     rf_buf = Buffer(fresh_name(f"{buf.name}_rf", buffer_names(ctx.func)),

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ..tir.expr import Const
 from .errors import NonConstantExtentError, SamplingError
-from .state import Context, ExprRV, LoopRV, schedule_primitive
+from .context import Context
+from .handles import ExprRV, LoopRV
+from .registry import schedule_primitive
 
 
 def _divisors(n: int) -> list[int]:

@@ -1,5 +1,4 @@
-"""``Schedule``: a function being transformed step by step, handles to its loops and blocks,
-and the decorator that turns a pure function into a recorded, verified schedule primitive.
+"""``Schedule``: a function being transformed step by step, and ``Trace``, the steps so far.
 
     >>> sch = Schedule(func)
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
@@ -8,260 +7,61 @@ and the decorator that turns a pure function into a recorded, verified schedule 
     b0 = sch.get_block("C")
     l1, l2, l3 = sch.get_loops(b0)
     l4, l5 = sch.split(l1, factors=[None, 32])
+    >>> new = sch.trace.apply(func)                       # the same program again
+    >>> Trace.from_json(sch.trace.as_json())              # through JSON
+    >>> sch.trace.with_decision(2, [4, 32]).apply(func)   # the same steps, another tile
 
-**Handles.** :class:`BlockRV` finds its block by name (block names are unique in a
-function); :class:`LoopRV` finds its loop by the identity of the loop variable, which every
-primitive that keeps a loop keeps. A handle to something a later step removed raises
-:class:`~mlcbook.schedule.errors.HandleError` naming the step. :class:`ExprRV` is an ``int``
-that remembers which sampling step produced it, so a trace can replay it with another value.
-
-**Writing a primitive** (any module of this package)::
-
-    @schedule_primitive("parallel")
-    def parallel(ctx: Context, loop: LoopRV) -> None:
-        node = ctx.loop(loop)                     # the For; ctx.path(node) its ancestors
-        if ...:                                   # a fact forbids it
-            ctx.fail(ReduceLoopParallelError, "why ...", "what instead ...", mark=node)
-        ctx.replace(node, new_node)               # or ctx.set_func(new_func)
-
-The decorator adds ``Schedule.parallel``; on each call it binds the arguments, checks that
-every handle still resolves, runs the function, verifies the new program with
-:func:`mlcbook.tir.verify` and that its vectorized loops still compile to vector code
-(:func:`.for_kind.check_vector_lanes`), commits it only if all went well, and appends the
-instruction (its name, arguments with handles as symbols, outputs, sampling decision) to
-``sch.trace``. A primitive returns None, a handle, an ExprRV, or a list of them, which it
-makes with ``ctx.loop_rv(var)``, ``ctx.block_rv(name)`` and ``ctx.expr_rv(value)``.
+Every step is a primitive (a function of a :class:`~.context.Context`, registered in
+:mod:`.registry`, implemented in a module of its family). Its method on
+:class:`Schedule` binds the arguments to the primitive's signature, checks that every
+handle still resolves, runs the primitive, checks the result (:func:`.postconditions.check_step`:
+well formed, vectorized loops still vector code), commits it only if all went well, and
+appends the :class:`~.instruction.Instruction` (name, arguments with handles as symbols,
+outputs, sampling decision) to ``sch.trace``. A primitive returns None, a handle, an
+ExprRV, or a list of them (see :mod:`.handles`).
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
+import json
 import random
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Optional, TypeVar, Union
 
-from ..errors import ScheduleError, TIRError
+from ..errors import ScheduleError
 from ..tir.expr import Var
 from ..tir.function import IRModule, PrimFunc
-from ..tir.stmt import Block, BlockRealize, For, Stmt
-from ..tir.verify import verify
 from . import tree
-from .errors import (ArgumentTypeError, HandleError, InvalidResultError, UnsupportedError,
-                     schedule_error)
-from .trace import Instruction, Trace
+# the modules of the primitives, imported for their registration (the methods below run them)
+from . import (blockize, cache, compute_at, for_kind, inline, layout, loops,  # noqa: F401
+               padding, queries, reduction, sampling)
+from .context import Context
+from .errors import ArgumentTypeError, HandleError, TraceError, UnsupportedError
+from .handles import BlockRV, ExprRV, Handle, LoopRV, handles_in
+from .instruction import Instruction, encode_args
+from .postconditions import check_step
+from .registry import PRIMITIVES, Primitive, schedule_primitive
+
+_VERSION = 1
 
 
-# --- handles --------------------------------------------------------------------------------
-class BlockRV:
-    """A handle to a block, valid for as long as a block of that name exists."""
-
-    __slots__ = ("name", "func_name", "sym")
-
-    def __init__(self, name: str, func_name: str):
-        self.name, self.func_name, self.sym = name, func_name, None
-
-    def __repr__(self) -> str:
-        return f"BlockRV({self.sym}: {self.name!r})"
+M = TypeVar("M", bound=Callable)
 
 
-class LoopRV:
-    """A handle to a loop, valid for as long as a loop over the same variable exists."""
+def _primitive(method: M) -> M:
+    """Make a written-out method run the registered primitive of its name (see the module
+    docstring); the method's signature is the primitive's, plus ``decision=`` for a
+    sampling step, and a test keeps the two equal."""
+    name = method.__name__
 
-    __slots__ = ("var", "func_name", "sym")
+    @functools.wraps(method)
+    def run(self: "Schedule", *args, **kwargs):
+        return self._call(PRIMITIVES[name], args, kwargs)
 
-    def __init__(self, var: Var, func_name: str):
-        self.var, self.func_name, self.sym = var, func_name, None
-
-    def __repr__(self) -> str:
-        return f"LoopRV({self.sym}: {self.var.name})"
-
-
-class ExprRV(int):
-    """An int produced by a sampling step; the trace records where it came from.
-
-    Arithmetic on it gives a plain int, which the trace records as a constant: pass the
-    ExprRV itself (``split(i, factors=[v0, v1])``) for a decision change to flow through.
-    """
-
-    sym: Optional[str]
-
-    def __new__(cls, value: int):
-        obj = super().__new__(cls, value)
-        obj.sym = None
-        return obj
-
-    def __repr__(self) -> str:
-        return f"ExprRV({self.sym}: {int(self)})"
+    return run  # type: ignore[return-value]
 
 
-Handle = Union[BlockRV, LoopRV, ExprRV]
-
-
-def _handles_in(value) -> list:
-    if isinstance(value, (BlockRV, LoopRV, ExprRV)):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [h for v in value for h in _handles_in(v)]
-    return []
-
-
-# --- the registry of primitives --------------------------------------------------------------
-@dataclass(frozen=True)
-class Primitive:
-    """A registered schedule primitive: its name, function and signature (without ``ctx``)."""
-
-    name: str
-    fn: Callable
-    signature: inspect.Signature
-    sampling: bool
-
-
-PRIMITIVES: dict[str, Primitive] = {}
-
-
-def schedule_primitive(name: str, *, sampling: bool = False) -> Callable[[Callable], Callable]:
-    """Register ``fn(ctx, ...)`` as the primitive ``name`` and add it to :class:`Schedule`.
-
-    ``sampling=True`` marks a step that makes a random decision (``ctx.decide``), which
-    the trace records and can replay or change; its method also takes ``decision=`` to
-    force the outcome (the trace prints it so, and ``ctx.decision`` holds it).
-    """
-
-    def register(fn: Callable) -> Callable:
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())[1:]
-        prim = Primitive(name, fn, sig.replace(parameters=params), sampling)
-        PRIMITIVES[name] = prim
-
-        if sampling:
-            def method(self: Schedule, *args, decision=None, **kwargs):
-                return self._apply(prim, args, kwargs, decision)
-        else:
-            def method(self: Schedule, *args, **kwargs):
-                return self._apply(prim, args, kwargs)
-
-        method.__name__ = method.__qualname__ = name
-        method.__doc__ = fn.__doc__
-        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        extra = [inspect.Parameter("decision", inspect.Parameter.KEYWORD_ONLY, default=None)]
-        method.__signature__ = sig.replace(
-            parameters=[self_param] + params + (extra if sampling else []))
-        setattr(Schedule, name, method)
-        return fn
-
-    return register
-
-
-# --- the context a primitive runs in ---------------------------------------------------------
-class Context:
-    """What a primitive sees: the current function, handle resolution, tree helpers, failure."""
-
-    def __init__(self, sch: "Schedule", func_name: str, decision: Any):
-        self._sch = sch
-        self.func_name = func_name
-        self.func: PrimFunc = sch.mod[func_name]
-        self.decision = decision          # the recorded decision when a trace is replayed
-        self.rng: random.Random = sch._rng
-        self._new_handles: list = []
-        # what to record instead of an argument the trace cannot store (a lambda -> its text)
-        self.recorded_args: dict = {}
-
-    # handles -> IR
-    def loop(self, rv: LoopRV) -> For:
-        """The For the handle refers to (raises HandleError if a step removed it)."""
-        if not isinstance(rv, LoopRV):
-            raise ArgumentTypeError(
-                f"expected a loop handle (from get_loops, split, fuse), got {_describe(rv)}")
-        node = tree.find_loop(self.func.body, rv.var)
-        if node is None:
-            why = self._sch._removed_loops.get(rv.var)
-            if why is not None:
-                raise HandleError(
-                    f"loop {rv.var.name} was replaced by {why}; use the loops {why} returned, "
-                    f"or call sch.get_loops(block) again")
-            raise HandleError(f"loop {rv.var.name} is not in function {self.func_name!r}; "
-                              "get a fresh handle with sch.get_loops(block)")
-        return node
-
-    def block_realize(self, rv: BlockRV) -> BlockRealize:
-        if not isinstance(rv, BlockRV):
-            raise ArgumentTypeError(
-                f"expected a block handle (from get_block), got {_describe(rv)}")
-        node = tree.find_block(self.func.body, rv.name)
-        if node is None:
-            why = self._sch._removed_blocks.get(rv.name)
-            if why is not None:
-                raise HandleError(f"block {rv.name!r} was removed by {why}; it no longer exists, "
-                                  "schedule the block it was merged into instead")
-            raise HandleError(f"block {rv.name!r} is not in function {self.func_name!r}")
-        return node
-
-    def block(self, rv: BlockRV) -> Block:
-        return self.block_realize(rv).block
-
-    def stmt(self, rv: Union[BlockRV, LoopRV]) -> Stmt:
-        """The For or BlockRealize behind a loop or block handle."""
-        return self.loop(rv) if isinstance(rv, LoopRV) else self.block_realize(rv)
-
-    # tree queries
-    def path(self, node: Stmt) -> list[Stmt]:
-        """Statements from the function body down to ``node``, both included."""
-        p = tree.path_to(self.func.body, node)
-        if p is None:
-            raise ScheduleError(f"internal: statement not found in function {self.func_name!r}")
-        return p
-
-    def loops_above(self, node: Stmt) -> list[For]:
-        """Loops between ``node``'s enclosing block and ``node``, outermost first."""
-        return tree.loops_between(self.path(node))
-
-    def scope_of(self, node: Stmt) -> BlockRealize:
-        """The BlockRealize directly enclosing ``node`` (the root block for top-level loops)."""
-        return tree.enclosing_block(self.path(node))
-
-    # changing the program
-    def replace(self, old: Stmt, new: Optional[Stmt]) -> None:
-        """Replace statement ``old`` (by identity) with ``new``; None removes it."""
-        self.set_func(self.func.with_body(tree.replace_stmt(self.func.body, old, new)))
-
-    def set_func(self, func: PrimFunc) -> None:
-        self.func = func
-
-    # making outputs
-    def loop_rv(self, loop: Union[For, Var]) -> LoopRV:
-        rv = LoopRV(loop.loop_var if isinstance(loop, For) else loop, self.func_name)
-        self._new_handles.append(rv)
-        return rv
-
-    def block_rv(self, block: Union[str, Block, BlockRealize]) -> BlockRV:
-        if isinstance(block, BlockRealize):
-            block = block.block
-        rv = BlockRV(block if isinstance(block, str) else block.name, self.func_name)
-        self._new_handles.append(rv)
-        return rv
-
-    def expr_rv(self, value: int) -> ExprRV:
-        rv = ExprRV(value)
-        self._new_handles.append(rv)
-        return rv
-
-    def decide(self, decision: Any) -> None:
-        """Record the decision a sampling step took (replayed as ``ctx.decision``)."""
-        self.decision = decision
-
-    def fail(self, cls: type[ScheduleError], why: str, instead: str, mark=None,
-             label: str = "") -> None:
-        """Raise ``cls`` with the message: why, what to do instead, the program with ``mark`` marked."""
-        raise schedule_error(cls, why, instead, self.func, mark, label)
-
-
-def _describe(value) -> str:
-    if isinstance(value, (BlockRV, LoopRV)):
-        return repr(value)
-    return f"{type(value).__name__} {value!r:.40}"
-
-
-# --- the schedule --------------------------------------------------------------------------
 class Schedule:
     """A function (or module) being transformed; every step is checked and recorded.
 
@@ -271,6 +71,8 @@ class Schedule:
 
     ``Schedule(func)`` puts the function into a module under the name ``"main"`` (as
     TVM does); a module keeps its names and ``func_name`` picks the one to schedule.
+    Each primitive method below runs the function of the same name in the module named
+    in its docstring, which documents it in full.
     """
 
     def __init__(self, func_or_mod: Union[PrimFunc, IRModule], *, seed: Optional[int] = None,
@@ -321,13 +123,13 @@ class Schedule:
         return self._func_name
 
     @property
-    def trace(self) -> Trace:
+    def trace(self) -> "Trace":
         """The steps so far (a copy: changing it does not change the schedule)."""
         return Trace(list(self._trace.insts))
 
     def get(self, rv: Union[BlockRV, LoopRV]):
         """The IR node behind a handle: a For for a loop, a Block for a block."""
-        ctx = Context(self, rv.func_name, None)
+        ctx = self._context(rv.func_name, None)
         return ctx.loop(rv) if isinstance(rv, LoopRV) else ctx.block(rv)
 
     def copy(self) -> "Schedule":
@@ -355,14 +157,151 @@ class Schedule:
     def __repr__(self) -> str:
         return f"<Schedule of {self._func_name!r}, {len(self._trace)} steps>"
 
+    def __getattr__(self, name: str):
+        # a primitive registered outside the library, which has no written-out method
+        prim = PRIMITIVES.get(name)
+        if prim is None or name.startswith("__"):
+            raise AttributeError(f"'Schedule' object has no attribute {name!r}")
+        return lambda *args, **kwargs: self._call(prim, args, kwargs)
+
+    # --- queries (:mod:`.queries`) ---------------------------------------------------------
+    @_primitive
+    def get_block(self, name: str, func_name: Optional[str] = None) -> BlockRV:
+        """The block called ``name``: ``sch.get_block("C")`` (:func:`.queries.get_block`)."""
+
+    @_primitive
+    def get_loops(self, block: BlockRV) -> list[LoopRV]:
+        """The loops around ``block``, outermost first (:func:`.queries.get_loops`)."""
+
+    @_primitive
+    def get_child_blocks(self, block_or_loop: Union[BlockRV, LoopRV]) -> list[BlockRV]:
+        """The blocks directly inside a block or loop (:func:`.queries.get_child_blocks`)."""
+
+    @_primitive
+    def get_producers(self, block: BlockRV) -> list[BlockRV]:
+        """The blocks that write what ``block`` reads (:func:`.queries.get_producers`)."""
+
+    @_primitive
+    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
+        """The blocks that read what ``block`` writes (:func:`.queries.get_consumers`)."""
+
+    # --- loops (:mod:`.loops`) -----------------------------------------------------------
+    @_primitive
+    def split(self, loop: LoopRV, factors: list) -> list[LoopRV]:
+        """Split ``loop`` into nested loops of the given extents (:func:`.loops.split`)."""
+
+    @_primitive
+    def fuse(self, *loops: LoopRV) -> LoopRV:
+        """Fuse perfectly nested loops into one (:func:`.loops.fuse`)."""
+
+    @_primitive
+    def reorder(self, *loops: LoopRV) -> None:
+        """Put loops of one nest in the given order (:func:`.loops.reorder`)."""
+
+    # --- how loops run (:mod:`.for_kind`) --------------------------------------------------
+    @_primitive
+    def parallel(self, loop: LoopRV) -> None:
+        """Run the iterations of ``loop`` on threads (:func:`.for_kind.parallel`)."""
+
+    @_primitive
+    def vectorize(self, loop: LoopRV) -> None:
+        """Run the iterations of ``loop`` as SIMD lanes (:func:`.for_kind.vectorize`)."""
+
+    @_primitive
+    def unroll(self, loop: LoopRV) -> None:
+        """Copy the body of ``loop`` once per iteration (:func:`.for_kind.unroll`)."""
+
+    @_primitive
+    def annotate(self, block_or_loop: Union[BlockRV, LoopRV], ann_key: str,
+                 ann_val: Any) -> None:
+        """Attach ``ann_key = ann_val`` to a loop or block (:func:`.for_kind.annotate`)."""
+
+    @_primitive
+    def unannotate(self, block_or_loop: Union[BlockRV, LoopRV], ann_key: str) -> None:
+        """Remove an annotation from a loop or block (:func:`.for_kind.unannotate`)."""
+
+    # --- moving blocks (:mod:`.compute_at`, :mod:`.inline`) -----------------------------------
+    @_primitive
+    def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
+        """Compute producer ``block`` inside ``loop`` (:func:`.compute_at.compute_at`)."""
+
+    @_primitive
+    def reverse_compute_at(self, block: BlockRV, loop: LoopRV,
+                           preserve_unit_loops: bool = False) -> None:
+        """Compute consumer ``block`` inside its producer's ``loop``
+        (:func:`.compute_at.reverse_compute_at`)."""
+
+    @_primitive
+    def compute_inline(self, block: BlockRV) -> None:
+        """Substitute an elementwise block into its readers (:func:`.inline.compute_inline`)."""
+
+    @_primitive
+    def reverse_compute_inline(self, block: BlockRV) -> None:
+        """Fold an elementwise consumer into its producer
+        (:func:`.inline.reverse_compute_inline`)."""
+
+    # --- sampling (:mod:`.sampling`) -------------------------------------------------------
+    @_primitive
+    def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16, *,
+                            decision: Optional[list] = None) -> list[ExprRV]:
+        """``n`` tile sizes whose product is the loop's extent
+        (:func:`.sampling.sample_perfect_tile`)."""
+
+    @_primitive
+    def sample_categorical(self, candidates: list, probs: list, *,
+                           decision: Optional[int] = None) -> ExprRV:
+        """One of ``candidates``, drawn with ``probs`` (:func:`.sampling.sample_categorical`)."""
+
+    # --- buffers (:mod:`.cache`, :mod:`.layout`, :mod:`.padding`) ------------------------------
+    @_primitive
+    def cache_read(self, block: BlockRV, read_buffer_index: Union[int, str], scope: str,
+                   consumer_blocks: Optional[list] = None) -> BlockRV:
+        """Read a buffer through a copy in ``scope`` (:func:`.cache.cache_read`)."""
+
+    @_primitive
+    def cache_write(self, block: BlockRV, write_buffer_index: Union[int, str],
+                    scope: str) -> BlockRV:
+        """Write a buffer through a copy in ``scope`` (:func:`.cache.cache_write`)."""
+
+    @_primitive
+    def transform_layout(self, block: BlockRV, buffer, index_map) -> None:
+        """Lay out a buffer by an index map (:func:`.layout.transform_layout`)."""
+
+    @_primitive
+    def pad_einsum(self, block: BlockRV, padding: list) -> None:
+        """Round an einsum block's extents up to multiples (:func:`.padding.pad_einsum`)."""
+
+    # --- reductions and blocks (:mod:`.reduction`, :mod:`.blockize`) ---------------------------
+    @_primitive
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Move a block's init into its own block before ``loop``
+        (:func:`.reduction.decompose_reduction`)."""
+
+    @_primitive
+    def rfactor(self, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
+        """Reduce along ``loop`` in a separate block first (:func:`.reduction.rfactor`)."""
+
+    @_primitive
+    def blockize(self, loop: LoopRV) -> BlockRV:
+        """Wrap ``loop`` and its block in an outer block (:func:`.blockize.blockize`)."""
+
     # --- running a primitive -------------------------------------------------------------
+    def _context(self, func_name: str, decision: Any) -> Context:
+        return Context(func_name, self._mod[func_name], rng=self._rng,
+                       removed_loops=self._removed_loops, removed_blocks=self._removed_blocks,
+                       decision=decision)
+
+    def _call(self, prim: Primitive, args: tuple, kwargs: dict):
+        decision = kwargs.pop("decision", None) if prim.sampling else None
+        return self._apply(prim, args, kwargs, decision)
+
     def _apply(self, prim: Primitive, args: tuple, kwargs: dict, decision: Any = None):
         try:
             bound = prim.signature.bind(*args, **kwargs)
         except TypeError as err:
             raise ArgumentTypeError(f"sch.{prim.name}{prim.signature}: {err}") from None
         bound.apply_defaults()
-        handles = [h for v in bound.arguments.values() for h in _handles_in(v)]
+        handles = [h for v in bound.arguments.values() for h in handles_in(v)]
         for h in handles:
             if h.sym is None or self._handles.get(h.sym) is not h:
                 raise HandleError(
@@ -377,30 +316,19 @@ class Schedule:
                 f"{prim.name} got handles from different functions {sorted(func_names)}; "
                 "a step works inside one function")
         func_name = func_names.pop() if func_names else self._func_name
-        ctx = Context(self, func_name, decision)
+        ctx = self._context(func_name, decision)
         old = ctx.func
         for h in handles:
             if not isinstance(h, ExprRV):
                 ctx.stmt(h)  # a stale handle fails here, before any work
         outputs = prim.fn(ctx, *bound.args, **bound.kwargs)
         if ctx.func is not old:
-            try:
-                verify(ctx.func)
-            except TIRError as err:
-                raise schedule_error(
-                    InvalidResultError,
-                    f"{prim.name} would produce a malformed program: {err}",
-                    "this is a bug in mlcbook's check of this step; please report it with the "
-                    "trace (print(sch.trace))", ctx.func) from None
-            # a vectorized loop must stay compilable as vector code whatever the step did
-            # (imported here: for_kind imports this module)
-            from .for_kind import check_vector_lanes
-            check_vector_lanes(ctx, prim.name, old)
+            check_step(ctx, prim.name, old)
             self._note_removed(old, ctx.func, prim.name)
             self._mod = self._mod.with_function(func_name, ctx.func)
-        out_syms = self._name_outputs(outputs, ctx._new_handles)
+        out_syms = self._name_outputs(outputs, ctx.new_handles)
         self._trace.insts.append(Instruction(
-            prim.name, _encode_args(prim, {**bound.arguments, **ctx.recorded_args}), out_syms,
+            prim.name, encode_args(prim, {**bound.arguments, **ctx.recorded_args}), out_syms,
             ctx.decision if prim.sampling else None))
         return outputs
 
@@ -435,20 +363,135 @@ class Schedule:
             self._removed_blocks.pop(name, None)
 
 
-def _encode_args(prim: Primitive, arguments: dict) -> dict:
-    def enc(v):
-        if isinstance(v, (BlockRV, LoopRV, ExprRV)):
-            return {"rv": v.sym}
-        if isinstance(v, (list, tuple)):
-            return [enc(x) for x in v]
-        if v is None or isinstance(v, (bool, int, float, str)):
+@dataclass
+class Trace:
+    """The ordered steps of a schedule (``sch.trace`` returns a copy): printable as Python,
+    storable as JSON, replayable onto the program it started from, with a sampling
+    decision changed (:meth:`with_decision`) if wanted."""
+
+    insts: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.insts)
+
+    def __iter__(self):
+        return iter(self.insts)
+
+    def __getitem__(self, k):
+        return self.insts[k]
+
+    def as_python(self, sch_name: str = "sch") -> str:
+        """The steps as Python lines that, run with a fresh ``sch``, redo the schedule."""
+        return "\n".join(inst.as_python(sch_name) for inst in self.insts)
+
+    def __str__(self) -> str:
+        return self.as_python()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.as_python())
+
+    def as_json(self) -> dict:
+        """A JSON-serializable object; :meth:`from_json` reads it back."""
+        return {"version": _VERSION, "insts": [i.as_json() for i in self.insts]}
+
+    @staticmethod
+    def from_json(obj: Union[dict, str]) -> "Trace":
+        """The trace stored by :meth:`as_json` (the object, or its JSON text)."""
+        if isinstance(obj, str):
+            try:
+                obj = json.loads(obj)
+            except json.JSONDecodeError as err:
+                raise TraceError(f"the trace is not valid JSON: {err}") from None
+        if not isinstance(obj, dict) or obj.get("version") != _VERSION or not isinstance(
+                obj.get("insts"), list):
+            raise TraceError(f"not a trace of version {_VERSION}: expected "
+                             "{'version': 1, 'insts': [...]}, as Trace.as_json() writes")
+        insts = []
+        for k, d in enumerate(obj["insts"]):
+            if not isinstance(d, dict) or not isinstance(d.get("kind"), str) or not isinstance(
+                    d.get("args"), dict):
+                raise TraceError(f"instruction #{k} of the trace is malformed: {d!r:.80}")
+            insts.append(Instruction(d["kind"], d["args"], d.get("outputs"), d.get("decision")))
+        return Trace(insts)
+
+    @property
+    def decisions(self) -> list[tuple[int, Instruction]]:
+        """``(index, instruction)`` of every sampling step, the places a search can change."""
+        return [(k, i) for k, i in enumerate(self.insts) if i.decision is not None]
+
+    def with_decision(self, inst: Union[int, Instruction], decision: Any) -> "Trace":
+        """A copy with the decision of one sampling step (its index, or the instruction) changed."""
+        if isinstance(inst, Instruction):
+            matches = [k for k, i in enumerate(self.insts) if i is inst]
+            if not matches:
+                raise TraceError("the instruction is not in this trace")
+            k = matches[0]
+        else:
+            k = inst
+            if not isinstance(k, int) or not -len(self.insts) <= k < len(self.insts):
+                raise TraceError(f"instruction index {k!r} is out of range for a trace of "
+                                 f"{len(self.insts)} steps")
+        if self.insts[k].decision is None:
+            raise TraceError(f"step {k} ({self.insts[k].kind}) makes no random decision; "
+                             "see trace.decisions for the ones that do")
+        insts = list(self.insts)
+        insts[k] = replace(insts[k], decision=decision)
+        return Trace(insts)
+
+    def apply(self, func_or_mod, *, seed: Optional[int] = None, func_name: Optional[str] = None):
+        """Replay the steps onto ``func_or_mod`` (the program the trace started from).
+
+        Returns a new :class:`~mlcbook.schedule.Schedule`; sampling steps reuse their
+        recorded decisions. Illegal steps raise the same errors as when first applied.
+        """
+        sch = Schedule(func_or_mod, seed=seed, func_name=func_name)
+        self.apply_to_schedule(sch)
+        return sch
+
+    def apply_to_schedule(self, sch) -> None:
+        """Replay the steps onto an existing schedule (handles are matched by symbol)."""
+        env: dict[str, Any] = {}
+
+        def dec(v):
+            if isinstance(v, dict):
+                if set(v) != {"rv"} or v["rv"] not in env:
+                    raise TraceError(f"the trace uses {v!r} before any step defines it")
+                return env[v["rv"]]
+            if isinstance(v, list):
+                return [dec(x) for x in v]
             return v
-        raise ArgumentTypeError(
-            f"{prim.name}: argument {v!r} of type {type(v).__name__} cannot be recorded in a "
-            "trace; use handles, numbers, strings, or lists of them")
 
-    return {k: enc(v) for k, v in arguments.items()}
+        for k, inst in enumerate(self.insts):
+            prim = PRIMITIVES.get(inst.kind)
+            if prim is None:
+                raise TraceError(f"step {k}: unknown instruction {inst.kind!r}; known: "
+                                 f"{', '.join(sorted(PRIMITIVES))}")
+            args, kwargs = [], {}
+            for p in prim.signature.parameters.values():
+                if p.name not in inst.args:
+                    continue
+                value = dec(inst.args[p.name])
+                if p.kind is p.VAR_POSITIONAL:
+                    args.extend(value)
+                elif p.kind is p.KEYWORD_ONLY:
+                    kwargs[p.name] = value
+                elif kwargs:
+                    kwargs[p.name] = value
+                else:
+                    args.append(value)
+            unknown = set(inst.args) - set(prim.signature.parameters)
+            if unknown:
+                raise TraceError(f"step {k} ({inst.kind}) has unknown arguments {sorted(unknown)}")
+            result = sch._apply(prim, tuple(args), kwargs, decision=inst.decision)
+            out = inst.outputs
+            if isinstance(out, str):
+                env[out] = result
+            elif isinstance(out, list):
+                if not isinstance(result, list) or len(result) != len(out):
+                    raise TraceError(f"step {k} ({inst.kind}) gave {result!r:.60} but the trace "
+                                     f"expects {len(out)} outputs")
+                env.update(zip(out, result))
 
 
-__all__ = ["Schedule", "BlockRV", "LoopRV", "ExprRV", "Context", "schedule_primitive",
-           "PRIMITIVES", "Primitive"]
+__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "Context", "Instruction",
+           "schedule_primitive", "PRIMITIVES", "Primitive"]

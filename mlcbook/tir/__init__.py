@@ -1,5 +1,6 @@
 """``mb.tir``: the loop IR — expressions, buffers, statements with blocks, functions, and the
-tools that give programs meaning (interpreter), text (printer) and identity (structural equality).
+tools that give programs meaning (``evaluate``, the reference evaluator, and ``interpret``,
+the fast interpreter), text (printer) and identity (structural equality).
 
     >>> import mlcbook as mb
     >>> i = mb.tir.Var("i")
@@ -17,3 +18,4 @@ from .functor import Mutator, Visitor, post_order_visit, replace_buffers, substi
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .verify import verify
 from .interpreter import interpret
+from .reference import evaluate

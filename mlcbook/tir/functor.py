@@ -1,4 +1,4 @@
-"""Visitor and mutator base classes: the one place that knows how to walk the IR.
+"""Visitor, mutator and functor base classes: the one place that knows how to walk the IR.
 
 A pass subclasses :class:`Visitor` (to collect facts) or :class:`Mutator` (to rebuild) and
 overrides ``visit_<NodeClass>`` for the nodes it cares about; every other node is walked
@@ -9,6 +9,21 @@ through its dataclass fields, so a new node type needs no change here.
     ...     def visit_BufferLoad(self, node):
     ...         self.n += 1
     ...         self.generic_visit(node)
+
+An evaluator or a code generator, which must handle *every* node and returns a value for
+each, subclasses :class:`ExprFunctor` (``expr_<NodeClass>`` methods, called by ``expr``)
+and/or :class:`StmtFunctor` (``stmt_<NodeClass>``, called by ``stmt``). A node with no
+method is an error, never a silent walk through its fields.
+
+    >>> class Depth(ExprFunctor):
+    ...     def expr_Var(self, e): return 1
+    ...     def expr_Const(self, e): return 1
+    ...     def expr_Binary(self, e): return 1 + max(self.expr(e.a), self.expr(e.b))
+    >>> Depth().expr(Var("i") + 1)
+    2
+
+All of them find a node's method the same way, through :func:`dispatch`: one table per
+functor class, keyed by node class, filled on first use.
 """
 
 from __future__ import annotations
@@ -16,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from ..errors import TIRError
 from .expr import Buffer, PrimExpr, Var
 from .stmt import BufferRegion, IterVar, Range, Stmt
 
@@ -47,13 +63,33 @@ def children(node) -> list:
     return out
 
 
+def dispatch(functor_cls: type, prefix: str, node_cls: type) -> Callable | None:
+    """The function ``functor_cls`` defines for nodes of ``node_cls`` (the attribute
+    ``prefix + node_cls.__name__``), or None; looked up once per (class, prefix, node class).
+
+        >>> dispatch(Depth, "expr_", Binary) is Depth.expr_Binary
+        True
+    """
+    table = _TABLES.get((functor_cls, prefix))
+    if table is None:
+        table = _TABLES[(functor_cls, prefix)] = {}
+    try:
+        return table[node_cls]
+    except KeyError:
+        fn = table[node_cls] = getattr(functor_cls, prefix + node_cls.__name__, None)
+        return fn
+
+
+_TABLES: dict[tuple[type, str], dict[type, Callable | None]] = {}
+
+
 class Visitor:
     """Depth-first walk; override ``visit_<Class>`` and call ``self.generic_visit(node)`` to recurse."""
 
     def visit(self, node) -> None:
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        method = dispatch(type(self), "visit_", type(node))
         if method is not None:
-            method(node)
+            method(self, node)
         else:
             self.generic_visit(node)
 
@@ -70,9 +106,9 @@ class Mutator:
     """
 
     def visit(self, node):
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        method = dispatch(type(self), "visit_", type(node))
         if method is not None:
-            return method(node)
+            return method(self, node)
         return self.generic_visit(node)
 
     def _visit_value(self, v):
@@ -96,6 +132,47 @@ class Mutator:
         if not changed:
             return node
         return type(node)(**{n: changed.get(n, getattr(node, n)) for n in names})
+
+
+class ExprFunctor:
+    """A function of expressions: ``self.expr(e)`` returns ``self.expr_<Class>(e)``.
+
+    Subclasses define one method per expression class they accept; any other expression
+    goes to :meth:`unhandled_expr`, which raises :class:`~mlcbook.errors.TIRError` (override
+    it to raise the error of your layer).
+    """
+
+    def expr(self, e):
+        method = dispatch(type(self), "expr_", type(e))
+        if method is None:
+            return self.unhandled_expr(e)
+        return method(self, e)
+
+    def unhandled_expr(self, e):
+        raise TIRError(
+            f"{type(self).__name__} has no method for {type(e).__name__} expressions ({e}); "
+            f"Instead: give it an expr_{type(e).__name__} method, or rewrite the expression "
+            "with the node types it knows")
+
+
+class StmtFunctor:
+    """A function of statements: ``self.stmt(s)`` returns ``self.stmt_<Class>(s)``.
+
+    Like :class:`ExprFunctor`; a statement class without a method goes to
+    :meth:`unhandled_stmt`, which raises :class:`~mlcbook.errors.TIRError`.
+    """
+
+    def stmt(self, s):
+        method = dispatch(type(self), "stmt_", type(s))
+        if method is None:
+            return self.unhandled_stmt(s)
+        return method(self, s)
+
+    def unhandled_stmt(self, s):
+        raise TIRError(
+            f"{type(self).__name__} has no method for {type(s).__name__} statements; Instead: "
+            f"give it a stmt_{type(s).__name__} method, or lower the program to statements it "
+            "knows (mb.lower)")
 
 
 def post_order_visit(node, fn: Callable[[Any], None]) -> None:

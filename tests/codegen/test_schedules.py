@@ -1,4 +1,4 @@
-"""Scheduled programs compile and compute what numpy and the interpreter compute.
+"""Scheduled programs compile and compute what numpy and the reference evaluator compute.
 
 Includes random schedules: random splits (dividing or not), reorders, fuses, and loop kinds on a
 matmul with a consumer; a primitive that refuses (ScheduleError) is simply skipped, since
@@ -18,6 +18,7 @@ import mlcbook as mb
 from mlcbook.errors import ScheduleError
 from mlcbook.schedule import Schedule
 
+from .._reference import run_reference
 from ..tir.transform._programs import ALL as LOWERING_PROGRAMS
 
 RNG = np.random.default_rng(9)
@@ -43,11 +44,11 @@ def args_for(func):
     return [RNG.standard_normal(p.shape).astype(p.dtype) for p in func.params]
 
 
-def check_against_interpreter(mod):
+def check_against_reference(mod):
     func = mod.main() if isinstance(mod, mb.tir.IRModule) else mod
     args = args_for(func)
     want = [a.copy() for a in args]
-    mb.tir.interpret(func, *want)
+    run_reference(func, *want)
     got = [a.copy() for a in args]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a random schedule may vectorize a loop that cannot be
@@ -67,7 +68,7 @@ def test_design_example_schedule():
     sch.reorder(io, jo, k, ii, ji)
     sch.vectorize(ji)
     sch.parallel(io)
-    k_ = check_against_interpreter(sch.mod)
+    k_ = check_against_reference(sch.mod)
     ir = k_.llvm_ir()
     assert "<16 x float>" in ir and "_parallel_0" in ir
 
@@ -89,7 +90,7 @@ def test_cache_write_tile_lives_in_registers():
         sch.vectorize(loops[-1])
         sch.unroll(loops[-2])
     sch.parallel(jo)
-    k_ = check_against_interpreter(sch.mod)
+    k_ = check_against_reference(sch.mod)
     lowered = str(k_.lowered)
     assert re.search(r"T\.allocate\(\(64,\), \"float32\", scope=\"local\"\)", lowered)
     body = k_.llvm_ir(optimized=True).split("_parallel_0")[-1]
@@ -135,10 +136,10 @@ def _random_schedule(seed: int):
 
 @pytest.mark.parametrize("seed", range(24))
 def test_random_schedules_compile_to_the_same_result(seed):
-    check_against_interpreter(_random_schedule(seed))
+    check_against_reference(_random_schedule(seed))
 
 
 @pytest.mark.parametrize("name", sorted(LOWERING_PROGRAMS))
 def test_lowering_programs_compile(name):
     """Predicates of non-dividing splits, guarded and hoisted inits, nested allocations."""
-    check_against_interpreter(mb.script.parse(LOWERING_PROGRAMS[name]))
+    check_against_reference(mb.script.parse(LOWERING_PROGRAMS[name]))

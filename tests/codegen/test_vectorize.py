@@ -11,6 +11,7 @@ import mlcbook as mb
 from mlcbook.errors import VectorizeError
 from mlcbook.tir import Buffer, BufferStore, For, IfThenElse, PrimFunc, Var, const, seq
 
+from .._reference import run_reference
 from ._util import map_func
 
 RNG = np.random.default_rng(1)
@@ -126,11 +127,11 @@ def test_shifted_access_in_place_is_a_vectorize_error():
         mb.build(f)
 
 
-def _compare_with_interpreter(f, *inputs):
-    """Build ``f``, run it and the interpreter on ``inputs`` and zeroed outputs; return the IR."""
+def _compare_with_reference(f, *inputs):
+    """Build ``f``, run it and the reference on ``inputs`` and zeroed outputs; return the IR."""
     k = mb.build(f)
     expected = [np.zeros(b.shape, b.dtype) for b in f.params[len(inputs):]]
-    mb.tir.interpret(f, *[x.copy() for x in inputs], *expected)
+    run_reference(f, *[x.copy() for x in inputs], *expected)
     got = [np.zeros_like(o) for o in expected]
     k(*[x.copy() for x in inputs], *got)
     for g, e in zip(got, expected):
@@ -150,7 +151,7 @@ def pad(A: T.Buffer((36,), "float32"), P: T.Buffer((64,), "float32")):
 def test_loop_inside_a_vectorized_loop_runs_for_all_lanes():
     # conv2d's padding after `vectorize(w)` then `reorder(w, h)`: the index h*8 + v gives
     # every lane its own elements whatever h is, and the select on the lane masks the load
-    ir = _compare_with_interpreter(mb.script.parse(PADDED_ROWS), f32(36))
+    ir = _compare_with_reference(mb.script.parse(PADDED_ROWS), f32(36))
     assert "llvm.masked.gather.v8f32" in ir and "store <8 x float>" in ir
 
 
@@ -163,7 +164,7 @@ def halves(A: T.Buffer((32,), "float32"), P: T.Buffer((16,), "float32")):
         for h in range(4):
             P[h // 2 * 8 + v] = A[h * 8 + v] + T.float32(1)
 """
-    ir = _compare_with_interpreter(mb.script.parse(src), f32(32))
+    ir = _compare_with_reference(mb.script.parse(src), f32(32))
     assert "<8 x float>" in ir
 
 
@@ -192,7 +193,7 @@ def odd(A: T.Buffer((8,), "float32"), Out: T.Buffer((4,), "float32")):
         Out[v // 2] = A[v]
 """
     a = f32(8)
-    ir = _compare_with_interpreter(mb.script.parse(src), a)
+    ir = _compare_with_reference(mb.script.parse(src), a)
     assert "llvm.masked.scatter.v8f32" in ir
     np.testing.assert_array_equal(mb.build(mb.script.parse(src))(a), a[1::2])
 

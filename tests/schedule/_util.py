@@ -10,6 +10,8 @@ import numpy as np
 import mlcbook as mb
 from mlcbook.schedule import Schedule, Trace
 
+from .._reference import run_reference
+
 
 def parse(src: str):
     return mb.script.parse(textwrap.dedent(src))
@@ -30,12 +32,13 @@ def random_args(func, rng):
     return [rng.standard_normal(p.shape).astype(p.dtype) for p in func.params]
 
 
-def run(func, args):
-    """Outputs of ``func`` on copies of ``args`` (outputs start as zeros)."""
+def run(func, args, runner=mb.tir.interpret):
+    """Outputs of ``func`` on copies of ``args`` (outputs start as zeros), run by ``runner``
+    (the interpreter, or e.g. :func:`run_reference`)."""
     arrays = [a.copy() for a in args]
     for out in arrays[len(arrays) - func.num_outputs:]:
         out[...] = 0
-    mb.tir.interpret(func, *arrays)
+    runner(func, *arrays)
     return arrays[len(arrays) - func.num_outputs:]
 
 
@@ -49,9 +52,10 @@ def run_compiled(func, args):
 
 
 def assert_same_result(before, after, seed: int = 0) -> None:
-    """``after`` computes what ``before`` does, interpreted and compiled alike."""
+    """``after``, interpreted and compiled, computes what ``before`` does in the reference
+    evaluator (the interpreter if ``before`` is too big for it)."""
     args = random_args(before, np.random.default_rng(seed))
-    reference = run(before, args)
+    reference = run(before, args, run_reference)
     for x, y, z in zip(reference, run(after, args), run_compiled(after, args)):
         np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(z, x, rtol=1e-4, atol=1e-4)

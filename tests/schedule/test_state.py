@@ -7,7 +7,7 @@ from mlcbook.errors import ScheduleError
 from mlcbook.schedule import Schedule
 from mlcbook.schedule.errors import (ArgumentTypeError, BlockNotFoundError, HandleError,
                                      InvalidResultError, UnsupportedError)
-from mlcbook.schedule.state import Context, schedule_primitive
+from mlcbook.schedule.state import PRIMITIVES, Context, schedule_primitive
 from mlcbook.tir import BufferStore, For, PrimFunc, Var
 
 from ._util import add, mm_relu, parse
@@ -114,9 +114,8 @@ def test_verifier_guards_every_step():
             sch._test_break(sch.get_block("B"))
         assert sch.func.script() == add().script()
     finally:
-        from mlcbook.schedule.state import PRIMITIVES
         PRIMITIVES.pop("_test_break")
-        delattr(Schedule, "_test_break")
+    assert not hasattr(Schedule(add()), "_test_break")  # unregistered: no method any more
 
 
 def test_every_error_is_a_schedule_error():
@@ -133,3 +132,35 @@ def test_codes_are_unique_across_the_library():
     codes = [c.code for c in mb.errors.all_error_classes()]
     dups = {c for c in codes if codes.count(c) > 1}
     assert not dups
+
+
+def test_every_primitive_has_a_written_out_method_with_its_signature():
+    import inspect
+    library = {n: p for n, p in PRIMITIVES.items() if not n.startswith("_test")}
+    methods = {n for n, m in vars(Schedule).items() if getattr(m, "__wrapped__", None)}
+    assert methods == set(library)
+    for name, prim in library.items():
+        params = list(inspect.signature(getattr(Schedule, name)).parameters.values())
+        assert params[0].name == "self"
+        if prim.sampling:
+            assert params[-1].name == "decision" and params[-1].kind is params[-1].KEYWORD_ONLY
+            params = params[:-1]
+        assert params[1:] == list(prim.signature.parameters.values()), name
+        assert getattr(Schedule, name).__doc__, name
+
+
+def test_a_primitive_registered_outside_the_library_is_a_method_too():
+    @schedule_primitive("_test_name_of")
+    def _name_of(ctx: Context, block) -> None:
+        ctx.block(block)
+
+    try:
+        sch = Schedule(add())
+        sch._test_name_of(sch.get_block("B"))
+        assert "sch._test_name_of(b0)" in str(sch.trace)
+        with pytest.raises(ArgumentTypeError, match="_test_name_of"):
+            sch._test_name_of()
+    finally:
+        PRIMITIVES.pop("_test_name_of")
+    with pytest.raises(AttributeError, match="no attribute 'no_such_step'"):
+        Schedule(add()).no_such_step()

@@ -1,0 +1,86 @@
+"""``mb.compile``: a graph model to an :class:`~mlcbook.graph.Executable`, in the order the
+layers of the compiler meet it.
+
+1. graph passes for ``opt_level`` (:mod:`mlcbook.graph.passes`): folding and cleanup (1),
+   weight packing (2);
+2. fusion (``opt_level >= 2``, :mod:`mlcbook.graph.fusion`): op calls grouped by kind, and
+   each group legalized into one PrimFunc; below 2, one PrimFunc per op call;
+3. the default schedule of every PrimFunc, then one native library for all of them;
+4. the run plan, and (``opt_level >= 2``) the static memory plan: every intermediate placed
+   in one arena, elementwise kernels writing over inputs that die.
+
+    >>> exe = mb.compile(mod)                          # opt_level=3
+    >>> exe = mb.compile(mod, opt_level=0)             # one kernel per op, a buffer per value
+    >>> exe = mb.compile(mod, dump_dir="passes/")      # the graph after every pass, as text
+    >>> exe.stats["arena_bytes"], exe.stats["unplanned_bytes"]
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..ops import get as get_op
+from ..ops.registry import OpKind
+from ..tir.function import IRModule, PrimFunc
+from .default_schedule import default_schedule
+from .executable import VIEW_OPS, Executable, build_plan
+from .expr import CallTIR, post_order
+from .fused_kernels import legalize_fused
+from .fusion import fuse_ops
+from .interpret import main_function
+from .legalize import legalize
+from .memory_plan import plan_memory
+from .passes import PassContext, optimize
+
+
+def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 3,  # noqa: A001
+            dump_dir=None, verbose: bool = False) -> Executable:
+    """Compile a module's main graph function (or a graph Function) to an Executable.
+
+    ``opt_level`` picks the optimizations (0 none, 1 folding and cleanup, 2 + fusion and
+    memory planning, 3 + layouts; see :mod:`mlcbook.graph.passes.pipeline`); ``dump_dir``
+    writes the graph after each pass; ``verbose`` prints each pass's time.
+    """
+    from ..runtime import build
+    t0 = time.perf_counter()
+    func, _ = main_function(mod)
+    n_ops = len(func.calls())
+    ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
+    func = optimize(func, opt_level, ctx)
+    others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
+              if k != func.name}
+    inplace_names: set[str] = set()
+    if opt_level >= 2:
+        fusion = fuse_ops(func)
+        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=VIEW_OPS)
+        inplace_names = {g.name for g in fusion.groups
+                         if g.kind <= OpKind.BROADCAST and all(
+                             get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
+    else:
+        lmod = legalize(IRModule({**others, "main": func}), keep=VIEW_OPS)
+    func, _ = main_function(lmod)
+    used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
+    prims = {name: default_schedule(f, target) for name, f in lmod.items()
+             if isinstance(f, PrimFunc) and name in used}
+    t1 = time.perf_counter()
+    kernels: dict[str, Any] = {}
+    if prims:
+        lib = build(IRModule(prims), target=target, fastmath=fastmath)
+        kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
+    plan, consts = build_plan(func)
+    unplanned = sum(s.size_bytes for s in plan.slots if s.kind == "temp")
+    if opt_level >= 2:
+        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
+        inplace_steps = {k for k, n in enumerate(calls) if n.name in inplace_names}
+        mp = plan_memory(plan, inplace_steps)
+        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
+    stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
+             "kernels": len(kernels), "calls": len(plan.steps), "ops": n_ops,
+             "arena_bytes": plan.arena_bytes if plan.offsets else unplanned,
+             "unplanned_bytes": unplanned,
+             "passes": [(name, dt) for name, dt, _, _ in ctx.timings]}
+    return Executable(plan, kernels, consts, stats)
+
+
+__all__ = ["compile"]

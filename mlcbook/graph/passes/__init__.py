@@ -1,0 +1,17 @@
+"""Graph passes: functions from a graph :class:`~mlcbook.graph.Function` to a new one that
+computes the same thing with less work. ``mb.compile(mod, opt_level=...)`` runs the
+pipeline of :mod:`.pipeline`; each pass can also be run alone.
+
+    >>> func = fold_constants(func)                 # one pass
+    >>> func = optimize(func, opt_level=3)          # the pipeline, as mb.compile runs it
+    >>> ctx = PassContext(dump_dir="passes/")       # print/save the function after each pass
+    >>> func = optimize(func, ctx=ctx); print(ctx.report())
+"""
+
+from .fold import fold_batch_norm, fold_constants
+from .layout import convert_layout
+from .pipeline import PIPELINE, Pass, PassContext, optimize
+from .simplify import eliminate_common_subexpressions, simplify_chains
+
+__all__ = ["Pass", "PassContext", "PIPELINE", "optimize", "fold_constants", "fold_batch_norm",
+           "eliminate_common_subexpressions", "simplify_chains", "convert_layout"]

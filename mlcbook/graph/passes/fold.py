@@ -1,0 +1,106 @@
+"""Folding: work whose inputs are known at compile time is done at compile time.
+
+* :func:`fold_constants` evaluates every op call whose inputs are all constants (with the
+  op's numpy reference, the same semantics a compiled kernel must have) and puts the result
+  in its place. A weight stored transposed, a shape computed by ``shape``/``concat``
+  arithmetic, a scale multiplied into a bias: all become plain constants.
+* :func:`fold_batch_norm` rewrites inference BatchNormalization, whose statistics are
+  constants, as a per-channel scale and shift, and moves both into the weights and bias of
+  the convolution before it when nothing else reads that convolution.
+
+    >>> func = fold_batch_norm(func)   # conv -> batch_norm  becomes  conv (new W, b)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.types import Attrs, TupleType
+from ..expr import Call, Constant, Function, Tuple, children, post_order
+from ..functor import ExprMutator
+from ..interpret import evaluate
+
+
+def use_counts(func: Function) -> dict[int, int]:
+    """How many times each node of ``func`` is used as an argument (the output counts once)."""
+    uses: dict[int, int] = {}
+    for n in post_order(func.body):
+        for c in children(n):
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    uses[id(func.body)] = uses.get(id(func.body), 0) + 1
+    return uses
+
+
+class _FoldConstants(ExprMutator):
+    def __init__(self, uses: dict[int, int]):
+        super().__init__()
+        self.uses = uses
+
+    def visit_Call(self, call: Call):
+        new = self.generic_visit(call)
+        if not new.args or not all(isinstance(a, Constant) for a in new.args):
+            return new
+        value = evaluate(Function((), new, "fold"), [])
+        if isinstance(new.type, TupleType):
+            return Tuple([Constant(v) for v in value])
+        return Constant(value, self._name(call, new))
+
+    def _name(self, orig: Call, new: Call) -> str:
+        """A weight rewritten in place keeps its name (and so its owner): the folded value
+        replaces a named weight that nothing else uses."""
+        named = [(o, n) for o, n in zip(orig.args, new.args) if n.name]
+        if len(named) == 1 and self.uses.get(id(named[0][0]), 1) <= 1:
+            return named[0][1].name
+        return ""
+
+
+def fold_constants(func: Function) -> Function:
+    """``func`` with every op call whose arguments are all constants replaced by its value."""
+    return _FoldConstants(use_counts(func)).visit_function(func)
+
+
+def _bn_scale_shift(bn: Call) -> tuple[np.ndarray, np.ndarray]:
+    """(s, t) with batch_norm(x) == x * s + t per channel, computed in float64."""
+    scale, bias, mean, var = (a.data.astype(np.float64) for a in bn.args[1:])
+    s = scale / np.sqrt(var + bn.attrs["epsilon"])
+    return s, bias - mean * s
+
+
+def _per_channel(v: np.ndarray, ndim: int, dtype) -> Constant:
+    return Constant(v.reshape((-1,) + (1,) * (ndim - 2)).astype(dtype))
+
+
+class _FoldBatchNorm(ExprMutator):
+    def __init__(self, uses: dict[int, int]):
+        super().__init__()
+        self.uses = uses
+
+    def visit_Call(self, call: Call):
+        new = self.generic_visit(call)
+        if new.op != "batch_norm" or not all(isinstance(a, Constant) for a in new.args[1:]):
+            return new
+        s, t = _bn_scale_shift(new)
+        x = new.args[0]
+        src = call.args[0]  # the original producer, for its use count
+        if (isinstance(x, Call) and x.op == "conv" and isinstance(x.args[1], Constant)
+                and (len(x.args) < 3 or isinstance(x.args[2], Constant))
+                and self.uses.get(id(src), 0) == 1):
+            w = x.args[1]
+            dtype = w.data.dtype
+            w_new = w.data.astype(np.float64) * s.reshape((-1,) + (1,) * (w.data.ndim - 1))
+            b_old = x.args[2].data.astype(np.float64) if len(x.args) == 3 else 0.0
+            b_new = b_old * s + t
+            bias_name = x.args[2].name if len(x.args) == 3 else (f"{w.name}_bias" if w.name else "")
+            return Call("conv", (x.args[0], Constant(w_new.astype(dtype), w.name, w.owner),
+                                 Constant(b_new.astype(dtype), bias_name)),
+                        x.attrs, x.name)
+        dtype = x.type.dtype
+        nd = len(x.shape)
+        scaled = Call("mul", (x, _per_channel(s, nd, dtype)), Attrs(), f"{new.name}_scale")
+        return Call("add", (scaled, _per_channel(t, nd, dtype)), Attrs(), new.name)
+
+
+def fold_batch_norm(func: Function) -> Function:
+    """``func`` with inference batch_norm folded into the conv before it (its weight scaled
+    per output channel, its bias shifted), or else rewritten as ``x * s + t``."""
+    return _FoldBatchNorm(use_counts(func)).visit_function(func)

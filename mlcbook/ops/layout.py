@@ -1,0 +1,116 @@
+"""Ops of blocked channel layouts (see :mod:`mlcbook.te.ops.layout`): ``to_blocked`` and
+``from_blocked`` move a tensor between NCHW and NCHW[b]c, ``conv_nchwc`` convolves in the
+blocked layout. The graph pass :func:`mlcbook.graph.passes.convert_layout` inserts them;
+models never do.
+
+    >>> get("to_blocked").infer_type([TensorType((1, 64, 56, 56))], {"block": 16})
+    Tensor((1, 4, 56, 56, 16), "float32")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OpAttributeError, OpShapeError
+from ..te.ops import layout as te_layout
+from ._infer import FLOATS, ints, require_dtype, same_dtype
+from .nn import window_out_size
+from .registry import REQUIRED, OpKind, register, register_legalization
+from .types import TensorType
+
+
+def _to_blocked_infer(types, attrs):
+    x, b = types[0], attrs["block"]
+    if x.ndim < 3 or b < 1 or x.shape[1] % b:
+        raise OpShapeError(f"to_blocked: block {b} must divide the channels (axis 1) of "
+                           f"{x.shape}")
+    return TensorType((x.shape[0], x.shape[1] // b, *x.shape[2:], b), x.dtype)
+
+
+def blocked(x: np.ndarray, block: int) -> np.ndarray:
+    """NCHW... -> NCHW...[block]c, in numpy."""
+    n, c, *s = x.shape
+    y = x.reshape(n, c // block, block, *s)
+    return np.ascontiguousarray(np.moveaxis(y, 2, -1))
+
+
+def unblocked(x: np.ndarray) -> np.ndarray:
+    """NCHW...[b]c -> NCHW..., in numpy."""
+    n, cb, *s, b = x.shape
+    return np.ascontiguousarray(np.moveaxis(x, -1, 2).reshape(n, cb * b, *s))
+
+
+def blocked_weight(w: np.ndarray, cin_block: int, cout_block: int) -> np.ndarray:
+    """OIHW -> (O/co, I/ci, H, W, ci, co), in numpy: the weights of ``conv_nchwc``."""
+    k, c, kh, kw = w.shape
+    y = w.reshape(k // cout_block, cout_block, c // cin_block, cin_block, kh, kw)
+    return np.ascontiguousarray(y.transpose(0, 2, 4, 5, 3, 1))
+
+
+register("to_blocked", kind=OpKind.INJECTIVE, infer=_to_blocked_infer,
+         reference=lambda x, block: blocked(x, block), attrs={"block": REQUIRED},
+         doc="NCHW -> NCHW[block]c: channels in blocks of `block`, innermost")
+
+
+def _from_blocked_infer(types, attrs):
+    x = types[0]
+    if x.ndim < 4:
+        raise OpShapeError(f"from_blocked: the input must be (N, C/b, ..., b), got {x.shape}")
+    return TensorType((x.shape[0], x.shape[1] * x.shape[-1], *x.shape[2:-1]), x.dtype)
+
+
+register("from_blocked", kind=OpKind.INJECTIVE, infer=_from_blocked_infer,
+         reference=lambda x: unblocked(x), doc="NCHW[b]c -> NCHW")
+
+
+def _geometry(attrs, kernel):
+    strides = ints("conv_nchwc", "strides", attrs.get("strides") or (1, 1), 2)
+    dilations = ints("conv_nchwc", "dilations", attrs.get("dilations") or (1, 1), 2)
+    pads = ints("conv_nchwc", "pads", attrs.get("pads") or (0, 0, 0, 0), 4)
+    return strides, dilations, pads
+
+
+def _conv_infer(types, attrs):
+    x, w = types
+    same_dtype("conv_nchwc", types)
+    require_dtype("conv_nchwc", x, FLOATS)
+    if x.ndim != 5 or w.ndim != 6 or (w.shape[1], w.shape[4]) != (x.shape[1], x.shape[4]):
+        raise OpShapeError(f"conv_nchwc: data must be (N, C/c, H, W, c) and weight "
+                           f"(K/k, C/c, KH, KW, c, k) with the same C/c and c; got {x.shape} "
+                           f"and {w.shape}")
+    strides, dil, pads = _geometry(attrs, w.shape[2:4])
+    out = [window_out_size("conv_nchwc", x.shape[2 + d], pads[d], pads[2 + d], w.shape[2 + d],
+                           strides[d], dil[d]) for d in range(2)]
+    return TensorType((x.shape[0], w.shape[0], *out, w.shape[5]), x.dtype)
+
+
+def _conv_ref(x, w, strides=None, pads=None, dilations=None):
+    from .registry import get
+    kb, cb, kh, kw, ci, k = w.shape
+    w_oihw = w.transpose(0, 5, 1, 4, 2, 3).reshape(kb * k, cb * ci, kh, kw)
+    y = get("conv").reference(unblocked(x), w_oihw, strides=strides, pads=pads,
+                              dilations=dilations)
+    return blocked(y, k)
+
+
+register("conv_nchwc", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_infer, reference=_conv_ref,
+         attrs={"strides": None, "pads": None, "dilations": None}, num_inputs=(2, 2),
+         doc="2-D convolution on NCHW[c]c data with (K/k, C/c, KH, KW, c, k) weights")
+
+
+@register_legalization("to_blocked")
+def _lower_to_blocked(ins, attrs, out_type):
+    return te_layout.to_blocked(ins[0], attrs["block"], name="to_blocked")
+
+
+@register_legalization("from_blocked")
+def _lower_from_blocked(ins, attrs, out_type):
+    return te_layout.from_blocked(ins[0], name="from_blocked")
+
+
+@register_legalization("conv_nchwc")
+def _lower_conv_nchwc(ins, attrs, out_type):
+    strides, dil, pads = _geometry(attrs, ins[1].shape[2:4])
+    if any(pads[d] > 0 and pads[d] >= ins[1].shape[2 + d] * dil[d] + 1 for d in range(2)):
+        raise OpAttributeError("conv_nchwc: padding wider than the kernel is not supported")
+    return te_layout.conv2d_nchwc(ins[0], ins[1], strides, pads, dil, name="conv_nchwc")

@@ -1,0 +1,96 @@
+"""Blocked channel layouts (NCHW[x]c) and the convolution that reads and writes them.
+
+``NCHW16c`` stores a (N, C, H, W) tensor as (N, C/16, H, W, 16): the 16 channels of one pixel
+sit next to each other, so one vector register holds them. A convolution in that layout
+computes 16 output channels of a pixel with one vector FMA per input channel and kernel
+tap: the input value is broadcast, the weights of 16 output channels are one vector load
+(weights packed as (K/16, C/c, KH, KW, c, 16)), and the result is one contiguous store.
+
+    >>> xb = to_blocked(x, 16)                      # (1, 64, 56, 56) -> (1, 4, 56, 56, 16)
+    >>> yb = conv2d_nchwc(xb, wb, stride=1, padding=1)
+    >>> y = from_blocked(yb)                        # back to (1, K, 56, 56)
+"""
+
+from __future__ import annotations
+
+from ...errors import TEShapeError
+from ...tir import expr as _e
+from .. import reduction as _r
+from ..tensor import Tensor
+from ._util import check_tensor, compute_named, ints, pair, scaled
+
+
+def to_blocked(x: Tensor, block: int, name: str = "to_blocked") -> Tensor:
+    """(N, C, *S) -> (N, C/block, *S, block); ``block`` must divide C."""
+    check_tensor(x, "to_blocked", "x")
+    n, c, *s = x.shape
+    if c % block:
+        raise TEShapeError(f"to_blocked: block {block} does not divide the {c} channels of "
+                           f"{x.name!r} {x.shape}; pick a divisor of {c}")
+    names = ["n", "cb"] + [f"s{d}" for d in range(len(s))] + ["ci"]
+    return compute_named((n, c // block, *s, block), names,
+                         lambda nn, cb, *rest: x[(nn, scaled(cb, block) + rest[-1]) + rest[:-1]],
+                         name)
+
+
+def from_blocked(x: Tensor, name: str = "from_blocked") -> Tensor:
+    """(N, C/b, *S, b) -> (N, C, *S)."""
+    check_tensor(x, "from_blocked", "x")
+    n, cb, *s, b = x.shape
+    names = ["n", "c"] + [f"s{d}" for d in range(len(s))]
+    return compute_named((n, cb * b, *s), names,
+                         lambda nn, c, *rest: x[(nn, c // b) + tuple(rest) + (c % b,)], name)
+
+
+def _out(op: str, size: int, before: int, after: int, kernel: int, stride: int,
+         dilation: int) -> int:
+    out = (size + before + after - dilation * (kernel - 1) - 1) // stride + 1
+    if out < 1:
+        raise TEShapeError(f"{op}: the window ({kernel} taps, dilation {dilation}) does not "
+                           f"fit in {size} + padding {before}+{after}")
+    return out
+
+
+def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), dilation=1,
+                 name: str = "conv_nchwc") -> Tensor:
+    """2-D convolution in blocked layouts: data (N, C/c, H, W, c), weight
+    (K/k, C/c, KH, KW, c, k) -> (N, K/k, OH, OW, k)::
+
+        out[n, kb, y, x, k] = sum(pad(data)[n, cb, y*sh + ry*dh, x*sw + rx*dw, ci]
+                                  * weight[kb, cb, ry, rx, ci, k])
+    """
+    op = "conv2d_nchwc"
+    check_tensor(data, op, "data")
+    check_tensor(weight, op, "weight")
+    if data.ndim != 5 or weight.ndim != 6:
+        raise TEShapeError(f"{op}: data must be (N, C/c, H, W, c) and weight "
+                           f"(K/k, C/c, KH, KW, c, k); got {data.shape} and {weight.shape}")
+    n, cb, h, w, ci = data.shape
+    kb, wcb, kh, kw, wci, k = weight.shape
+    if (wcb, wci) != (cb, ci):
+        raise TEShapeError(f"{op}: weight {weight.shape} is for {wcb} blocks of {wci} input "
+                           f"channels but data {data.shape} has {cb} blocks of {ci}")
+    sh, sw = pair(stride, op, "stride")
+    dh, dw = pair(dilation, op, "dilation")
+    pt, pl, pb, pr = ints(padding, 4, op, "padding")   # (top, left, bottom, right)
+    oh = _out(op, h, pt, pb, kh, sh, dh)
+    ow = _out(op, w, pl, pr, kw, sw, dw)
+    padded = data
+    if pt or pl or pb or pr:
+        def pad_body(nn, c, y, x, i):
+            yy, xx = y - pt, x - pl
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            v = data[nn, c, _e.max(_e.min(yy, h - 1), 0), _e.max(_e.min(xx, w - 1), 0), i]
+            return _e.select(inside, v, _e.const(0, data.dtype))
+        padded = compute_named((n, cb, h + pt + pb, w + pl + pr, ci),
+                               ["n", "cb", "y", "x", "ci"], pad_body, f"{name}_pad")
+    rc = _r.reduce_axis(cb, name="rc")
+    ry = _r.reduce_axis(kh, name="ry")
+    rx = _r.reduce_axis(kw, name="rx")
+    ri = _r.reduce_axis(ci, name="ri")
+
+    def body(nn, ko, y, x, kk):
+        val = padded[nn, rc, scaled(y, sh) + scaled(ry, dh), scaled(x, sw) + scaled(rx, dw), ri]
+        return _r.sum(val * weight[ko, rc, ry, rx, ri, kk], axis=[rc, ry, rx, ri])
+
+    return compute_named((n, kb, oh, ow, k), ["n", "ko", "y", "x", "k"], body, name)

@@ -1,0 +1,80 @@
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.graph.passes import (convert_layout, eliminate_common_subexpressions,
+                                  fold_batch_norm)
+from mlcbook.ops.layout import blocked, blocked_weight, unblocked
+
+from .._models import MODELS, inputs, model
+
+
+def _ops(f):
+    return [c.op for c in f.calls()]
+
+
+def _same(f, g, rtol=1e-5):
+    x = inputs(f)
+    np.testing.assert_allclose(mb.graph.interpret(g, *x), mb.graph.interpret(f, *x), rtol=rtol,
+                               atol=1e-5)
+
+
+def test_blocking_is_a_permutation_and_its_inverse():
+    x = np.arange(2 * 32 * 3 * 3, dtype="float32").reshape(2, 32, 3, 3)
+    b = blocked(x, 16)
+    assert b.shape == (2, 2, 3, 3, 16) and b[1, 1, 2, 0, 5] == x[1, 21, 2, 0]
+    np.testing.assert_array_equal(unblocked(b), x)
+    w = np.arange(32 * 16 * 3 * 3, dtype="float32").reshape(32, 16, 3, 3)
+    wb = blocked_weight(w, 8, 16)
+    assert wb.shape == (2, 2, 3, 3, 8, 16) and wb[1, 1, 2, 0, 3, 4] == w[20, 11, 2, 0]
+
+
+def test_the_residual_block_stays_blocked_from_the_first_conv_to_the_pooling():
+    f = fold_batch_norm(model("residual"))
+    g = eliminate_common_subexpressions(convert_layout(f))  # one to_blocked of the input
+    assert _ops(g) == ["to_blocked", "conv_nchwc", "add", "relu", "conv_nchwc", "add", "add",
+                       "relu", "mean", "from_blocked"]
+    _same(f, g)
+
+
+def test_pooling_and_flatten_see_the_layout_only_where_it_matters():
+    f = model("cnn")
+    g = convert_layout(f)
+    ops = _ops(g)
+    assert ops.count("to_blocked") == 1 and ops.count("from_blocked") == 1
+    assert ops.index("from_blocked") == ops.index("flatten") - 1
+    _same(f, g)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_convert_layout_keeps_every_model_the_same(name):
+    f = fold_batch_norm(model(name))
+    _same(f, convert_layout(f))
+
+
+def test_a_grouped_conv_or_odd_channels_stay_in_nchw():
+    x = Var("x", mb.graph.TensorType((1, 6, 5, 5)))
+    rng = np.random.default_rng(0)
+    w = Constant(rng.standard_normal((6, 3, 3, 3)).astype("float32"), "w")
+    w2 = Constant(rng.standard_normal((5, 6, 1, 1)).astype("float32"), "w2")
+    f = Function([x], op.conv(op.conv(x, w, group=2), w2))
+    assert "conv_nchwc" not in _ops(convert_layout(f))
+
+
+def test_the_blocked_conv_matches_conv_through_native_code():
+    rng = np.random.default_rng(3)
+    x = Var("x", mb.graph.TensorType((2, 32, 9, 9)))
+    w = Constant(rng.standard_normal((48, 32, 3, 3)).astype("float32"), "w")
+    b = Constant(rng.standard_normal(48).astype("float32"), "b")
+    f = Function([x], op.relu(op.conv(x, w, b, pads=(1, 0, 1, 2), strides=(2, 1))))
+    a = rng.standard_normal((2, 32, 9, 9)).astype("float32")
+    exe = mb.compile(f, opt_level=3)
+    assert any("conv_nchwc" in k for k in exe.kernels)
+    np.testing.assert_allclose(exe(a), mb.graph.interpret(f, a), rtol=1e-4, atol=1e-4)
+
+
+def test_to_blocked_refuses_a_block_that_does_not_divide_the_channels():
+    x = Var("x", mb.graph.TensorType((1, 6, 2, 2)))
+    with pytest.raises(mb.MLCError, match="block 4 must divide the channels"):
+        op.to_blocked(x, block=4)

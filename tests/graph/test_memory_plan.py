@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.graph.memory_plan import ALIGN, lifetimes, plan_memory, plot_lifetimes
+
+from ._models import MODELS, model
+
+
+def _nbytes(slot):
+    return max(ALIGN, -(-slot.size_bytes // ALIGN) * ALIGN)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_no_two_live_temps_share_bytes(name):
+    exe = mb.compile(model(name))
+    plan = exe.plan
+    mp = plan_memory(plan)
+    live = mp.lifetimes
+    items = sorted(live)
+    for i, a in enumerate(items):
+        for b in items[i + 1:]:
+            (a0, a1), (b0, b1) = live[a], live[b]
+            if a0 <= b1 and b0 <= a1 and not (a1 == b0 or b1 == a0):
+                lo_a, lo_b = mp.offsets[a], mp.offsets[b]
+                assert lo_a + _nbytes(plan.slots[a]) <= lo_b or \
+                    lo_b + _nbytes(plan.slots[b]) <= lo_a, (a, b)
+    assert mp.arena_bytes <= mp.unplanned_bytes + ALIGN * len(items)
+
+
+def test_lifetimes_run_from_the_writer_to_the_last_reader():
+    exe = mb.compile(model("mlp"))
+    life = lifetimes(exe.plan)
+    for slot, (first, last) in life.items():
+        writer_args = exe.plan.steps[first][1]
+        assert slot in writer_args
+        assert first <= last
+
+
+def test_an_elementwise_step_writes_over_an_input_that_dies():
+    x = mb.graph.Var("x", mb.graph.TensorType((64, 64)))
+    w = mb.graph.Constant(np.eye(64, dtype="float32"), "w")
+    op = mb.graph.op
+    h = op.matmul(x, w, name="mm")
+    f = mb.graph.Function([x], op.softmax(op.exp(op.transpose(h, name="t"), name="e"),
+                                          name="sm"))
+    exe = mb.compile(f)
+    mp = plan_memory(exe.plan, inplace_steps=set(range(len(exe.plan.steps))) - {0})
+    assert mp.inplace, "some step should reuse its dying input"
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype("float32")
+    np.testing.assert_allclose(exe(a), mb.graph.interpret(f, a), rtol=1e-5, atol=1e-6)
+
+
+def test_the_plan_halves_the_memory_of_a_deep_network():
+    from mlcbook.frontend import examples
+    exe = mb.compile(mb.from_onnx(examples.resnet(size=32, classes=10)))
+    assert exe.stats["arena_bytes"] * 2 <= exe.stats["unplanned_bytes"]
+
+
+def test_the_lifetime_plot_draws_a_box_per_temp():
+    import matplotlib
+    matplotlib.use("Agg")
+    exe = mb.compile(model("cnn"))
+    mp = plan_memory(exe.plan)
+    ax = plot_lifetimes(exe.plan, mp)
+    assert len(ax.patches) == len(mp.lifetimes)
+    assert "arena" in ax.get_title()
