@@ -151,6 +151,12 @@ class VectorizeError(BuildError):
     code = "MLC-C006"
 
 
+class ExportError(BuildError):
+    """A model cannot be exported as a C library (bad name, no C compiler, foreign target)."""
+
+    code = "MLC-C008"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

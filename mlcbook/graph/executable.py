@@ -25,8 +25,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ArgumentError, BuildError, GraphError
+from ..codegen.target import Target
+from ..errors import ArgumentError, BuildError, ExportError, GraphError
 from ..ops.types import TensorType, TupleType
+from ..runtime.c_export import ExportedModel, export_library
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 from .interpret import bind_inputs, main_function
@@ -241,6 +243,24 @@ class Executable:
             z.writestr("weights.npz", weights.getvalue())
             z.writestr("kernels.json", json.dumps(sorted(self.kernels)))
         return str(path)
+
+    def export(self, out_dir, name: str = "model", cc: str = "cc") -> ExportedModel:
+        """Write ``NAME.h``, ``libNAME.so`` and ``libNAME.a`` into ``out_dir``: the model as
+        a C library that needs only libc, libm and pthreads (:mod:`mlcbook.runtime.c_export`).
+
+        >>> exe.export("out", name="tiny").header        # doctest: +SKIP
+        PosixPath('out/tiny.h')
+        """
+        libs = list(self.kernels.values())
+        try:
+            obj = libs[0].object_code() if libs else b""
+        except BuildError:
+            raise ExportError("this executable was loaded from a file and keeps no object "
+                              "code; Instead: export the result of mb.compile(...)") from None
+        target = (libs[0].target if libs else None) or Target()
+        consts = {i: b for i, b in enumerate(self._buffers) if self.plan.slots[i].kind == "const"}
+        entries = {k: v.entry for k, v in self.kernels.items()}
+        return export_library(out_dir, name, self.plan, entries, obj, consts, target, cc=cc)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}: {t}" for n, t in self.plan.inputs)
