@@ -54,11 +54,11 @@ def _caller(folder, name: str, static: bool = False):
     return exe
 
 
-def _run_c(program, x: np.ndarray, out_shape, out_dtype, *extra) -> np.ndarray:
+def _run_c(program, x: np.ndarray, out_shape, out_dtype, *extra, env=()) -> np.ndarray:
     folder = program.parent
     (folder / "x.bin").write_bytes(np.ascontiguousarray(x).tobytes())
     # env -i: no PYTHONPATH, no virtualenv, no LD_LIBRARY_PATH; the rpath finds the library
-    proc = subprocess.run(["env", "-i", str(program), str(folder / "x.bin"),
+    proc = subprocess.run(["env", "-i", *env, str(program), str(folder / "x.bin"),
                            str(folder / "y.bin"), *extra], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -76,6 +76,15 @@ def test_the_tiny_convnet_runs_from_c_as_it_does_in_python(tiny):
     exe, lib = tiny
     x = models.sample_input(2, seed=3)
     y = _run_c(_caller(lib.folder, "tiny"), x, (2, 10), np.float32)
+    np.testing.assert_array_equal(y, exe(x))
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_any_number_of_pool_threads_gives_the_same_outputs(tiny, threads):
+    exe, lib = tiny
+    x = models.sample_input(2, seed=6)
+    y = _run_c(_caller(lib.folder, "tiny"), x, (2, 10), np.float32,
+               env=[f"TINY_NUM_THREADS={threads}"])
     np.testing.assert_array_equal(y, exe(x))
 
 
@@ -140,3 +149,26 @@ def test_a_missing_c_compiler_is_named(tiny, tmp_path):
     exe, _ = tiny
     with pytest.raises(ExportError, match=r"no C compiler 'no-such-cc' on PATH.*Instead"):
         exe.export(tmp_path, name="tiny", cc="no-such-cc")
+
+
+def test_a_cross_target_exports_the_header_and_sources(tmp_path):
+    exe = mb.compile(mb.from_onnx(models.tiny_convnet(), batch_size=1),
+                     target="llvm -mtriple=aarch64-linux-gnu")
+    lib = exe.export(tmp_path, name="tiny")
+    assert lib.shared is None and lib.static is None and lib.header.is_file()
+    obj = (tmp_path / "src" / "kernels.o").read_bytes()
+    assert int.from_bytes(obj[18:20], "little") == 183               # EM_AARCH64
+    assert "__builtin_cpu_supports" not in (tmp_path / "src" / "tiny_runtime.c").read_text()
+
+
+@pytest.mark.skipif(not mb.Target("llvm -mcpu=x86-64-v4").missing_features(),
+                    reason="needs an x86 CPU without AVX-512")
+def test_a_library_for_features_this_cpu_lacks_returns_the_cpu_code(tmp_path):
+    exe = mb.compile(mb.from_onnx(models.tiny_convnet(), batch_size=2),
+                     target="llvm -mcpu=x86-64-v4")
+    lib = exe.export(tmp_path, name="tiny")
+    program = _caller(lib.folder, "tiny")
+    (tmp_path / "x.bin").write_bytes(models.sample_input(2).tobytes())
+    proc = subprocess.run(["env", "-i", str(program), str(tmp_path / "x.bin"),
+                           str(tmp_path / "y.bin")], capture_output=True, text=True)
+    assert proc.returncode == 3 and "lacks an instruction-set feature" in proc.stderr
