@@ -5,6 +5,7 @@
     NAME.h          the API: NAME_run, the input/output shapes and dtypes, the error codes
     libNAME.so      kernels + plan executor + weights; needs only libc, libm and pthreads
     libNAME.a       the same as a static library (link with -lm -lpthread)
+    SHA256SUMS      the sha256 of the three above, for ``sha256sum -c SHA256SUMS``
     src/            what they were built from: kernels.o (LLVM), NAME_runtime.c, weights.bin
 
 For a target of another architecture (``llvm -mtriple=aarch64-linux-gnu``) give that
@@ -23,6 +24,7 @@ pthread pool's launcher for its parallel loops. ::
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -98,6 +100,10 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
           f"-Wl,--version-script={name}.map", "-Wl,-z,noexecstack", "-lm", "-lpthread"], src)
     static.unlink(missing_ok=True)
     _run(["ar", "rcs", str(static.resolve()), f"{name}_runtime.o", "kernels.o"], src)
+    # `sha256sum -c SHA256SUMS` in the folder tells a damaged copy from a good one
+    (out / "SHA256SUMS").write_text("".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
+        for p in (header, shared, static)), encoding="utf-8")
     return ExportedModel(name, header, shared, static)
 
 

@@ -172,3 +172,18 @@ def test_a_library_for_features_this_cpu_lacks_returns_the_cpu_code(tmp_path):
     proc = subprocess.run(["env", "-i", str(program), str(tmp_path / "x.bin"),
                            str(tmp_path / "y.bin")], capture_output=True, text=True)
     assert proc.returncode == 3 and "lacks an instruction-set feature" in proc.stderr
+
+
+def test_the_checksums_tell_a_damaged_library_from_a_good_one(tiny, tmp_path):
+    _, lib = tiny
+    copy = tmp_path / "copy"
+    shutil.copytree(lib.folder, copy)
+    ok = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=copy, capture_output=True,
+                        text=True)
+    assert ok.returncode == 0 and ok.stdout.count(": OK") == 3
+    data = bytearray((copy / "libtiny.so").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (copy / "libtiny.so").write_bytes(bytes(data))
+    bad = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=copy, capture_output=True,
+                         text=True)
+    assert bad.returncode == 1 and "libtiny.so: FAILED" in bad.stdout
