@@ -81,6 +81,7 @@ def _href(ch: Chapter, kind: str) -> str:
 
 
 def _index(loaded: Book, written: list[Chapter]) -> str:
+    inline = _markdown().renderInline
     rows = []
     for part in loaded.parts:
         items = []
@@ -90,13 +91,13 @@ def _index(loaded: Book, written: list[Chapter]) -> str:
                 stem = f"{ch.number:02d}_{ch.slug}.html"
                 items.append(f'<li><a href="chapters/{stem}">{label}</a> '
                              f'<span class="ex">(<a href="exercises/{stem}">exercises</a>)'
-                             f'</span><br><span class="summary">{html.escape(ch.summary)}'
+                             f'</span><br><span class="summary">{inline(ch.summary)}'
                              "</span></li>")
             else:
                 items.append(f'<li class="planned">{label} <span class="ex">(planned)</span></li>')
         rows.append(f"<h2>{html.escape(part.title)}</h2>\n<p class=\"needs\">Needs: "
-                    f"{html.escape(part.needs)}</p>\n<ul class=\"toc\">{''.join(items)}</ul>")
-    body = (f"<h1>{html.escape(loaded.title)}</h1>\n<p>{html.escape(loaded.scope)}</p>\n"
+                    f"{inline(part.needs)}</p>\n<ul class=\"toc\">{''.join(items)}</ul>")
+    body = (f"<h1>{html.escape(loaded.title)}</h1>\n<p>{inline(loaded.scope)}</p>\n"
             + "\n".join(rows)
             + f"\n<p class=\"foot\">{len(written)} of {len(loaded.chapters)} chapters written."
               " Pages are rendered from the executed notebooks; open them in Jupyter to run "
