@@ -4,7 +4,7 @@
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
     mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--batch-size N] [--shape ...]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
-    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S]
+    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
@@ -90,12 +90,19 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(run=_run)
 
     grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
-                           description="Execute each notebook in a fresh kernel, collect every "
-                           "check's result, and print a score table (optionally as JSON).")
+                           description="Execute each notebook in a fresh kernel (every cell, "
+                           "even after one raises), check each exercise's answer there with "
+                           "freshly loaded graders, and print a score table (optionally as "
+                           "JSON). Student code runs with your rights: grade untrusted "
+                           "notebooks in a disposable container or account.")
     grade.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     grade.add_argument("--json", metavar="PATH", help="also write the scores as JSON to PATH")
     grade.add_argument("--timeout", type=float, default=120, metavar="S",
-                       help="seconds one cell may run (default: 120)")
+                       help="seconds one cell (or one exercise's check) may run before it "
+                       "is interrupted (default: 120)")
+    grade.add_argument("--isolate", action="store_true",
+                       help="run the kernel under resource limits: 600 s of CPU time, 4 GiB "
+                       "of memory, files up to 256 MiB (POSIX setrlimit)")
     grade.add_argument("--kernel", metavar="NAME",
                        help="a Jupyter kernel name (default: this Python environment)")
     grade.set_defaults(run=_grade)
@@ -305,7 +312,7 @@ def _grade(args: argparse.Namespace) -> int:
     from .grading import grade
     from .grading.execute import CURRENT_ENV
     reports = grade.grade(args.notebooks, timeout=args.timeout,
-                          kernel_name=args.kernel or CURRENT_ENV)
+                          kernel_name=args.kernel or CURRENT_ENV, isolate=args.isolate)
     print(grade.format_table(reports))
     if args.json:
         Path(args.json).write_text(json.dumps(grade.to_json(reports), indent=2) + "\n",

@@ -208,6 +208,19 @@ class LegalizeError(GraphError):
     code = "MLC-G009"
 
 
+# --- training: gradients, optimizers, checkpoints (D) ---------------------------------------
+class TrainingError(MLCError):
+    """A training graph, optimizer, trainer or checkpoint is used wrongly."""
+
+    code = "MLC-D001"
+
+
+class NoGradientError(TrainingError):
+    """A gradient is asked for through an op that has no gradient rule."""
+
+    code = "MLC-D002"
+
+
 # --- grading and the book (B) --------------------------------------------------------------
 class GradingError(MLCError):
     code = "MLC-B001"

@@ -50,7 +50,7 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     from . import compile as mb_compile
     from . import from_onnx, graph, load, models
     from .graph import CallTIR, post_order
-    from .graph.executable import VIEW_OPS
+    from .ops import view_ops
 
     _say("1. a model: mb.models.tiny_convnet(), built with onnx.helper")
     model = models.tiny_convnet()
@@ -75,7 +75,7 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
 
     _say("3. legalize: each op call becomes call_tir of a loop-IR PrimFunc")
     # as mb.compile does it: ops that only reinterpret memory stay, to become views
-    legal = graph.legalize(mod, keep=VIEW_OPS)
+    legal = graph.legalize(mod, keep=view_ops())
     lmain = legal["main"]
     for line in str(lmain).splitlines():
         if " = " in line:
@@ -122,7 +122,7 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     t_exe = _median_seconds(lambda: exe(x), repeat, number=10)
     t_ref = _median_seconds(lambda: graph.interpret(mod, x), max(1, min(repeat, 5)))
     op_calls = collections.Counter(c.op for c in main.calls())
-    views = sorted({c.op for c in main.calls() if c.op in VIEW_OPS})
+    views = sorted({c.op for c in main.calls() if c.op in view_ops()})
     no_kernel = f" ({', '.join(views)}: a view of its input, no kernel)" if views else ""
 
     _say("6. summary")

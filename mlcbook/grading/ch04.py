@@ -161,7 +161,8 @@ def _vectorize_refused(err: ScheduleError) -> str:
     return None
 
 
-@exercise("04.vectorize", points=2, title="Vectorize a weighted column sum")
+@exercise("04.vectorize", points=2, answer="schedule_vectorize",
+          title="Vectorize a weighted column sum")
 def _check_vectorize(answer, rng):
     lanes = _lanes()
     sizes = [(int(n), lanes * int(q)) for n, q in
@@ -212,7 +213,8 @@ def _parallel_refused(err: ScheduleError) -> str:
     return None
 
 
-@exercise("04.parallel", points=2, title="Parallelize a matmul whose outer loop is a reduction")
+@exercise("04.parallel", points=2, answer="schedule_parallel",
+          title="Parallelize a matmul whose outer loop is a reduction")
 def _check_parallel(answer, rng):
     from ..runtime import get_num_threads, set_num_threads
     sizes = [(int(rng.integers(6, 40)), int(rng.integers(3, 30)), int(rng.integers(3, 20)))
@@ -326,7 +328,8 @@ def _flatten_mistakes(shape: tuple[int, ...]) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-@exercise("04.flatten_index", points=2, title="The row-major flattening rule of lowering")
+@exercise("04.flatten_index", points=2, answer="flat_index",
+          title="The row-major flattening rule of lowering")
 def _check_flatten(answer, rng):
     shapes = [(int(rng.integers(2, 9)),)] + [
         tuple(int(d) for d in rng.choice(np.arange(2, 8), ndim, replace=False))
@@ -388,7 +391,8 @@ def _unchanged(sch, func: PrimFunc) -> bool:
     return structural_equal(sch.func, func)
 
 
-@exercise("04.matmul_speed", points=4, title="Schedule a matmul of awkward sizes for speed")
+@exercise("04.matmul_speed", points=4, answer="schedule_matmul",
+          title="Schedule a matmul of awkward sizes for speed")
 def _check_matmul_speed(answer, rng):
     small = (4 * int(rng.integers(2, 6)), 16 * int(rng.integers(1, 4)), int(rng.integers(3, 40)))
     big = (4 * int(rng.integers(118, 132)), 16 * int(rng.integers(17, 21)),

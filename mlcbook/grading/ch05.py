@@ -96,7 +96,8 @@ def _check_mlp_graph(mod, batch, arrays) -> None:
                        "index it in the kernel (W[j, k] for X @ W.T)")
 
 
-@exercise("05.call_tir_mlp", points=3, title="The MLP as a graph function calling a fused kernel")
+@exercise("05.call_tir_mlp", points=3, answer="mlp_module",
+          title="The MLP as a graph function calling a fused kernel")
 def _check_call_tir_mlp(answer, rng):
     from ..graph import interpret
     cases = [(1, 9, 5, 3), (3, 6, 10, 2), (int(rng.integers(2, 5)), int(rng.integers(5, 12)),
@@ -168,7 +169,8 @@ def _infer(answer, types):
         return None, err
 
 
-@exercise("05.infer_matmul", points=2, title="Shape and dtype inference for a batched matmul")
+@exercise("05.infer_matmul", points=2, answer="infer_matmul",
+          title="Shape and dtype inference for a batched matmul")
 def _check_infer_matmul(answer, rng):
     from ..errors import OpDTypeError, OpShapeError
     from ..ops.types import TensorType
@@ -319,7 +321,7 @@ def _check_registered_op():
     return op
 
 
-@exercise("05.hard_sigmoid", points=3,
+@exercise("05.hard_sigmoid", points=3, answer="register_hard_sigmoid",
           title="A new operator: inference, numpy reference, legalization, ONNX import")
 def _check_hard_sigmoid(answer, rng):
     from .. import compile as mb_compile
@@ -431,7 +433,7 @@ def _bn_reference(model, x, axes=(0, 2, 3), ddof=0, stored=False, use_eps=True):
     return np.maximum(y, 0)
 
 
-@exercise("05.fix_bn_training", points=3,
+@exercise("05.fix_bn_training", points=3, answer="fix_model",
           title="Repair an ONNX model that uses an unsupported attribute")
 def _check_fix_bn_training(answer, rng):
     import onnx

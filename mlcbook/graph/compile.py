@@ -24,7 +24,8 @@ from ..ops import get as get_op
 from ..ops.registry import OpKind
 from ..tir.function import IRModule, PrimFunc
 from .default_schedule import default_schedule
-from .executable import VIEW_OPS, Executable, build_plan
+from ..ops.registry import view_ops
+from .executable import Executable, build_plan
 from .expr import CallTIR, post_order
 from .fused_kernels import legalize_fused
 from .fusion import fuse_ops
@@ -53,12 +54,12 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     inplace_names: set[str] = set()
     if opt_level >= 2:
         fusion = fuse_ops(func)
-        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=VIEW_OPS)
+        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
         inplace_names = {g.name for g in fusion.groups
                          if g.kind <= OpKind.BROADCAST and all(
                              get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
     else:
-        lmod = legalize(IRModule({**others, "main": func}), keep=VIEW_OPS)
+        lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
     func, _ = main_function(lmod)
     used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
     prims = {name: default_schedule(f, target) for name, f in lmod.items()

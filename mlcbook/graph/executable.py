@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -27,15 +28,24 @@ import numpy as np
 
 from ..codegen.target import Target
 from ..errors import ArgumentError, BuildError, ExportError, GraphError
+from ..ops.registry import get as get_op, view_ops
 from ..ops.types import TensorType, TupleType
 from ..runtime.c_export import ExportedModel, export_library
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 from .interpret import bind_inputs, main_function
 
-#: ops that only reinterpret their input's memory: no kernel, the output is a view
-VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 FORMAT_VERSION = 2
+
+
+def __getattr__(name: str):
+    # VIEW_OPS moved into the op registry (Op.is_view); the old name keeps working, with a warning
+    if name == "VIEW_OPS":
+        warnings.warn("mlcbook.graph.executable.VIEW_OPS is deprecated; use "
+                      "mlcbook.ops.view_ops() or mlcbook.ops.get(name).is_view",
+                      DeprecationWarning, stacklevel=2)
+        return view_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -121,7 +131,7 @@ def build_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
             outs = [new(t, "temp") for t in n.out_types]
             steps.append((n.func, args + outs))
             where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
-        elif isinstance(n, Call) and n.op in VIEW_OPS:
+        elif isinstance(n, Call) and get_op(n.op).is_view:
             where[id(n)] = new(n.type, "view", where[id(n.args[0])])
         elif isinstance(n, Call):
             raise GraphError(f"op call {n.name!r} ({n.op}) was not legalized")
@@ -180,6 +190,11 @@ class Executable:
     def input_names(self) -> list[str]:
         return [n for n, _ in self.plan.inputs]
 
+    @property
+    def constants(self) -> dict[int, np.ndarray]:
+        """The buffers of the plan's constant slots, by slot index (what ``save`` writes)."""
+        return {i: b for i, b in enumerate(self._buffers) if self.plan.slots[i].kind == "const"}
+
     def _root(self, i: int) -> int:
         while self.plan.slots[i].kind == "view":
             i = self.plan.slots[i].ref
@@ -235,8 +250,7 @@ class Executable:
                 with open(f, "rb") as fh:
                     obj = fh.read()
         weights = io.BytesIO()
-        np.savez(weights, **{str(i): b for i, b in enumerate(self._buffers)
-                             if self.plan.slots[i].kind == "const"})
+        np.savez(weights, **{str(i): b for i, b in self.constants.items()})
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("plan.json", json.dumps(self.plan.to_json()))
             z.writestr("kernels.o", obj)

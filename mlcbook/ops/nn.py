@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
+from ..te.ops.nn import window_out_size as te_window_out_size
 from ._infer import FLOATS, ints, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
@@ -35,19 +36,10 @@ def _spatial_attrs(op, attrs, nsp, kernel):
 
 
 def window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, ceil_mode=False) -> int:
-    """Number of window positions along one axis (ONNX's rule, including ceil_mode)."""
-    span = dilation * (k - 1) + 1
-    if size + pad_lo + pad_hi < span:
-        raise OpShapeError(
-            f"{op}: the window ({span} wide with dilation) is larger than the padded input "
-            f"({size} + {pad_lo} + {pad_hi}); use a smaller kernel or more padding")
-    num = size + pad_lo + pad_hi - span
-    if not ceil_mode:
-        return num // stride + 1
-    out = -(-num // stride) + 1
-    if (out - 1) * stride >= size + pad_lo:  # the last window must start inside the input
-        out -= 1
-    return out
+    """Number of window positions along one axis (ONNX's rule, including ceil_mode; the
+    rule is te.ops', shared by both layers)."""
+    return te_window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, bool(ceil_mode),
+                              error=OpShapeError)
 
 
 def auto_pads(mode: str, in_spatial, kernel, strides, dilations) -> tuple[int, ...]:

@@ -260,11 +260,11 @@ def test_compute_at_into_a_vectorized_loop_refuses_a_shared_reduction():
 def test_compute_at_into_a_vectorized_loop_refuses_overlapping_padding():
     # lanes x and x+1 would write overlapping windows of the padded input
     sch = Schedule(_conv2d())
-    n, f, y, x, rc, ry, rx = sch.get_loops(sch.get_block("conv2d"))
+    n, f, y, x, rc, ry, rx = sch.get_loops(sch.get_block("conv2d"))  # x is loop o1
     sch.reorder(n, f, y, rc, ry, rx, x)
     sch.vectorize(x)
     sch.reorder(n, f, y, x, rc, ry, rx)
-    with pytest.raises(VectorLaneError, match="(?s)cannot compute_at: loop x is vectorized.*"
+    with pytest.raises(VectorLaneError, match="(?s)cannot compute_at: loop o1 is vectorized.*"
                        "'conv2d_pad' is written and accessed at different indices"):
         sch.compute_at(sch.get_block("conv2d_pad"), x)
 
