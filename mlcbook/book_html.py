@@ -190,7 +190,8 @@ def _output(out) -> str:
         return f'<pre class="out error">{html.escape(trace)}</pre>'
     data = out.get("data", {})
     if "image/png" in data:
-        return f'<img class="fig" alt="figure" src="data:image/png;base64,{_b64(data["image/png"])}">'
+        png = _b64(data["image/png"])
+        return f'<img class="fig" alt="figure" src="data:image/png;base64,{png}">'
     if "image/svg+xml" in data:
         svg = base64.b64encode(_text(data["image/svg+xml"]).encode()).decode()
         return f'<img class="fig" alt="figure" src="data:image/svg+xml;base64,{svg}">'

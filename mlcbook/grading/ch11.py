@@ -53,7 +53,8 @@ def _build_caller(source: str, folder: Path, name: str) -> Path:
     return program
 
 
-@exercise("11.c_caller", points=3, title="A C program that runs an exported model")
+@exercise("11.c_caller", points=3, answer="c_caller",
+          title="A C program that runs an exported model")
 def _check_c_caller(answer, rng):
     _need_cc()
     for k in range(2):
@@ -117,7 +118,8 @@ def _fleets(rng) -> list[list[frozenset]]:
 
 
 
-@exercise("11.fleet_target", points=2, title="A target for a fleet of CPUs")
+@exercise("11.fleet_target", points=2, answer="choose_target",
+          title="A target for a fleet of CPUs")
 def _check_fleet_target(answer, rng):
     for fleet in _fleets(rng):
         best = best_level(fleet)
@@ -174,7 +176,8 @@ def _damages(rng):
              ["fleet.h", "libfleet.a"])]
 
 
-@exercise("11.verify_export", points=2, title="Tell a damaged export from a good one")
+@exercise("11.verify_export", points=2, answer="verify_export",
+          title="Tell a damaged export from a good one")
 def _check_verify_export(answer, rng):
     _need_cc()
     source = _export_once()

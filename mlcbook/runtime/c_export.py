@@ -307,6 +307,11 @@ static void launch(body_fn body, int64_t n, void *closure) {{
     return;
   }}
   pthread_mutex_lock(&pool_lock);
+  if (job_left > 0) {{  /* a parallel loop inside a running one: run it on this thread */
+    pthread_mutex_unlock(&pool_lock);
+    body(0, n, closure);
+    return;
+  }}
   while (workers < t - 1) {{
     pthread_t tid;
     if (pthread_create(&tid, NULL, worker, NULL) != 0) break;  /* fewer threads, still right */
