@@ -2,11 +2,13 @@
 
     mlcbook tour                        the built-in end-to-end demo
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
+    mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--batch-size N] [--shape ...]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
+    mlcbook book build -o SITE/         render the written chapters as a web book
 """
 
 from __future__ import annotations
@@ -59,6 +61,23 @@ def _parser() -> argparse.ArgumentParser:
                       help="the full shape of one input (repeat for several inputs)")
     comp.set_defaults(run=_compile)
 
+    exp = sub.add_parser("export", help="compile an ONNX model to a C library and header",
+                         description="Import an ONNX model, compile it, and write NAME.h, "
+                         "libNAME.so and libNAME.a: the model as a C library that needs only "
+                         "libc, libm and pthreads (no Python, numpy or LLVM).")
+    exp.add_argument("model", metavar="MODEL.onnx")
+    exp.add_argument("-o", "--output", required=True, metavar="DIR",
+                     help="the folder to write the header and libraries to")
+    exp.add_argument("--name", default="model",
+                     help="the C name prefix: NAME_run, NAME.h (default: model)")
+    exp.add_argument("--target", default="llvm", metavar="T",
+                     help="the target, e.g. 'llvm -mcpu=x86-64-v3' (default: this CPU)")
+    exp.add_argument("--batch-size", type=int, metavar="N",
+                     help="the size of a symbolic first dimension of the inputs")
+    exp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                     help="the full shape of one input (repeat for several inputs)")
+    exp.set_defaults(run=_export)
+
     run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
                          description="Load a model written by `mlcbook compile`, run it on "
                          "inputs saved with numpy.save, and print or save its outputs.")
@@ -93,8 +112,10 @@ def _parser() -> argparse.ArgumentParser:
 
     bk = sub.add_parser("book", help="list, run or maintain the book's chapters",
                         description="List the book's chapters (default), execute the written "
-                        "ones, or regenerate the student exercise notebooks.")
-    bk.add_argument("action", nargs="?", choices=["list", "run", "make-student"], default="list")
+                        "ones, regenerate the student exercise notebooks, or render the written "
+                        "chapters and their exercises as a web book.")
+    bk.add_argument("action", nargs="?", choices=["list", "run", "make-student", "build"],
+                    default="list")
     bk.add_argument("--run", dest="action", action="store_const", const="run",
                     help="same as the action 'run'")
     bk.add_argument("--save", action="store_true",
@@ -103,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="make-student: only report notebooks that are out of date (exit 1)")
     bk.add_argument("--timeout", type=float, default=120, metavar="S",
                     help="run: seconds one cell may run (default: 120)")
+    bk.add_argument("-o", "--output", metavar="SITE", default="site",
+                    help="build: the folder to write the web book to (default: site)")
     bk.set_defaults(run=_book)
     return parser
 
@@ -156,9 +179,7 @@ def _parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _compile(args: argparse.Namespace) -> int:
-    import time
-
+def _compile_onnx(args: argparse.Namespace, target: str = "llvm"):
     from .errors import ArgumentError
     from .frontend.onnx import load_model
     from .frontend import from_onnx
@@ -166,11 +187,31 @@ def _compile(args: argparse.Namespace) -> int:
     if args.batch_size is not None and args.batch_size < 1:
         raise ArgumentError(f"--batch-size must be at least 1, got {args.batch_size}")
     shapes = _parse_shapes(args.shape)
-    t0 = time.perf_counter()
     model = load_model(args.model)
     _symbolic_dims_hint(model, args.batch_size, shapes)
     mod = from_onnx(model, shapes=shapes, batch_size=args.batch_size)
-    exe = compile_model(mod, target="llvm")
+    return compile_model(mod, target=target)
+
+
+def _export(args: argparse.Namespace) -> int:
+    import time
+    t0 = time.perf_counter()
+    exe = _compile_onnx(args, target=args.target)
+    lib = exe.export(args.output, name=args.name)
+    print(f"exported {args.model} in {time.perf_counter() - t0:.2f} s for {args.target}:")
+    for path in (lib.header, lib.shared, lib.static):
+        print(f"  {path}")
+    print(f"call {args.name}_run(inputs, outputs) from C; link with -L{args.output} "
+          f"-l{args.name}")
+    return 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    import time
+
+    from .errors import ArgumentError
+    t0 = time.perf_counter()
+    exe = _compile_onnx(args)
     try:
         exe.save(args.output)
     except OSError as err:
@@ -300,6 +341,11 @@ def _book(args: argparse.Namespace) -> int:
         return 0
     if args.action == "run":
         return _book_run(loaded, timeout=args.timeout, save=args.save)
+    if args.action == "build":
+        from .book_html import build
+        pages = build(loaded, args.output)
+        print(f"wrote {len(pages)} pages to {args.output}/; open {pages[0]} in a browser")
+        return 0
     return _book_make_student(loaded, check=args.check)
 
 

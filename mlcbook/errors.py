@@ -158,6 +158,12 @@ class ArtifactError(BuildError):
     code = "MLC-C007"
 
 
+class ExportError(BuildError):
+    """A model cannot be exported as a C library (bad name, no C compiler, foreign target)."""
+
+    code = "MLC-C008"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

@@ -26,8 +26,9 @@ def _readme_blocks() -> list[str]:
 
 def _ci_command() -> str:
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    # `command -v TOOL || { apt-get ... }` installs a system tool a test needs (chromium)
     commands = [ln for ln in lines if ln and not ln.startswith("#")
-                and not ln.startswith(("set ", "cd "))]
+                and not ln.startswith(("set ", "cd ", "command -v "))]
     assert len(commands) == 1, f".ci/run should run one command, found {commands}"
     return commands[0]
 

@@ -55,12 +55,20 @@ class CompiledModule:
         _optimize(mod, self._tm)
         self.optimized_ir = str(mod)
         self._engine = None
-        if target.is_host:
+        self._missing = target.missing_features()
+        if target.is_host and not self._missing:
             load_libm()
             self._engine = llvm.create_mcjit_compiler(mod, self._tm)
             self._engine.finalize_object()
 
     def address(self, symbol: str) -> int:
+        if self._engine is None and self._missing:
+            raise ForeignTargetError(
+                f"this kernel was compiled for the CPU {self.target.cpu!r} with "
+                f"{', '.join(self._missing[:6])}, which this CPU ({llvm_binding().get_host_cpu_name()}) "
+                "lacks: it would stop with an illegal instruction. Instead: compile for 'llvm' "
+                "(this CPU) or a level it has (e.g. 'llvm -mcpu=x86-64-v2'); .asm(), the object "
+                "code and export still work")
         if self._engine is None:
             raise ForeignTargetError(
                 f"this kernel was compiled for {self.target.triple}, not for this machine; it "

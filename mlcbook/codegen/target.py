@@ -6,8 +6,13 @@
 
 Options: ``-mtriple=`` (default: this process), ``-mcpu=`` (default: the host CPU when the
 triple is the host's, else ``generic``), ``-mattr=+f1,-f2`` (default: the host's features
-when the CPU is the host's). A target whose triple is not this machine's can produce LLVM IR,
-assembly and object files, but its kernels cannot run here.
+when the CPU is the host's, the level's features for the x86-64 levels ``x86-64-v2``,
+``-v3`` (AVX2, FMA) and ``-v4`` (AVX-512), which make portable binaries). A target whose
+triple is not this machine's can produce LLVM IR, assembly and object files, but its
+kernels cannot run here; neither can code that uses features this CPU lacks::
+
+    >>> mb.Target("llvm -mcpu=x86-64-v3").missing_features()    # on a CPU without AVX2
+    ['+avx', '+avx2', '+bmi', '+bmi2', '+f16c', '+fma', '+lzcnt', '+movbe', '+xsave']
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class Target:
             self.features = opts["-mattr"]
         elif on_host and self.cpu == host_cpu:
             self.features = llvm.get_host_cpu_features().flatten()
+        elif self.cpu in X86_LEVELS and self.arch == "x86_64":
+            self.features = ",".join(X86_LEVELS[self.cpu])
         else:
             self.features = ""
         try:
@@ -73,6 +80,16 @@ class Target:
     def is_host(self) -> bool:
         """Whether code for this target can run in this process."""
         return _arch(self.triple) == _arch(llvm_binding().get_process_triple())
+
+    def missing_features(self) -> list[str]:
+        """The features this target enables that this machine's CPU lacks: code for it
+        would stop with an illegal instruction here. Empty for another architecture
+        (:attr:`is_host` says whether that code can run at all)."""
+        if not self.is_host:
+            return []
+        lacks = {f[1:] for f in llvm_binding().get_host_cpu_features().flatten().split(",")
+                 if f.startswith("-")}
+        return sorted(f for f in self.features.split(",") if f.startswith("+") and f[1:] in lacks)
 
     @property
     def vector_bits(self) -> int:
@@ -136,6 +153,13 @@ class Target:
     def __hash__(self) -> int:
         return hash((self.triple, self.cpu, self.features))
 
+
+#: the x86-64 psABI microarchitecture levels as LLVM features (each level has the ones before):
+#: -mcpu=x86-64-v3 runs on every x86 CPU since Haswell (2013) and Zen 1
+_V2 = ["+cx16", "+popcnt", "+sahf", "+sse3", "+sse4.1", "+sse4.2", "+ssse3"]
+_V3 = _V2 + ["+avx", "+avx2", "+bmi", "+bmi2", "+f16c", "+fma", "+lzcnt", "+movbe", "+xsave"]
+X86_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3,
+              "x86-64-v4": _V3 + ["+avx512bw", "+avx512cd", "+avx512dq", "+avx512f", "+avx512vl"]}
 
 _WIDE_CPUS = {"skylake-avx512": 512, "cascadelake": 512, "icelake-server": 512,
               "sapphirerapids": 512, "znver4": 512, "znver5": 512, "haswell": 256,

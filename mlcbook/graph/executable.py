@@ -20,8 +20,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ArgumentError, ArtifactError, BuildError
+from ..codegen.target import Target
+from ..errors import ArgumentError, ArtifactError, BuildError, ExportError
 from ..ops.registry import view_ops
+from ..runtime.c_export import ExportedModel, export_library
 from .expr import Function, Tuple, Var
 from .interpret import bind_inputs
 from .plan import Plan
@@ -178,6 +180,24 @@ class Executable:
         from .artifact import write_artifact
         self.artifact_sha256 = write_artifact(path, self.plan, self.kernels, self._consts)
         return str(path)
+
+    def export(self, out_dir, name: str = "model", cc: str = "cc") -> ExportedModel:
+        """Write ``NAME.h``, ``libNAME.so`` and ``libNAME.a`` into ``out_dir``: the model as
+        a C library that needs only libc, libm and pthreads (:mod:`mlcbook.runtime.c_export`).
+
+        >>> exe.export("out", name="tiny").header        # doctest: +SKIP
+        PosixPath('out/tiny.h')
+        """
+        libs = list(self.kernels.values())
+        try:
+            obj = libs[0].object_code() if libs else b""
+        except BuildError:
+            raise ExportError("this executable was loaded from a file and keeps no object "
+                              "code; Instead: export the result of mb.compile(...)") from None
+        target = (libs[0].target if libs else None) or Target()
+        consts = dict(self._consts)
+        entries = {k: v.entry for k, v in self.kernels.items()}
+        return export_library(out_dir, name, self.plan, entries, obj, consts, target, cc=cc)
 
     def __reduce_ex__(self, protocol):
         raise ArtifactError("an Executable holds native code and cannot be pickled or copied; "
