@@ -116,6 +116,13 @@ class ScheduleError(MLCError):
     code = "MLC-S000"
 
 
+# --- automatic tuning (U); subclasses live in mlcbook.tune.errors ----------------------------
+class TuneError(MLCError):
+    """Tuning was asked something it cannot do (a bad budget, a database it cannot read)."""
+
+    code = "MLC-U000"
+
+
 # --- codegen and build (C) -----------------------------------------------------------------
 class BuildError(MLCError):
     code = "MLC-C001"
