@@ -2,6 +2,8 @@
 
     mlcbook tour                        the built-in end-to-end demo
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
+    mlcbook compile MODEL.onnx -o OUT.mlcb --records RECORDS.jsonl   (tuned kernels)
+    mlcbook tune MODEL.onnx --trials N -o RECORDS.jsonl [--cost-model xgboost|random|analytic]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S]
     mlcbook book                        the table of contents, with each chapter's status
@@ -57,7 +59,29 @@ def _parser() -> argparse.ArgumentParser:
                       help="the size of a symbolic first dimension of the inputs")
     comp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
                       help="the full shape of one input (repeat for several inputs)")
+    comp.add_argument("--records", metavar="RECORDS.jsonl",
+                      help="tuning records (from `mlcbook tune`) to schedule the kernels with")
     comp.set_defaults(run=_compile)
+
+    tn = sub.add_parser("tune", help="tune the kernels of an ONNX model, writing tuning records",
+                        description="Measure schedules of every kernel of an ONNX model on this "
+                        "machine, guided by a cost model, and append the records to a JSON-lines "
+                        "file that `mlcbook compile --records` uses.")
+    tn.add_argument("model", metavar="MODEL.onnx")
+    tn.add_argument("-o", "--output", required=True, metavar="RECORDS.jsonl",
+                    help="the records file (read first: tuning resumes from it)")
+    tn.add_argument("--trials", type=int, required=True, metavar="N",
+                    help="measurements in all, shared among the model's kernels")
+    tn.add_argument("--cost-model", dest="cost_model", default="xgboost",
+                    choices=["xgboost", "random", "analytic"], help="the cost model")
+    tn.add_argument("--batch", type=int, default=8, help="candidates measured per round")
+    tn.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds before a candidate is given up as hanging")
+    tn.add_argument("--batch-size", type=int, metavar="N",
+                    help="the size of a symbolic first dimension of the inputs")
+    tn.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                    help="the full shape of one input (repeat for several inputs)")
+    tn.set_defaults(run=_tune)
 
     run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
                          description="Load a model written by `mlcbook compile`, run it on "
@@ -160,7 +184,7 @@ def _compile(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     _symbolic_dims_hint(model, args.batch_size, shapes)
     mod = from_onnx(model, shapes=shapes, batch_size=args.batch_size)
-    exe = compile_model(mod, target="llvm")
+    exe = compile_model(mod, target="llvm", tuning_records=args.records)
     try:
         exe.save(args.output)
     except OSError as err:
@@ -175,6 +199,30 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  inputs:  {ins}\n  outputs: {outs}")
     print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB); run it with "
           f"`mlcbook run {args.output} --input X.npy`")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    import time
+
+    from .errors import ArgumentError
+    from .frontend import from_onnx
+    from .frontend.onnx import load_model
+    from .tune.tasks import tune_model
+    if args.trials < 1:
+        raise ArgumentError(f"--trials must be at least 1, got {args.trials}")
+    t0 = time.perf_counter()
+    model = load_model(args.model)
+    _symbolic_dims_hint(model, args.batch_size, _parse_shapes(args.shape))
+    mod = from_onnx(model, shapes=_parse_shapes(args.shape), batch_size=args.batch_size)
+    results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
+                         batch=args.batch, timeout=args.timeout)
+    for name, r in results.items():
+        best = f"{r.best_seconds * 1e3:.3f} ms" if r.best_seconds else "no valid candidate"
+        print(f"  {name}: best {best} after {len(r.history)} records")
+    print(f"tuned {len(results)} kernels of {args.model} in {time.perf_counter() - t0:.1f} s; "
+          f"records in {args.output}; use them with `mlcbook compile {args.model} -o OUT.mlcb "
+          f"--records {args.output}`")
     return 0
 
 
