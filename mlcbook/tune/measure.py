@@ -35,6 +35,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..codegen.target import Target
+from ..graph.default_schedule import default_schedule
 from ..tir.function import PrimFunc
 from ..tir.structural import structural_hash
 from .errors import TuneArgumentError
@@ -94,8 +95,7 @@ _EXPECTED: dict = {}
 
 def _expected(job: Job) -> list:
     """The untuned program's outputs on the job's inputs (cached in this worker)."""
-    from ..graph.default_schedule import default_schedule
-    from ..runtime import build
+    from ..runtime import build  # llvmlite: loaded by the worker that builds, not on import
     key = (structural_hash(job.reference), job.seed, job.target)
     if key not in _EXPECTED:
         args = random_inputs(job.reference, job.seed)
