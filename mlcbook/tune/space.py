@@ -45,6 +45,7 @@ from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_
                                       reuse_axis, root_stmts, tiled_blocks)
 from ..schedule import Schedule, Trace
 from ..schedule.errors import SamplingError
+from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Var
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
@@ -148,9 +149,14 @@ class Space:
         """``p`` with one knob drawn again (knobs that depend on it are redrawn if needed)."""
         if not p.decisions:
             return p
-        name = rng.choice(sorted(p.decisions))
-        fixed = {k: v for k, v in p.decisions.items() if k != name}
-        return self.point(fixed, seed=rng.randrange(2**31), lenient=True)
+        q = p
+        for _ in range(8):  # a redraw may land on the same value: draw again
+            name = rng.choice(sorted(p.decisions))
+            fixed = {k: v for k, v in p.decisions.items() if k != name}
+            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True)
+            if q.key != p.key:
+                break
+        return q
 
     # --- the rules, block by block -------------------------------------------------------
     def _generate(self, knobs: Knobs) -> None:
@@ -166,7 +172,8 @@ class Space:
                     and all(iv.kind == "spatial" for iv in block.iter_vars):
                 if fold_epilogue(sch, block.name):
                     continue
-            kind = "tiled" if block.name in tiled else self.classify(node, loops)
+            tiles = block.name in tiled and _contiguous_along_last_spatial(block)
+            kind = "tiled" if tiles else self.classify(node, loops)
             rule = self.rules.get(kind)
             if rule is None:
                 raise TuneArgumentError(
@@ -181,6 +188,27 @@ def classify_block(realize: BlockRealize, loops) -> str:
     if all(iv.kind == "spatial" for iv in realize.block.iter_vars):
         return "spatial"
     return "row_reduction"
+
+
+def _contiguous_along_last_spatial(block) -> bool:
+    """Whether some buffer the block reads has its innermost spatial variable in its last
+    index, so that vectors along that axis are (nearly) contiguous loads (matmul's
+    ``B[k, j]``, a conv's ``X[c, y + ky, x + kx]``; not a row sum's ``A[i, j]`` with ``j``
+    reduced)."""
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    if not spatial:
+        return False
+    last = spatial[-1]
+    written = {id(w.buffer) for w in block.writes}
+    found = []
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and id(n.buffer) not in written and n.indices \
+                and any(v is last for v in free_vars(n.indices[-1])):
+            found.append(n)
+
+    post_order_visit(block.body, visit)
+    return bool(found)
 
 
 def fold_epilogue(sch: Schedule, name: str) -> bool:
@@ -264,14 +292,14 @@ def _panel_operand(sch: Schedule, name: str, n_spatial: int) -> Optional[str]:
     block = sch.get(sch.get_block(name))
     ivs = block.iter_vars
     j = ivs[n_spatial - 1].var
-    reduce_vars = {iv.var for iv in ivs[n_spatial:]}
+    reduce_vars = {id(iv.var) for iv in ivs[n_spatial:]}
     params = {id(p) for p in sch.func.params}
     found: list = []
 
     def visit(n):
         if isinstance(n, BufferLoad) and len(n.indices) == 2 and id(n.buffer) in params:
             a, b = n.indices
-            if isinstance(a, Var) and a in reduce_vars and isinstance(b, Var) and b == j:
+            if isinstance(a, Var) and id(a) in reduce_vars and b is j:
                 found.append(n.buffer.name)
 
     post_order_visit(block.body, visit)
