@@ -232,7 +232,8 @@ def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
         return
     depths = list(range(len(loops) + 1))
     big = work >= PARALLEL_WORK
-    probs = [1.0 if (d == 0) != big else 2.0 for d in depths]
+    # favour parallel loops when there is enough work for threads, serial ones otherwise
+    probs = [2.0 if (d > 0) == big else 1.0 for d in depths]
     depth = knobs.choice(f"{name}.depth", depths, probs)
     if depth == 0:
         return
