@@ -4,8 +4,8 @@
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
     mlcbook compile MODEL.onnx -o OUT.mlcb --records RECORDS.jsonl   (tuned kernels)
     mlcbook tune MODEL.onnx --trials N -o RECORDS.jsonl [--cost-model xgboost|random|analytic]
-    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
-    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S]
+    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
+    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
@@ -92,15 +92,25 @@ def _parser() -> argparse.ArgumentParser:
                      "(repeat for several inputs)")
     run.add_argument("-o", "--output", metavar="Y.npy",
                      help="save the output (several outputs: an .npz archive)")
+    run.add_argument("--sha256", metavar="HEX",
+                     help="refuse to run unless the file's sha256 is HEX (as printed by "
+                     "`mlcbook compile`): an artifact holds native code, run only ones you trust")
     run.set_defaults(run=_run)
 
     grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
-                           description="Execute each notebook in a fresh kernel, collect every "
-                           "check's result, and print a score table (optionally as JSON).")
+                           description="Execute each notebook in a fresh kernel (every cell, "
+                           "even after one raises), check each exercise's answer there with "
+                           "freshly loaded graders, and print a score table (optionally as "
+                           "JSON). Student code runs with your rights: grade untrusted "
+                           "notebooks in a disposable container or account.")
     grade.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     grade.add_argument("--json", metavar="PATH", help="also write the scores as JSON to PATH")
     grade.add_argument("--timeout", type=float, default=120, metavar="S",
-                       help="seconds one cell may run (default: 120)")
+                       help="seconds one cell (or one exercise's check) may run before it "
+                       "is interrupted (default: 120)")
+    grade.add_argument("--isolate", action="store_true",
+                       help="run the kernel under resource limits: 600 s of CPU time, 4 GiB "
+                       "of memory, files up to 256 MiB (POSIX setrlimit)")
     grade.add_argument("--kernel", metavar="NAME",
                        help="a Jupyter kernel name (default: this Python environment)")
     grade.set_defaults(run=_grade)
@@ -197,8 +207,8 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"compiled {args.model} in {seconds:.2f} s: {exe.stats['kernels']} kernels, "
           f"{exe.stats['calls']} kernel calls per run")
     print(f"  inputs:  {ins}\n  outputs: {outs}")
-    print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB); run it with "
-          f"`mlcbook run {args.output} --input X.npy`")
+    print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB, sha256 "
+          f"{exe.artifact_sha256}); run it with `mlcbook run {args.output} --input X.npy`")
     return 0
 
 
@@ -255,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .errors import ArgumentError
     from .graph import load
-    exe = load(args.artifact)
+    exe = load(args.artifact, expected_sha256=args.sha256)
     names = exe.input_names
     positional, named, files = [], {}, {}
     for spec in args.input:
@@ -312,7 +322,7 @@ def _grade(args: argparse.Namespace) -> int:
     from .grading import grade
     from .grading.execute import CURRENT_ENV
     reports = grade.grade(args.notebooks, timeout=args.timeout,
-                          kernel_name=args.kernel or CURRENT_ENV)
+                          kernel_name=args.kernel or CURRENT_ENV, isolate=args.isolate)
     print(grade.format_table(reports))
     if args.json:
         Path(args.json).write_text(json.dumps(grade.to_json(reports), indent=2) + "\n",

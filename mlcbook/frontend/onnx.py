@@ -12,8 +12,9 @@
 * Anything unsupported is reported all at once: one :class:`UnsupportedModelError` lists
   every offending node with its op type, name and the reason.
 
-Opsets 13-21 are the target; newer opsets are accepted too, since their changes to the
-supported ops only add dtypes and attributes, and unknown ones are reported.
+Opsets 13-21 are the target; newer opsets that the installed onnx knows are accepted too,
+since their changes to the supported ops only add dtypes and attributes, and unknown ones
+are reported. An opset beyond the installed onnx's newest is refused.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     example a Reshape's target shape passed as an input).
     """
     from onnx import numpy_helper
+    from onnx.defs import onnx_opset_version
 
     from .onnx_ops import CONVERTERS, static_problems
     model = load_model(model)
@@ -181,6 +183,12 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
         raise UnsupportedModelError(
             f"the model uses ONNX opset {opset}; mlcbook imports opset {MIN_OPSET} and newer. "
             f"Convert it: onnx.version_converter.convert_version(model, {MIN_OPSET})")
+    newest = onnx_opset_version()
+    if opset > newest:
+        raise UnsupportedModelError(
+            f"the model uses ONNX opset {opset}, which does not exist yet: the installed onnx "
+            f"knows opsets up to {newest}, so the meaning of its ops is unknown. Instead: "
+            f"export the model with an opset from {MIN_OPSET} to {newest}")
     graph = model.graph
     shapes, constants = dict(shapes or {}), dict(constants or {})
     input_names = {vi.name for vi in graph.input}

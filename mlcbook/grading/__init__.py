@@ -5,7 +5,12 @@
     [01.lnumpy_mm_relu] 0/1 — not implemented: got None instead of your function lnumpy_mm_relu
 
 Each chapter's checkers live in ``chNN.py`` beside this file and register themselves on
-import; ``mlcbook grade`` (:mod:`mlcbook.grading.grade`) runs whole notebooks.
+import; ``mlcbook grade`` (:mod:`mlcbook.grading.grade`) runs whole notebooks and checks
+every answer itself, in the notebook's kernel, with graders loaded afresh and verified
+(:mod:`mlcbook.grading.kernel_side`). Its threat model: a notebook cannot fake its score
+through displayed results, the registry, or answers it did not define; but student code
+runs with the grader's rights, so grade untrusted notebooks in a disposable container
+(``--isolate`` adds resource limits). Details in :mod:`mlcbook.grading.grade`.
 """
 
 from __future__ import annotations

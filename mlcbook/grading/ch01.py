@@ -2,24 +2,43 @@
 
 Every exercise is a function written with explicit loops over scalars, in destination-
 passing style (the caller allocates the output, the function fills it), except
-``lnumpy_mlp``, which allocates its intermediates and returns the result.
+``lnumpy_mlp``, which allocates its intermediates and returns the result. An answer that
+computes with whole-array numpy instead (``C[...] = np.maximum(A @ B, 0)``) earns nothing,
+however right its values: the exercise is the loops.
 """
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
-from .compare import (call, describe, distinct_dims, empty, expect_array, randn, softmax_cases,
-                      softmax_reference, trial)
+from .compare import (GLOBAL_MAX_HINT, Fail, call, describe, distinct_dims, empty, expect_array,
+                      randn, softmax_cases, softmax_global_max, softmax_reference, trial)
 from .registry import exercise
+from .scalar_code import whole_array_use
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0)
 
 
-@exercise("01.lnumpy_mm_relu", points=1, title="Fused matmul + relu with loops")
+def _require_loops(answer: object, name: str) -> None:
+    """Fail an answer that computes with whole-array numpy instead of loops over scalars."""
+    use = whole_array_use(answer) if isinstance(answer, types.FunctionType) else None
+    if use is not None:
+        raise Fail(f"{name} uses whole-array numpy, which this exercise does not accept: {use}. "
+                   "The exercises of chapter 1 are low-level numpy: explicit loops that compute "
+                   "one scalar at a time, so that every step of the computation is written out",
+                   "Instead: loop over the indices and write each entry, as in the chapter "
+                   "(for i in range(n): for j in range(m): ... C[i, j] = value)",
+                   about_inputs=False)
+
+
+@exercise("01.lnumpy_mm_relu", points=1, answer="lnumpy_mm_relu",
+          title="Fused matmul + relu with loops")
 def _check_mm_relu(answer, rng):
+    _require_loops(answer, "lnumpy_mm_relu")
     shapes = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, k, m in shapes:
         A, B = randn(rng, (n, k)), randn(rng, (k, m))
@@ -35,8 +54,10 @@ def _check_mm_relu(answer, rng):
     return f"matches relu(A @ B) on {len(shapes)} fresh shapes"
 
 
-@exercise("01.lnumpy_bmm", points=2, title="Batched matrix multiplication with loops")
+@exercise("01.lnumpy_bmm", points=2, answer="lnumpy_bmm",
+          title="Batched matrix multiplication with loops")
 def _check_bmm(answer, rng):
+    _require_loops(answer, "lnumpy_bmm")
     shapes = [distinct_dims(rng, 4), distinct_dims(rng, 4), [3, 1, int(rng.integers(2, 6)), 2]]
     for b, n, k, m in shapes:
         A, B = randn(rng, (b, n, k)), randn(rng, (b, k, m))
@@ -52,20 +73,25 @@ def _check_bmm(answer, rng):
     return f"matches A @ B on {len(shapes)} fresh batched shapes"
 
 
-@exercise("01.lnumpy_softmax", points=2, title="Numerically stable softmax with loops")
+@exercise("01.lnumpy_softmax", points=2, answer="lnumpy_softmax",
+          title="Numerically stable softmax with loops")
 def _check_softmax(answer, rng):
+    _require_loops(answer, "lnumpy_softmax")
     cases = softmax_cases(rng, "")
-    for X, hint in cases:
+    for X, note, hint in cases:
         Y = empty(X.shape)
-        with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
+        with trial(describe(X=X) + note, hint=hint):
             call(answer, "lnumpy_softmax", X, Y, outputs=1)
             expect_array("Y", Y, softmax_reference(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
                 (lambda: softmax_reference(X, axis=0), "Y is the softmax of each column (axis 0); "
                                               "softmax here runs along each row (axis 1)"),
                 (lambda: np.exp(X - X.max(axis=1, keepdims=True)),
                  "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),
+                (lambda: softmax_global_max(X), GLOBAL_MAX_HINT),
+                (lambda: softmax_global_max(X, np.float32), GLOBAL_MAX_HINT),
             ])
-    return f"matches softmax along the last axis on {len(cases)} inputs, including large ones"
+    return (f"matches softmax along the last axis on {len(cases)} inputs, including large "
+            "values and rows far apart")
 
 
 def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -75,8 +101,10 @@ def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.einsum("ncyxhw,ochw->noyx", windows, W.astype(np.float64))
 
 
-@exercise("01.lnumpy_conv2d", points=3, title="2-D convolution (NCHW, valid) with loops")
+@exercise("01.lnumpy_conv2d", points=3, answer="lnumpy_conv2d",
+          title="2-D convolution (NCHW, valid) with loops")
 def _check_conv2d(answer, rng):
+    _require_loops(answer, "lnumpy_conv2d")
     shapes = [  # (N, CI, H, W, CO, KH, KW)
         (1, 2, 6, 7, 3, 3, 2),
         (2, 3, int(rng.integers(5, 9)), int(rng.integers(5, 9)), 2, 3, 3),
@@ -102,8 +130,10 @@ def _mlp(X, W1, b1, W2, b2, relu=True):
     return (_relu(h) if relu else h) @ W2.T + b2
 
 
-@exercise("01.lnumpy_mlp", points=2, title="The two-layer MLP from low-level parts")
+@exercise("01.lnumpy_mlp", points=2, answer="lnumpy_mlp",
+          title="The two-layer MLP from low-level parts")
 def _check_mlp(answer, rng):
+    _require_loops(answer, "lnumpy_mlp")
     shapes = [(1, 3, 4, 5, 3), (3, 2, 5, 4, 2), (2, 4, 4, 7, 6)]  # batch, h, w, hidden, out
     for batch, h, w, hidden, out in shapes:
         X = randn(rng, (batch, h, w))

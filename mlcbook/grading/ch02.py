@@ -12,14 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MLCError
-from ..tir.analysis import collect_blocks, free_vars, int_bounds
+from ..tir.analysis import collect_blocks, free_vars
+from ..tir.arith import int_bounds
 from ..tir.expr import BufferLoad
 from ..tir.function import IRModule, PrimFunc
 from ..tir.functor import Visitor
 from ..tir.interpreter import interpret
 from ..tir.stmt import Allocate, BlockRealize, BufferStore, For, IfThenElse, SeqStmt
-from .compare import (SENTINEL, Fail, call, describe, distinct_dims, empty, expect_array,
-                      randn, softmax_cases, softmax_reference, trial)
+from .compare import (GLOBAL_MAX_HINT, SENTINEL, Fail, call, describe, distinct_dims, empty,
+                      expect_array, randn, softmax_cases, softmax_global_max, softmax_reference,
+                      trial)
 from .registry import exercise
 
 
@@ -141,13 +143,14 @@ def _check_axis_kinds(func: PrimFunc, reduction: str | None) -> None:
     some block must reduce (it names what is summed, for the message).
     """
     has_reduce = False
-    for realize in collect_blocks(func.body):
-        block = realize.block
+    blocks = [r.block for r in collect_blocks(func.body)]
+    for block in blocks:
         if block.name == "root" and not block.iter_vars:
             continue
         stores = _block_stores(block)
         if not stores:
             continue
+        _check_init(block, stores, blocks)
         written = {id(v) for s in stores for i in s.indices for v in free_vars(i)}
         shown = str(BufferLoad(stores[0].buffer, stores[0].indices))
         for iv in block.iter_vars:
@@ -175,6 +178,25 @@ def _check_axis_kinds(func: PrimFunc, reduction: str | None) -> None:
                    "`with T.init():` setting the element to 0, as block Y of mm_relu does; "
                    "a loop inside a block hides the reduction from the compiler",
                    about_inputs=False)
+
+
+def _check_init(block, stores: list[BufferStore], blocks: list) -> None:
+    """A block that reduces must start each element's sum: with ``T.init()``, or by a block of
+    its own that writes the buffer first (what decompose_reduction makes)."""
+    reduce = [iv.var.name for iv in block.iter_vars if iv.kind == "reduce"]
+    if not reduce or block.init is not None:
+        return
+    buffer = stores[0].buffer
+    if any(other is not block and any(s.buffer is buffer for s in _block_stores(other))
+           for other in blocks):
+        return
+    shown = str(BufferLoad(buffer, stores[0].indices))
+    raise Fail(f"block {block.name!r} reduces over {', '.join(reduce)} but has no "
+               f"`with T.init():`, so nothing sets {shown} before the first update adds to "
+               "it: the sum starts from whatever the buffer held",
+               f"put `with T.init(): {shown} = T.float32(0)` in block {block.name!r}, before "
+               "the update; it runs once per element, on the first step of the reduction",
+               about_inputs=False)
 
 
 def _int(e) -> int | None:
@@ -209,7 +231,8 @@ def _loops_of(func: PrimFunc) -> dict[str, tuple[list[For], BlockRealize]]:
 
 
 # --- 02.bmm_relu -----------------------------------------------------------------------------
-@exercise("02.bmm_relu", points=2, title="bmm_relu in script, with the right block axes")
+@exercise("02.bmm_relu", points=2, answer="make_bmm_relu",
+          title="bmm_relu in script, with the right block axes")
 def _check_bmm_relu(answer, rng):
     cases = [distinct_dims(rng, 4), distinct_dims(rng, 4), [1, int(rng.integers(2, 6)), 3, 1]]
     for batch, n, m, k in cases:
@@ -242,7 +265,8 @@ def _conv2d(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.einsum("ncyxhw,ochw->noyx", windows, W.astype(np.float64))
 
 
-@exercise("02.conv2d", points=3, title="2-D convolution (NCHW, valid) in script")
+@exercise("02.conv2d", points=3, answer="make_conv2d",
+          title="2-D convolution (NCHW, valid) in script")
 def _check_conv2d(answer, rng):
     cases = [  # (N, CI, H, W, CO, KH, KW)
         (1, 2, 6, 7, 3, 3, 2),
@@ -272,7 +296,8 @@ def _check_conv2d(answer, rng):
 
 
 # --- 02.te_linear_relu -----------------------------------------------------------------------
-@exercise("02.te_linear_relu", points=1, title="linear + relu with te.compute")
+@exercise("02.te_linear_relu", points=1, answer="make_linear_relu",
+          title="linear + relu with te.compute")
 def _check_te_linear_relu(answer, rng):
     cases = [distinct_dims(rng, 3), distinct_dims(rng, 3), [1, int(rng.integers(2, 6)), 1]]
     for n, m, k in cases:
@@ -296,22 +321,26 @@ def _check_te_linear_relu(answer, rng):
 
 
 # --- 02.te_softmax ---------------------------------------------------------------------------
-@exercise("02.te_softmax", points=2, title="Numerically stable softmax with te.compute")
+@exercise("02.te_softmax", points=2, answer="make_softmax",
+          title="Numerically stable softmax with te.compute")
 def _check_te_softmax(answer, rng):
     cases = softmax_cases(rng, "(a te.max stage) ")
-    for X, hint in cases:
+    for X, note, hint in cases:
         func = _build(answer, "make_softmax", *X.shape)
         _expect_params(func, "make_softmax", X.shape,
                        [("input X", X.shape), ("output Y", X.shape)])
-        with trial(describe(X=X) + (" (large values)" if hint else ""), hint=hint):
+        with trial(describe(X=X) + note, hint=hint):
             Y = _run(func, X, out_shape=X.shape)
             expect_array("Y", Y, softmax_reference(X, axis=1), rtol=1e-4, atol=1e-6, mistakes=[
                 (lambda: softmax_reference(X, axis=0), "Y is the softmax of each column (axis 0); "
                                               "softmax here runs along each row (axis 1)"),
                 (lambda: np.exp(X.astype(np.float64) - X.max(axis=1, keepdims=True)),
                  "the rows of Y do not sum to 1: divide by the row's sum of exponentials"),
+                (lambda: softmax_global_max(X), GLOBAL_MAX_HINT),
+                (lambda: softmax_global_max(X, np.float32), GLOBAL_MAX_HINT),
             ])
-    return f"matches softmax along the last axis on {len(cases)} inputs, including large ones"
+    return (f"matches softmax along the last axis on {len(cases)} inputs, including large "
+            "values and rows far apart")
 
 
 # --- 02.loop_order ---------------------------------------------------------------------------
@@ -381,7 +410,8 @@ def _check_split_structure(func: PrimFunc, N: int, M: int, K: int) -> None:
                    "4 columns gets its relu right after its sums are finished")
 
 
-@exercise("02.loop_order", points=2, title="mm_relu with j split and the relu moved in")
+@exercise("02.loop_order", points=2, answer="make_mm_relu_split",
+          title="mm_relu with j split and the relu moved in")
 def _check_loop_order(answer, rng):
     # K is never 4, so that loops k and j1 in the wrong order show in their extents
     cases = [(int(rng.integers(2, 6)), _SPLIT * int(rng.integers(2, 5)),

@@ -199,8 +199,8 @@ def _apply(answer, name: str, func: PrimFunc, *args, seed: int = 0) -> Schedule:
         raise NotImplementedAnswer(f"{name} raised NotImplementedError; replace the `raise "
                                    "NotImplementedError` line with your schedule") from None
     except ScheduleError as err:
-        first = "\n  ".join(str(err).splitlines()[:2])
-        raise Fail(f"{name} was refused by the schedule: {first}",
+        # The whole error: its program listing, marked `# <-- here`, shows which loop.
+        raise Fail(f"{name} was refused by the schedule: {err}",
                    "read the error: it names the fact that makes the step change the "
                    "program's meaning, and what to do instead") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported
@@ -239,7 +239,8 @@ def _relu_mm(a, b):
 
 
 # --- 03.tile ----------------------------------------------------------------------------------
-@exercise("03.tile", points=2, title="Tile a matmul for any tile sizes")
+@exercise("03.tile", points=2, answer="tile",
+          title="Tile a matmul for any tile sizes")
 def _check_tile(answer, rng):
     cases = [(8, 4), (int(rng.choice([2, 4, 16])), int(rng.choice([8, 2]))), (5, 3)]
     for ti, tj in cases:
@@ -270,7 +271,8 @@ def _check_tile(answer, rng):
 
 
 # --- 03.fuse_relu ------------------------------------------------------------------------------
-@exercise("03.fuse_relu", points=2, title="Compute relu tile by tile, inside the matmul's loops")
+@exercise("03.fuse_relu", points=2, answer="fuse_relu",
+          title="Compute relu tile by tile, inside the matmul's loops")
 def _check_fuse_relu(answer, rng):
     n = m = k = 32
     sch = _apply(answer, "fuse_relu", mm_relu(n, m, k))
@@ -299,7 +301,8 @@ def _check_fuse_relu(answer, rng):
 
 
 # --- 03.bmm_relu_target --------------------------------------------------------------------------
-@exercise("03.bmm_relu_target", points=3, title="Schedule bmm_relu into a given program")
+@exercise("03.bmm_relu_target", points=3, answer="schedule_bmm_relu",
+          title="Schedule bmm_relu into a given program")
 def _check_bmm_relu_target(answer, rng):
     sch = _apply(answer, "schedule_bmm_relu", bmm_relu())
     _check_values(sch.func, _relu_mm, rng, (4, 32, 32), (4, 32, 32))
@@ -311,7 +314,8 @@ def _check_bmm_relu_target(answer, rng):
 
 
 # --- 03.stochastic ---------------------------------------------------------------------------------
-@exercise("03.stochastic", points=2, title="A stochastic tiling that a tuner can search")
+@exercise("03.stochastic", points=2, answer="stochastic_tile",
+          title="A stochastic tiling that a tuner can search")
 def _check_stochastic(answer, rng):
     n, m, k = 16, 32, 8
     func = matmul(n, m, k)

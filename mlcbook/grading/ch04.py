@@ -18,7 +18,7 @@ from ..errors import MLCError, ScheduleError
 from ..tir.expr import PrimExpr, Var
 from ..tir.function import PrimFunc
 from ..tir.stmt import For
-from .compare import (Fail, NotImplementedAnswer, Partial, _where, describe, expect_array,
+from .compare import (Fail, NotImplementedAnswer, Partial, student_line, describe, expect_array,
                       randn, trial)
 from .registry import exercise
 
@@ -103,7 +103,7 @@ def _apply(answer, name: str, sch, refused_hint=None):
         raise Fail(f"a step of {name} was refused by the schedule: {type(err).__name__}: "
                    f"{_refusal(err)}", hint) from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"{name} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{name} raised {type(err).__name__}: {err}{student_line(err)}") from None
     if result is None or result is sch:
         return sch
     if isinstance(result, Schedule):
@@ -161,7 +161,8 @@ def _vectorize_refused(err: ScheduleError) -> str:
     return None
 
 
-@exercise("04.vectorize", points=2, title="Vectorize a weighted column sum")
+@exercise("04.vectorize", points=2, answer="schedule_vectorize",
+          title="Vectorize a weighted column sum")
 def _check_vectorize(answer, rng):
     lanes = _lanes()
     sizes = [(int(n), lanes * int(q)) for n, q in
@@ -212,7 +213,8 @@ def _parallel_refused(err: ScheduleError) -> str:
     return None
 
 
-@exercise("04.parallel", points=2, title="Parallelize a matmul whose outer loop is a reduction")
+@exercise("04.parallel", points=2, answer="schedule_parallel",
+          title="Parallelize a matmul whose outer loop is a reduction")
 def _check_parallel(answer, rng):
     from ..runtime import get_num_threads, set_num_threads
     sizes = [(int(rng.integers(6, 40)), int(rng.integers(3, 30)), int(rng.integers(3, 20)))
@@ -277,7 +279,7 @@ def _table(answer, shape: tuple[int, ...]) -> np.ndarray:
         raise NotImplementedAnswer("flat_index raised NotImplementedError; replace the "
                                    "`raise NotImplementedError` line with your code") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"flat_index raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"flat_index raised {type(err).__name__}: {err}{student_line(err)}") from None
     names_shown = ", ".join(v.name for v in indices) + ("," if len(indices) == 1 else "")
     shown = f"flat_index(({names_shown}), {shape})"
     if isinstance(expr, (list, tuple)):
@@ -326,7 +328,8 @@ def _flatten_mistakes(shape: tuple[int, ...]) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-@exercise("04.flatten_index", points=2, title="The row-major flattening rule of lowering")
+@exercise("04.flatten_index", points=2, answer="flat_index",
+          title="The row-major flattening rule of lowering")
 def _check_flatten(answer, rng):
     shapes = [(int(rng.integers(2, 9)),)] + [
         tuple(int(d) for d in rng.choice(np.arange(2, 8), ndim, replace=False))
@@ -388,7 +391,8 @@ def _unchanged(sch, func: PrimFunc) -> bool:
     return structural_equal(sch.func, func)
 
 
-@exercise("04.matmul_speed", points=4, title="Schedule a matmul of awkward sizes for speed")
+@exercise("04.matmul_speed", points=4, answer="schedule_matmul",
+          title="Schedule a matmul of awkward sizes for speed")
 def _check_matmul_speed(answer, rng):
     small = (4 * int(rng.integers(2, 6)), 16 * int(rng.integers(1, 4)), int(rng.integers(3, 40)))
     big = (4 * int(rng.integers(118, 132)), 16 * int(rng.integers(17, 21)),

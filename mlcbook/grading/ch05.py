@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..errors import MLCError
-from .compare import Fail, NotImplementedAnswer, _where, call, describe, expect_array, randn, trial
+from .compare import Fail, NotImplementedAnswer, student_line, call, describe, expect_array, randn, trial
 from .registry import exercise
 
 
@@ -30,7 +30,7 @@ def _run(what: str, fn, *args):
     except MLCError as err:
         raise Fail(f"{what} raised {type(err).__name__}: {err}") from None
     except Exception as err:  # noqa: BLE001 - the student's code runs inside the library here
-        raise Fail(f"{what} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{what} raised {type(err).__name__}: {err}{student_line(err)}") from None
 
 
 # --- 05.call_tir_mlp -------------------------------------------------------------------------
@@ -96,7 +96,8 @@ def _check_mlp_graph(mod, batch, arrays) -> None:
                        "index it in the kernel (W[j, k] for X @ W.T)")
 
 
-@exercise("05.call_tir_mlp", points=3, title="The MLP as a graph function calling a fused kernel")
+@exercise("05.call_tir_mlp", points=3, answer="mlp_module",
+          title="The MLP as a graph function calling a fused kernel")
 def _check_call_tir_mlp(answer, rng):
     from ..graph import interpret
     cases = [(1, 9, 5, 3), (3, 6, 10, 2), (int(rng.integers(2, 5)), int(rng.integers(5, 12)),
@@ -168,7 +169,8 @@ def _infer(answer, types):
         return None, err
 
 
-@exercise("05.infer_matmul", points=2, title="Shape and dtype inference for a batched matmul")
+@exercise("05.infer_matmul", points=2, answer="infer_matmul",
+          title="Shape and dtype inference for a batched matmul")
 def _check_infer_matmul(answer, rng):
     from ..errors import OpDTypeError, OpShapeError
     from ..ops.types import TensorType
@@ -177,7 +179,7 @@ def _check_infer_matmul(answer, rng):
         label = f"A {a} @ B {b} ({what})"
         got, err = _infer(answer, (TensorType(a, "float32"), TensorType(b, "float32")))
         if err is not None:
-            raised = f"infer_matmul raised {type(err).__name__}: {err}{_where(err)}"
+            raised = f"infer_matmul raised {type(err).__name__}: {err}{student_line(err)}"
             if expected is not None:
                 raise Fail(f"for {label} {raised}; numpy's matmul gives shape {expected}")
             if not isinstance(err, OpShapeError):
@@ -319,7 +321,7 @@ def _check_registered_op():
     return op
 
 
-@exercise("05.hard_sigmoid", points=3,
+@exercise("05.hard_sigmoid", points=3, answer="register_hard_sigmoid",
           title="A new operator: inference, numpy reference, legalization, ONNX import")
 def _check_hard_sigmoid(answer, rng):
     from .. import compile as mb_compile
@@ -431,7 +433,7 @@ def _bn_reference(model, x, axes=(0, 2, 3), ddof=0, stored=False, use_eps=True):
     return np.maximum(y, 0)
 
 
-@exercise("05.fix_bn_training", points=3,
+@exercise("05.fix_bn_training", points=3, answer="fix_model",
           title="Repair an ONNX model that uses an unsupported attribute")
 def _check_fix_bn_training(answer, rng):
     import onnx

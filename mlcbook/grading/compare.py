@@ -88,7 +88,7 @@ def call(answer: object, name: str, *args: object, outputs: int = 0) -> object:
         raise NotImplementedAnswer(f"{name} raised NotImplementedError; replace the "
                                    "`raise NotImplementedError` line with your code") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"{name} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{name} raised {type(err).__name__}: {err}{student_line(err)}") from None
     for i, (arg, copy) in enumerate(zip(inputs, copies)):
         if copy is not None and not np.array_equal(arg, copy, equal_nan=True):
             raise Fail(f"{name} changed its input argument #{i + 1} (shape {arg.shape}); "
@@ -183,7 +183,7 @@ def _at(name: str, mask: np.ndarray) -> str:
     return f"{name}[{', '.join(str(i) for i in _first(mask))}]"
 
 
-def _where(err: BaseException) -> str:
+def student_line(err: BaseException) -> str:
     """`` (line N in f: <source>)`` for the innermost frame of the student's own code."""
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         filename = str(Path(frame.filename).resolve()) if frame.filename else ""
@@ -208,18 +208,36 @@ def softmax_reference(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def softmax_cases(rng: np.random.Generator, how_to_subtract_max: str) -> list:
-    """``(X, hint)`` pairs for a softmax check: two ordinary inputs, then one around 600..1000
-    where exp overflows even float64, so only a stable softmax survives it."""
+    """``(X, note, hint)`` for a softmax check: two ordinary inputs; one around 600..1000,
+    where exp overflows even float64, so only a stable softmax survives it; and one whose rows
+    lie far apart (around 1000 and around 0, like ``[[1000, 999, 998], [0, 1, 2]]``), where
+    subtracting the maximum of the whole array instead of each row's makes a row 0 / 0."""
     n, m = distinct_dims(rng, 2, 3, 9)
+    far = np.where(np.arange(n)[:, None] % 2 == 0, 1000.0, 0.0)
     return [
-        (randn(rng, (n, m), scale=2.0), None),
-        (randn(rng, (m, n), scale=2.0), None),
+        (randn(rng, (n, m), scale=2.0), "", None),
+        (randn(rng, (m, n), scale=2.0), "", None),
         ((rng.uniform(-5, 5, (n, m)) + rng.uniform(600, 1000, (n, 1))).astype(np.float32),
-         "inputs here are around 600..1000 and exp overflows; softmax(x) equals "
-         f"softmax(x - max(x)), so subtract each row's maximum {how_to_subtract_max}before exp"),
+         " (large values)", "inputs here are around 600..1000 and exp overflows; softmax(x) "
+         f"equals softmax(x - max(x)), so subtract each row's maximum {how_to_subtract_max}"
+         "before exp"),
+        ((rng.uniform(-3, 0, (n, m)) + far).astype(np.float32), " (rows far apart)",
+         GLOBAL_MAX_HINT),
     ]
+
+
+#: Why a softmax that subtracts the maximum of the whole array fails on rows far apart.
+GLOBAL_MAX_HINT = ("subtract each row's own maximum, not the maximum of the whole array: in a "
+                   "row far below the largest value (say [0, 1, 2] under [1000, 999, 998]), "
+                   "e^(x - max) underflows to 0 for every x, and the row becomes 0 / 0")
+
+
+def softmax_global_max(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """The plausible mistake: softmax that subtracts the maximum of all of ``x``."""
+    e = np.exp((x.astype(dtype) - x.max()).astype(dtype))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 __all__ = ["Fail", "NotImplementedAnswer", "Partial", "SENTINEL", "call", "expect_array",
            "trial", "describe", "randn", "empty", "distinct_dims", "softmax_reference",
-           "softmax_cases"]
+           "softmax_cases", "softmax_global_max", "GLOBAL_MAX_HINT"]

@@ -1,12 +1,22 @@
-"""Run a notebook headlessly, top to bottom, and say where it stopped if a cell raised.
+"""Run a notebook headlessly, top to bottom, and say which cells raised.
 
     >>> run = execute_notebook("chapters/01_tensors_and_tensor_functions.ipynb")
     >>> run.error is None, round(run.seconds) < 60
     (True, True)
+
+Cells are named the way Jupyter shows them to the person who wrote the notebook: ``In [5]``
+(the code cell's number when the notebook runs top to bottom) and the section it sits in
+(``Exercise 1 — fused matmul + relu``), never by an index that counts markdown cells.
+
+``keep_going=True`` runs every cell even after one raised (a cell that runs longer than
+``timeout`` is interrupted and counted as raising), so one broken exercise cannot stop the
+ones after it; ``limits`` runs the kernel under resource limits (:class:`Limits`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,6 +36,9 @@ from ..errors import GradingError
 #: environment where mlcbook is installed, whatever kernels Jupyter has registered elsewhere.
 CURRENT_ENV = ":current-env"
 
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
+_POINTS = re.compile(r"\s*\(\d+ points?\)$")
+
 
 class _SpecManager(KernelSpecManager):
     def get_kernel_spec(self, kernel_name):
@@ -42,15 +55,42 @@ class _KernelManager(AsyncKernelManager):
 
 
 @dataclass(frozen=True)
-class CellFailure:
-    """The cell that stopped a notebook: its index (0-based, all cells counted) and error."""
+class Limits:
+    """Resource limits for the kernel process (POSIX ``setrlimit``): total CPU seconds, address
+    space in bytes, and the size of any file it writes. Exceeding the CPU limit kills the
+    kernel; exceeding memory makes the allocation fail (``MemoryError`` in the cell)."""
 
-    cell: int
+    cpu_seconds: int = 600
+    memory_bytes: int = 4 << 30
+    file_bytes: int = 256 << 20
+
+    def apply(self) -> None:
+        """Set the limits on the calling process (run in the kernel process before it starts)."""
+        import resource  # POSIX only; grading without --isolate works everywhere
+
+        for what, value in ((resource.RLIMIT_CPU, self.cpu_seconds),
+                            (resource.RLIMIT_AS, self.memory_bytes),
+                            (resource.RLIMIT_FSIZE, self.file_bytes),
+                            (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(what, (value, value))
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    """A cell that raised: its index among all cells, how Jupyter labels it, and the error."""
+
+    index: int
+    label: str
     ename: str
     evalue: str
 
+    @property
+    def error(self) -> str:
+        """``ename: evalue``, or just ``ename`` when the exception has no message."""
+        return f"{self.ename}: {self.evalue}" if self.evalue else self.ename
+
     def __str__(self) -> str:
-        return f"cell {self.cell + 1} raised {self.ename}: {self.evalue}"
+        return f"{self.label} raised {self.error}"
 
 
 @dataclass
@@ -58,7 +98,14 @@ class NotebookRun:
     path: Path
     notebook: nbformat.NotebookNode
     seconds: float
-    error: CellFailure | None
+    failures: list[CellFailure]
+    #: The failure that stopped execution (a dead kernel, or any error without keep_going).
+    stopped: CellFailure | None = None
+
+    @property
+    def error(self) -> CellFailure | None:
+        """The first cell that raised, if any."""
+        return self.failures[0] if self.failures else None
 
 
 def read_notebook(path: str | Path) -> nbformat.NotebookNode:
@@ -72,20 +119,44 @@ def read_notebook(path: str | Path) -> nbformat.NotebookNode:
             from None
 
 
+def cell_label(nb: nbformat.NotebookNode, index: int) -> str:
+    """``In [n] (section)`` for cell ``index``: n counts code cells from 1, as Jupyter numbers
+    them when the notebook runs top to bottom; the section is the last heading above it."""
+    number = sum(1 for c in nb.cells[:index + 1] if c.cell_type == "code")
+    label = f"In [{number}]"
+    section = section_of(nb, index)
+    return f"{label} ({section})" if section else label
+
+
+def section_of(nb: nbformat.NotebookNode, index: int) -> str:
+    """The text of the last markdown heading above cell ``index``, without "(N points)"."""
+    for cell in reversed(nb.cells[:index]):
+        if cell.cell_type == "markdown":
+            headings = _HEADING.findall(cell.source)
+            if headings:
+                return _POINTS.sub("", headings[-1])
+    return ""
+
+
 def execute_notebook(path: str | Path, *, timeout: float = 120,
-                     kernel_name: str = CURRENT_ENV) -> NotebookRun:
+                     kernel_name: str = CURRENT_ENV, notebook: nbformat.NotebookNode | None = None,
+                     keep_going: bool = False, limits: Limits | None = None) -> NotebookRun:
     """Execute every cell in a fresh kernel started in the notebook's folder.
 
     The kernel runs this Python environment unless ``kernel_name`` names an installed
-    Jupyter kernel (``jupyter kernelspec list``).
+    Jupyter kernel (``jupyter kernelspec list``). ``notebook`` executes that notebook object
+    instead of the file (still in the file's folder). ``timeout`` is per cell, in seconds.
 
-    Execution stops at the first cell that raises; the outputs up to there are kept in
-    ``run.notebook`` and ``run.error`` names the cell. ``timeout`` is per cell, in seconds.
+    Without ``keep_going``, execution stops at the first cell that raises; with it, every
+    cell runs and ``run.failures`` lists each one that raised. A kernel that dies stops
+    execution either way (``run.stopped``).
     """
+    if not timeout > 0:
+        raise GradingError(f"the timeout must be a positive number of seconds, got {timeout!r}")
     path = Path(path).resolve()
-    nb = read_notebook(path)
+    nb = read_notebook(path) if notebook is None else notebook
     # Saved outputs must not survive: a cell that is never reached would otherwise keep
-    # the results of an earlier run (and a grader would count them).
+    # the results of an earlier run.
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -99,34 +170,54 @@ def execute_notebook(path: str | Path, *, timeout: float = 120,
                                f"{known}); leave out --kernel to use this Python") from None
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
                             kernel_manager_class=_KernelManager, record_timing=False,
+                            allow_errors=keep_going, interrupt_on_timeout=keep_going,
+                            error_on_timeout={
+                                "ename": "CellTimeoutError",
+                                "evalue": f"the cell ran longer than {timeout:g} s and was "
+                                          "interrupted", "traceback": []},
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
-    error = None
+    stopped = None
+    launch = {}
+    if limits is not None:
+        if os.name != "posix":
+            raise GradingError("--isolate sets POSIX resource limits and works on Linux and "
+                               "macOS only; on this system, grade in a container instead")
+        launch["preexec_fn"] = limits.apply
     # The kernel process logs start-up chatter on its stderr; keep it out of the grade
     # table, but quote it if the kernel dies, since then it is the only clue.
     with tempfile.TemporaryFile(mode="w+") as kernel_log:
         try:
-            client.execute(stderr=kernel_log)
-        except CellExecutionError as err:
-            error = _failure(nb, err)
+            client.execute(stderr=kernel_log, **launch)
+        except CellExecutionError:
+            pass  # the failing cell's error output is read below
         except CellTimeoutError as err:
-            error = CellFailure(_last_started(nb), "CellTimeoutError",
-                                f"a cell ran longer than {timeout:g} s ({err})")
+            index = _last_started(nb)
+            stopped = CellFailure(index, cell_label(nb, index), "CellTimeoutError",
+                                  f"the cell ran longer than {timeout:g} s ({err})")
         except DeadKernelError as err:
             kernel_log.seek(0)
             tail = "\n".join(kernel_log.read().strip().splitlines()[-5:])
-            error = CellFailure(_last_started(nb), "DeadKernelError",
-                                f"{err}; the kernel's last words:\n{tail}")
-    return NotebookRun(path, nb, time.perf_counter() - start, error)
+            index = _last_started(nb)
+            stopped = CellFailure(index, cell_label(nb, index), "DeadKernelError",
+                                  f"{err}; the kernel's last words:\n{tail}" if tail else str(err))
+    failures = [f for f in _failures(nb) if stopped is None or f.index != stopped.index]
+    if stopped is not None:
+        failures.append(stopped)
+    elif not keep_going and failures:
+        stopped = failures[0]
+    return NotebookRun(path, nb, time.perf_counter() - start, failures, stopped)
 
 
-def _failure(nb: nbformat.NotebookNode, err: CellExecutionError) -> CellFailure:
+def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
+    found = []
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                return CellFailure(index, out.get("ename", "Error"), out.get("evalue", ""))
-    return CellFailure(_last_started(nb), getattr(err, "ename", "Error"),
-                       getattr(err, "evalue", str(err)))
+                found.append(CellFailure(index, cell_label(nb, index), out.get("ename", "Error"),
+                                         out.get("evalue", "")))
+                break
+    return found
 
 
 def _last_started(nb: nbformat.NotebookNode) -> int:

@@ -2,12 +2,13 @@
 
 A chapter's checker module registers one function per exercise::
 
-    @exercise("01.lnumpy_bmm", points=2, title="Batched matmul with loops")
+    @exercise("01.lnumpy_bmm", points=2, answer="lnumpy_bmm", title="Batched matmul with loops")
     def _check_bmm(answer, rng):
         ...                       # raise Fail("...") to give zero points
         return "matches A @ B on 3 fresh shapes"  # or Partial(1, "...") for some points
 
-and a notebook calls ``mb.grading.check("01.lnumpy_bmm", lnumpy_bmm)``.
+A notebook calls ``mb.grading.check("01.lnumpy_bmm", lnumpy_bmm)`` to show the student a
+verdict; ``mlcbook grade`` checks the notebook's global named ``answer`` itself.
 """
 
 from __future__ import annotations
@@ -35,19 +36,26 @@ class Exercise:
     points: int
     title: str
     checker: Checker
+    #: The name the notebook gives the answer (``lnumpy_bmm``): what ``mlcbook grade`` checks.
+    answer: str
 
     @property
     def chapter(self) -> int:
         return int(self.id[:2])
 
 
-def exercise(exercise_id: str, *, points: int, title: str) -> Callable[[Checker], Checker]:
-    """Register the decorated function as the checker of ``exercise_id`` (``"NN.name"``)."""
+def exercise(exercise_id: str, *, points: int, title: str,
+             answer: str) -> Callable[[Checker], Checker]:
+    """Register the decorated function as the checker of ``exercise_id`` (``"NN.name"``),
+    whose notebook defines its answer under the name ``answer``."""
     if not _ID.match(exercise_id):
         raise GradingError(f"exercise id {exercise_id!r} must look like '01.lnumpy_bmm': "
                            "two-digit chapter, a dot, a lower_snake_case name")
     if not isinstance(points, int) or isinstance(points, bool) or points <= 0:
         raise GradingError(f"exercise {exercise_id}: points must be a positive int, got {points!r}")
+    if not answer.isidentifier():
+        raise GradingError(f"exercise {exercise_id}: answer must be the Python name the notebook "
+                           f"defines (like 'lnumpy_bmm'), got {answer!r}")
 
     def register(checker: Checker) -> Checker:
         old = _REGISTRY.get(exercise_id)
@@ -57,7 +65,7 @@ def exercise(exercise_id: str, *, points: int, title: str) -> Callable[[Checker]
             raise GradingError(f"exercise {exercise_id} is registered twice (by "
                                f"{old.checker.__module__}.{old.checker.__qualname__} and "
                                f"{checker.__module__}.{checker.__qualname__}); rename one")
-        _REGISTRY[exercise_id] = Exercise(exercise_id, points, title, checker)
+        _REGISTRY[exercise_id] = Exercise(exercise_id, points, title, checker, answer)
         return checker
 
     return register

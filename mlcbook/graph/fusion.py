@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from ..ops import get as get_op
 from ..ops.registry import OpKind
 from ..ops.types import TensorType
-from .executable import VIEW_OPS  # noqa: the registry property after the ops merge
 from .expr import Call, Function, children, post_order
+from .legalize import index_bounds
 
 
 @dataclass
@@ -78,13 +78,15 @@ _SINK = None  # the function's result: a post-dominator of everything
 
 
 def _fusable(n) -> bool:
-    return (isinstance(n, Call) and isinstance(n.type, TensorType) and n.op not in VIEW_OPS
-            and get_op(n.op).kind != OpKind.OPAQUE and n.type.size > 0
+    # gather's indices are data that a compiled model checks before its kernel runs
+    # (legalize.index_bounds): it keeps a kernel of its own
+    return (isinstance(n, Call) and isinstance(n.type, TensorType) and not get_op(n.op).is_view
+            and get_op(n.op).kind != OpKind.OPAQUE and n.type.size > 0 and not index_bounds(n)
             and all(isinstance(a.type, TensorType) and a.type.size > 0 for a in n.args))
 
 
 def _never(n: Call) -> str:
-    if n.op in VIEW_OPS:
+    if get_op(n.op).is_view:
         return f"{n.name} ({n.op}) is a view of memory: no kernel, nothing to fuse"
     return f"{n.name} ({n.op}) is never fused (opaque, several outputs, or empty tensors)"
 

@@ -12,12 +12,12 @@ interpreter, the ONNX frontend and the compiler pick it up by name.
 """
 
 from . import elementwise, linalg, nn, reduce, transform  # noqa: F401 - they register the ops
-from . import lower_elementwise, lower_nn, lower_transform  # noqa: F401 - and their legalizations
+from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)
 from .legalize import legalize_call
 from .registry import (REQUIRED, Op, OpKind, get, list_ops, register, register_legalization,
-                       unregister)
+                       unregister, view_ops)
 from .types import Attrs, TensorType, TupleType, Type, type_of_array
 
 __all__ = ["legalize_call", "REQUIRED", "Op", "OpKind", "get", "list_ops", "register", "register_legalization",
-           "unregister", "Attrs", "TensorType", "TupleType", "Type", "type_of_array"]
+           "unregister", "view_ops", "Attrs", "TensorType", "TupleType", "Type", "type_of_array"]

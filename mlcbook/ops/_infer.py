@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
-from ..te.ops._util import broadcast_shapes as _broadcast_shapes
+from ..te.ops.util import broadcast_shapes as _broadcast_shapes
 from .types import TensorType
 
 FLOATS = ("float16", "float32", "float64")

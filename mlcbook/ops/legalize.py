@@ -3,52 +3,36 @@
     >>> f = legalize_call("relu", [TensorType((4, 8))], {}, name="relu")
     >>> print(f)          # a PrimFunc relu(a, relu) with one block
 
-Each op's legalization (``Op.legalize``, attached in :mod:`.lower_elementwise`,
-:mod:`.lower_nn`, :mod:`.lower_transform`) receives TE placeholders for its inputs and the
-normalized attributes, and returns the TE tensor(s) of its output(s). Arithmetic on the
-storage types int8, uint8 and float16 happens in int32 / float32 and is cast back.
+Each op's legalization (``Op.legalize``, attached in :mod:`.lower`) receives TE
+placeholders for its inputs and the normalized attributes, and returns the TE tensor(s)
+of its output(s): it maps the op's ONNX-style attributes onto the operator library
+:mod:`mlcbook.te.ops`, which computes the storage types int8, uint8 and float16 in
+int32 / float32 and casts back.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping, Sequence
 
+from .. import te
 from ..errors import LegalizeError, MLCError
-from ..tir import expr as E
+from ..te.ops.util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa: F401
+                            compute_dtype, load, store)
 from ..tir.function import PrimFunc
 from .registry import get
 from .types import Attrs, TensorType, TupleType, Type
 
-#: the dtype arithmetic on a storage dtype happens in
-COMPUTE_DTYPE = {"int8": "int32", "uint8": "int32", "float16": "float32"}
 _ARG_NAMES = "abcdefgh"
 
 
-def compute_dtype(dtype: str) -> str:
-    return COMPUTE_DTYPE.get(dtype, dtype)
-
-
-def load(t, idx) -> E.PrimExpr:
-    """``t[idx]`` in its compute dtype."""
-    v = t[tuple(idx)]
-    return E.cast(compute_dtype(t.dtype), v)
-
-
-def store(value: E.PrimExpr, dtype: str) -> E.PrimExpr:
-    """``value`` converted for storing into a ``dtype`` buffer (bool: nonzero is True)."""
-    if dtype == "bool" and value.dtype != "bool":
-        return value != E.const(0, value.dtype)
-    return E.cast(dtype, value)
-
-
-def bcast(shape: Sequence[int], idx: Sequence) -> tuple:
-    """Indices into a tensor of ``shape`` broadcast to an output indexed by ``idx``."""
-    lead = len(idx) - len(shape)
-    return tuple(E.const(0) if s == 1 else i for s, i in zip(shape, idx[lead:]))
-
-
-def axis_names(ndim: int) -> list[str]:
-    return [f"i{d}" for d in range(ndim)]
+def __getattr__(name: str):
+    # bcast is te.ops' broadcast_indices now; the old name keeps working, with a warning
+    if name == "bcast":
+        warnings.warn("mlcbook.ops.legalize.bcast is deprecated; use "
+                      "mlcbook.te.ops.util.broadcast_indices", DeprecationWarning, stacklevel=2)
+        return broadcast_indices
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scalar_free(t: Type) -> Type:
@@ -67,7 +51,6 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
                   name: str | None = None) -> PrimFunc:
     """The PrimFunc computing ``op_name(*args, **attrs)`` in destination-passing style:
     parameters are the inputs, then the output(s)."""
-    from .. import te
     op = get(op_name)
     attrs = op.normalize_attrs(attrs)
     out_type = op.infer_type(arg_types, attrs)
@@ -91,6 +74,10 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
         raise LegalizeError(f"cannot legalize {op_name} with inputs "
                             f"{', '.join(map(str, arg_types))}: {e.message}") from None
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    # a 0-d result (a dot product, a full reduction) is stored as the (1,)-tensor it shares
+    # memory with
+    outs = [te.ops.reshape(o, (1,), name=o.name) if o.ndim == 0 and t.shape == (1,) else o
+            for o, t in zip(outs, _types(out_type))]
     for o, t in zip(outs, _types(out_type)):
         if o.shape != t.shape or o.dtype != t.dtype:
             raise LegalizeError(f"the legalization of {op_name} computes {o.shape} {o.dtype} "

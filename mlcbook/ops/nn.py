@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
+from ..te.ops.nn import window_out_size as te_window_out_size
 from ._infer import FLOATS, ints, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
@@ -35,19 +36,10 @@ def _spatial_attrs(op, attrs, nsp, kernel):
 
 
 def window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, ceil_mode=False) -> int:
-    """Number of window positions along one axis (ONNX's rule, including ceil_mode)."""
-    span = dilation * (k - 1) + 1
-    if size + pad_lo + pad_hi < span:
-        raise OpShapeError(
-            f"{op}: the window ({span} wide with dilation) is larger than the padded input "
-            f"({size} + {pad_lo} + {pad_hi}); use a smaller kernel or more padding")
-    num = size + pad_lo + pad_hi - span
-    if not ceil_mode:
-        return num // stride + 1
-    out = -(-num // stride) + 1
-    if (out - 1) * stride >= size + pad_lo:  # the last window must start inside the input
-        out -= 1
-    return out
+    """Number of window positions along one axis (ONNX's rule, including ceil_mode; the
+    rule is te.ops', shared by both layers)."""
+    return te_window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, bool(ceil_mode),
+                              error=OpShapeError)
 
 
 def auto_pads(mode: str, in_spatial, kernel, strides, dilations) -> tuple[int, ...]:
@@ -182,7 +174,8 @@ _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilatio
                "ceil_mode": 0}
 register("max_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("max_pool"),
          reference=_pool_ref("max_pool"), attrs=_POOL_ATTRS,
-         doc="max over each window; padding never wins")
+         doc="max over each window; padding never wins. A NaN in a window makes the result "
+             "NaN (numpy's np.max; onnxruntime skips NaN instead)")
 register("avg_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("avg_pool"),
          reference=_pool_ref("avg_pool"), attrs=dict(_POOL_ATTRS, count_include_pad=0),
          doc="mean over each window; count_include_pad=1 counts padded zeros")

@@ -52,6 +52,9 @@ class Op:
     num_inputs: tuple[int, int | None] = (1, 1)
     doc: str = ""
     legalize: Callable | None = None
+    #: the output is the input's memory reinterpreted (reshape, flatten, ...): an executable
+    #: gives it no kernel, only a view of its input
+    is_view: bool = False
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
         """``attrs`` with defaults filled in; unknown or missing attributes raise."""
@@ -96,11 +99,12 @@ _REGISTRY: dict[str, Op] = {}
 
 
 def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
-             doc: str = "") -> Op:
+             doc: str = "", is_view: bool = False) -> Op:
     """Add an op to the registry (re-registering a name is an error: names are global)."""
     if name in _REGISTRY:
         raise GraphError(f"op {name!r} is already registered; pick another name")
-    op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc)
+    op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc,
+            is_view=is_view)
     _REGISTRY[name] = op
     return op
 
@@ -128,6 +132,15 @@ def get(name: str) -> Op:
         raise UnknownOpError(f"no op named {name!r} is registered{hint} "
                              "(mb.ops.list_ops() lists them)")
     return op
+
+
+def view_ops() -> tuple[str, ...]:
+    """The names of the ops whose output is a view of their input (``Op.is_view``), sorted.
+
+        >>> view_ops()
+        ('flatten', 'reshape', 'squeeze', 'unsqueeze')
+    """
+    return tuple(sorted(n for n, op in _REGISTRY.items() if op.is_view))
 
 
 def list_ops() -> list[str]:

@@ -4,6 +4,14 @@
 Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
 into attributes at import), so every output shape is known when the call is built.
 
+Indices out of range, one policy everywhere: ``slice`` bounds are attributes and are clamped
+to the axis as ONNX specifies (never an error); ``pad`` widths are attributes, checked when
+the call is built; ``gather``'s indices are data, so an index outside ``[-n, n)`` is an
+:class:`~mlcbook.errors.ArgumentError` at run time, raised alike by the reference here, the
+graph interpreter and a compiled model (which checks the indices before the kernel runs, see
+:func:`mlcbook.graph.legalize.index_bounds`). Only the loop-level kernel of gather, called
+directly, clamps an index to the edge instead, so that it never reads outside its buffer.
+
     >>> get("reshape").infer_type([TensorType((2, 3, 4))], {"shape": (0, -1)})
     Tensor((2, 12), "float32")
 """
@@ -15,6 +23,8 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ..te.ops.transform import PAD_MODES
+from ..te.ops.transform import slice_ranges as te_slice_ranges
 from ._infer import ints, norm_axes, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
@@ -48,9 +58,9 @@ def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc=""):
+def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc="", is_view=False):
     register(name, kind=OpKind.INJECTIVE, infer=infer, reference=ref, attrs=attrs,
-             num_inputs=num_inputs, doc=doc)
+             num_inputs=num_inputs, doc=doc, is_view=is_view)
 
 
 def _reshape_infer(types, attrs):
@@ -61,7 +71,7 @@ def _reshape_infer(types, attrs):
 _injective("reshape", _reshape_infer,
            lambda x, shape, allowzero=0: x.reshape(resolve_reshape(x.shape, shape, allowzero)),
            {"shape": REQUIRED, "allowzero": 0},
-           doc="same elements, new shape; 0 copies a dimension, -1 is inferred")
+           doc="same elements, new shape; 0 copies a dimension, -1 is inferred", is_view=True)
 
 
 def _flatten_shape(shape, axis):
@@ -71,7 +81,7 @@ def _flatten_shape(shape, axis):
 
 _injective("flatten", lambda t, a: TensorType(_flatten_shape(t[0].shape, a["axis"]), t[0].dtype),
            lambda x, axis=1: x.reshape(_flatten_shape(x.shape, axis)), {"axis": 1},
-           doc="2-D view: dimensions before `axis` x dimensions from `axis` on")
+           doc="2-D view: dimensions before `axis` x dimensions from `axis` on", is_view=True)
 
 
 def _squeeze_shape(shape, axes):
@@ -95,10 +105,10 @@ def _unsqueeze_shape(shape, axes):
 
 _injective("squeeze", lambda t, a: TensorType(_squeeze_shape(t[0].shape, a.get("axes")), t[0].dtype),
            lambda x, axes=None: x.reshape(_squeeze_shape(x.shape, axes)), {"axes": None},
-           doc="remove size-1 axes (all of them if `axes` is not given)")
+           doc="remove size-1 axes (all of them if `axes` is not given)", is_view=True)
 _injective("unsqueeze", lambda t, a: TensorType(_unsqueeze_shape(t[0].shape, a["axes"]), t[0].dtype),
            lambda x, axes: x.reshape(_unsqueeze_shape(x.shape, axes)), {"axes": REQUIRED},
-           doc="insert size-1 axes at `axes` (positions in the output)")
+           doc="insert size-1 axes at `axes` (positions in the output)", is_view=True)
 
 
 def _perm(ndim, perm):
@@ -158,30 +168,13 @@ register("split", kind=OpKind.INJECTIVE, infer=_split_infer, reference=_split_re
 
 
 def slice_ranges(shape, starts, ends, axes=None, steps=None) -> list[tuple[int, int, int]]:
-    """(start, step, length) for every axis after ONNX's clamping rules."""
+    """(start, step, length) for every axis after ONNX's clamping rules
+    (:func:`mlcbook.te.ops.transform.slice_ranges` with the attributes checked)."""
     starts, ends = ints("slice", "starts", starts), ints("slice", "ends", ends)
-    axes = norm_axes("slice", ints("slice", "axes", axes) if axes is not None
-                     else tuple(range(len(starts))), len(shape))
-    steps = ints("slice", "steps", steps) if steps is not None else (1,) * len(starts)
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise OpAttributeError(
-            f"slice: starts, ends, axes and steps must have the same length; got {starts}, "
-            f"{ends}, {axes}, {steps}")
-    out = [(0, 1, d) for d in shape]
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        d = shape[a]
-        if st == 0:
-            raise OpAttributeError("slice: a step of 0 is not allowed")
-        s = s + d if s < 0 else s
-        e = e + d if e < 0 else e
-        if st > 0:
-            s, e = min(max(s, 0), d), min(max(e, 0), d)
-            n = max(0, -(-(e - s) // st))
-        else:
-            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
-            n = max(0, -(-(s - e) // -st))
-        out[a] = (s, st, n)
-    return out
+    axes = norm_axes("slice", ints("slice", "axes", axes), len(shape)) if axes is not None \
+        else None
+    steps = ints("slice", "steps", steps) if steps is not None else None
+    return te_slice_ranges(shape, starts, ends, axes, steps, error=OpAttributeError)
 
 
 def _slice_infer(types, attrs):
@@ -219,7 +212,6 @@ def _gather_ref(data, indices, axis=0):
 _injective("gather", _gather_infer, _gather_ref, {"axis": 0}, num_inputs=(2, 2),
            doc="pick slices along `axis` by integer indices (negative counts from the end)")
 
-PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 def _pad_infer(types, attrs):
@@ -232,6 +224,15 @@ def _pad_infer(types, attrs):
         raise OpShapeError(f"pad: pads={pads} crop {x.shape} to a negative size")
     if attrs["mode"] != "constant" and 0 in x.shape and sum(pads):
         raise OpShapeError(f"pad: mode {attrs['mode']!r} cannot pad an empty tensor {x.shape}")
+    if attrs["mode"] == "reflect":
+        # a mirror reflects at most the axis once, without its edge (as onnxruntime requires)
+        for i, d in enumerate(x.shape):
+            for side, p in (("before", pads[i]), ("after", pads[x.ndim + i])):
+                if p > d - 1:
+                    raise OpShapeError(
+                        f"pad: mode 'reflect' pads axis {i} (length {d}) by {p} {side}, more "
+                        f"than the {d - 1} a reflection without the edge can give; Instead: "
+                        "pad by at most length - 1, or use mode 'edge' or 'wrap'")
     return TensorType(shape, x.dtype)
 
 

@@ -8,8 +8,9 @@
     >>> func = mb.te.create_prim_func([A, B, C])
 
 ``te.sum``, ``te.max`` and ``te.min`` are reducers (they shadow the builtins only as
-attributes of this package). ``te.ops`` is a small operator library (matmul, conv2d,
-softmax, ...) built from these pieces.
+attributes of this package; ``te.ops.sum`` is the operator that sums a tensor). ``te.ops``
+is the operator library (matmul, conv, softmax, ...) built from these pieces: the one
+implementation that the graph ops of ``mb.ops`` legalize to.
 """
 
 from . import ops

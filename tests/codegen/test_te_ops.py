@@ -40,9 +40,10 @@ UNARY = {
     "exp": (np.exp, randn, ROUNDED), "log": (np.log, positive, ROUNDED),
     "sqrt": (np.sqrt, positive, ROUNDED), "rsqrt": (lambda v: 1 / np.sqrt(v), positive, ROUNDED),
     "tanh": (np.tanh, randn, ROUNDED), "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), randn, ROUNDED),
-    "erf": (np.vectorize(math.erf), randn, ROUNDED), "negative": (np.negative, randn, EXACT),
+    "erf": (np.vectorize(math.erf), randn, ROUNDED), "neg": (np.negative, randn, EXACT),
     "abs": (np.abs, randn, EXACT), "floor": (np.floor, lambda *s: randn(*s) * 4, EXACT),
     "ceil": (np.ceil, lambda *s: randn(*s) * 4, EXACT), "relu": (lambda v: np.maximum(v, 0), randn, EXACT),
+    "reciprocal": (lambda v: 1 / v, positive, ROUNDED),
 }
 
 
@@ -54,14 +55,14 @@ def test_unary(op):
     check(compiled([x], getattr(ops, op)(x), [a]), ref(a.astype("float64")), tol)
 
 
-BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-          "maximum": np.maximum, "minimum": np.minimum, "power": np.power}
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "maximum": np.maximum, "minimum": np.minimum, "pow": np.power}
 
 
 @pytest.mark.parametrize("op", sorted(BINARY))
 def test_binary_with_broadcast(op):
     a_t, b_t = te.placeholder((4, 1, 6), name="a"), te.placeholder((5, 1), name="b")
-    gen = positive if op in ("power", "divide") else randn
+    gen = positive if op in ("pow", "div") else randn
     a, b = gen(4, 1, 6), gen(5, 1)
     check(compiled([a_t, b_t], getattr(ops, op)(a_t, b_t), [a, b]),
           BINARY[op](a.astype("float64"), b.astype("float64")), ROUNDED)
@@ -167,15 +168,133 @@ def test_transforms():
 def test_reductions(kind):
     x = te.placeholder((3, 5, 17), name="x")
     a = randn(3, 5, 17)
-    out = getattr(ops, f"reduce_{kind}")(x, axis=(0, 2), keepdims=True)
+    out = getattr(ops, kind)(x, axis=(0, 2), keepdims=True)
     check(compiled([x], out, [a]), getattr(np, kind)(a.astype("float64"), axis=(0, 2),
                                                       keepdims=True),
           SUMS if kind in ("sum", "mean") else EXACT)
 
 
+def test_activations_with_parameters():
+    x = te.placeholder((3, 11), name="x")
+    a = randn(3, 11)
+    a64 = a.astype("float64")
+    check(compiled([x], ops.leaky_relu(x, 0.2), [a]), np.where(a64 < 0, 0.2 * a64, a64), ROUNDED)
+    erf = np.vectorize(math.erf)
+    check(compiled([x], ops.gelu(x), [a]), 0.5 * a64 * (1 + erf(a64 / math.sqrt(2))), ROUNDED)
+
+
+def test_comparisons_where_and_integer_division():
+    a_t, b_t = te.placeholder((4, 5), name="a"), te.placeholder((5,), name="b")
+    a, b = randn(4, 5), randn(5)
+    for op, ref in (("equal", np.equal), ("less", np.less), ("greater", np.greater)):
+        got = compiled([a_t, b_t], getattr(ops, op)(a_t, b_t), [a, b])
+        assert got.dtype == np.bool_ and np.array_equal(got, ref(a, b)), op
+    c_t = te.placeholder((4, 5), "bool", name="c")
+    c = a > 0
+    check(compiled([c_t, a_t, b_t], ops.where(c_t, a_t, b_t), [c, a, b]), np.where(c, a, b), EXACT)
+    i_t, j_t = te.placeholder((6,), "int32", name="i"), te.placeholder((6,), "int32", name="j")
+    i, j = np.array([-7, 7, -7, 7, 0, 5], "int32"), np.array([2, 2, -2, -2, 3, 5], "int32")
+    want = (np.sign(i) * np.sign(j) * (np.abs(i) // np.abs(j))).astype("int32")
+    assert np.array_equal(compiled([i_t, j_t], ops.div(i_t, j_t), [i, j]), want)
+
+
+def test_gemm_with_epilogue_and_packed_b():
+    a_t, w_t, c_t = (te.placeholder((5, 6), name="a"), te.placeholder((4, 6), name="w"),
+                     te.placeholder((4,), name="c"))
+    a, w, c = randn(5, 6), randn(4, 6), randn(4)
+    a64, w64 = a.astype("float64"), w.astype("float64")
+    out = ops.gemm(a_t, w_t, c_t, alpha=0.5, beta=2.0, trans_b=True)
+    check(compiled([a_t, w_t, c_t], out, [a, w, c]), 0.5 * a64 @ w64.T + 2.0 * c, SUMS)
+    p_t = te.placeholder((2, 6, 2), name="p")  # (K, N) = (6, 4) in panels of 2 columns
+    packed = np.ascontiguousarray(w.T.reshape(6, 2, 2).transpose(1, 0, 2))
+    check(compiled([a_t, p_t], ops.gemm(a_t, p_t, b_panel=2), [a, packed]), a64 @ w64.T, SUMS)
+
+
+def test_conv_and_pooling_in_one_spatial_dimension():
+    d_t, w_t, b_t = (te.placeholder((2, 3, 10), name="d"), te.placeholder((4, 3, 3), name="w"),
+                     te.placeholder((4,), name="b"))
+    d, w, b = randn(2, 3, 10), randn(4, 3, 3), randn(4)
+    dp = np.pad(d.astype("float64"), ((0, 0), (0, 0), (2, 1)))
+    want = np.stack([np.einsum("ncr,fcr->nf", dp[:, :, o * 2:o * 2 + 3], w) for o in range(6)],
+                    axis=-1) + b[:, None]
+    check(compiled([d_t, w_t, b_t], ops.conv(d_t, w_t, b_t, strides=2, pads=(2, 1)), [d, w, b]),
+          want, SUMS)
+    # ceil_mode: the last window starts inside the input and hangs over its end
+    check(compiled([d_t], ops.max_pool(d_t, 3, strides=4, ceil_mode=True), [d]),
+          np.stack([d[:, :, o * 4:o * 4 + 3].max(-1) for o in range(3)], axis=-1), EXACT)
+    check(compiled([d_t], ops.avg_pool(d_t, 3, strides=4, ceil_mode=True), [d]),
+          np.stack([d[:, :, o * 4:o * 4 + 3].astype("float64").mean(-1) for o in range(3)],
+                   axis=-1), SUMS)
+    check(compiled([d_t], ops.global_avg_pool(d_t), [d]),
+          d.astype("float64").mean(-1, keepdims=True), SUMS)
+
+
+def test_log_softmax_batch_norm_and_layer_norm_statistics():
+    x = te.placeholder((3, 4, 5), name="x")
+    a = randn(3, 4, 5) * 3
+    a64 = a.astype("float64")
+    s = a64 - a64.max(axis=1, keepdims=True)
+    check(compiled([x], ops.log_softmax(x, axis=1), [a]),
+          s - np.log(np.exp(s).sum(axis=1, keepdims=True)), SUMS)
+    stats = [te.placeholder((4,), name=n) for n in ("scale", "bias", "mean", "var")]
+    sc, bi, me, va = randn(4), randn(4), randn(4), positive(4)
+    out = ops.batch_norm(x, *stats, epsilon=1e-3)
+    want = (a64 - me[:, None]) / np.sqrt(va[:, None] + 1e-3) * sc[:, None] + bi[:, None]
+    check(compiled([x, *stats], out, [a, sc, bi, me, va]), want, SUMS)
+    y, mean, inv = ops.layer_norm(x, axis=1, return_stats=True)
+    func = te.create_prim_func([x, y, mean, inv])
+    outs = [np.zeros((3, 4, 5), "float32"), np.zeros((3, 1, 1), "float32"),
+            np.zeros((3, 1, 1), "float32")]
+    mb.build(func)(a, *outs)
+    m64 = a64.mean(axis=(1, 2), keepdims=True)
+    check(outs[1], m64, SUMS)
+    check(outs[2], 1 / np.sqrt(a64.var(axis=(1, 2), keepdims=True) + 1e-5), SUMS)
+
+
+def test_float16_is_computed_in_float32():
+    x = te.placeholder((2, 300), "float16", name="x")
+    a = (RNG.standard_normal((2, 300)) * 4).astype("float16")
+    out = compiled([x], ops.softmax(x), [a])
+    assert out.dtype == np.float16
+    e = np.exp(a.astype("float32") - a.astype("float32").max(-1, keepdims=True))
+    np.testing.assert_allclose(out.astype("float32"), e / e.sum(-1, keepdims=True), rtol=1e-3,
+                               atol=1e-5)
+
+
+def test_concat_split_slice_gather_and_pad_modes():
+    x, y = te.placeholder((2, 3), name="x"), te.placeholder((2, 4), name="y")
+    a, b = randn(2, 3), randn(2, 4)
+    check(compiled([x, y], ops.concat([x, y], axis=1), [a, b]), np.concatenate([a, b], 1), EXACT)
+    p, q = ops.split(y, (1, 3), axis=1)
+    check(compiled([y], q, [b]), b[:, 1:], EXACT)
+    assert p.shape == (2, 1)
+    check(compiled([y], ops.slice(y, (3,), (-100,), axes=(1,), steps=(-2,)), [b]), b[:, 3::-2],
+          EXACT)
+    i_t = te.placeholder((3,), "int64", name="i")
+    idx = np.array([2, -1, 0], "int64")
+    check(compiled([y, i_t], ops.gather(y, i_t, axis=1), [b, idx]), np.take(b, idx, axis=1),
+          EXACT)
+    for mode in ("reflect", "edge", "wrap"):
+        want = np.pad(b, ((1, 0), (2, 3)), mode={"edge": "edge", "wrap": "wrap",
+                                                 "reflect": "reflect"}[mode])
+        check(compiled([y], ops.pad(y, ((1, 0), (2, 3)), mode=mode), [b]), want, EXACT)
+    check(compiled([y], ops.pad(y, ((0, 1), (-1, -2)), 3.0), [b]),
+          np.pad(b[:, 1:2], ((0, 1), (0, 0)), constant_values=3.0), EXACT)
+
+
+def test_full_reduction_to_a_0d_tensor():
+    x = te.placeholder((3, 7), name="x")
+    a = randn(3, 7)
+    out = ops.sum(x)
+    assert out.shape == ()
+    check(compiled([x], out, [a]), a.astype("float64").sum(), SUMS)
+
+
 def test_every_operator_is_covered():
-    covered = set(UNARY) | set(BINARY) | {"cast", "clip", "bias_add", "matmul", "batch_matmul",
-                                          "conv2d", "max_pool2d", "avg_pool2d", "softmax",
-                                          "layer_norm", "transpose", "reshape", "pad",
-                                          "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}
+    covered = set(UNARY) | set(BINARY) | {
+        "cast", "clip", "bias_add", "matmul", "batch_matmul", "conv2d", "max_pool2d",
+        "avg_pool2d", "softmax", "layer_norm", "transpose", "reshape", "pad", "sum",
+        "mean", "max", "min", "leaky_relu", "gelu", "equal", "less",
+        "greater", "where", "div", "gemm", "conv", "max_pool", "avg_pool",
+        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather"}
     assert set(ops.__all__) <= covered, set(ops.__all__) - covered

@@ -530,3 +530,73 @@ def test_split_iteration_variables_in_another_order():
     message = _score("02.loop_order", make_mm_relu_split)
     assert message.startswith("block 'Y' declares its iteration variables in the order "
                               "vk (reduce), vj (spatial), vi (spatial)")
+
+
+# --- a reduction without T.init() ----------------------------------------------------------------
+def _bmm_relu_init(style):
+    """bmm_relu whose block Y starts its sums with T.init() ("init"), a block of its own
+    ("block", as decompose_reduction writes it), or not at all ("none")."""
+    def make_bmm_relu(BATCH, N, M, K):
+        @T.prim_func
+        def with_init_block(A: T.Buffer((BATCH, N, K), "float32"),
+                            B: T.Buffer((BATCH, K, M), "float32"),
+                            C: T.Buffer((BATCH, N, M), "float32")):
+            Y = T.alloc_buffer((BATCH, N, M), "float32")
+            for b, i, j in T.grid(BATCH, N, M):
+                with T.block("Y_init"):
+                    vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+                    Y[vb, vi, vj] = T.float32(0)
+            for b, i, j, k in T.grid(BATCH, N, M, K):
+                with T.block("Y"):
+                    vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+                    Y[vb, vi, vj] = Y[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+            for b, i, j in T.grid(BATCH, N, M):
+                with T.block("C"):
+                    vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+                    C[vb, vi, vj] = T.max(Y[vb, vi, vj], T.float32(0))
+
+        @T.prim_func
+        def without_init(A: T.Buffer((BATCH, N, K), "float32"),
+                         B: T.Buffer((BATCH, K, M), "float32"),
+                         C: T.Buffer((BATCH, N, M), "float32")):
+            Y = T.alloc_buffer((BATCH, N, M), "float32")
+            for b, i, j, k in T.grid(BATCH, N, M, K):
+                with T.block("Y"):
+                    vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+                    Y[vb, vi, vj] = Y[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+            for b, i, j in T.grid(BATCH, N, M):
+                with T.block("C"):
+                    vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+                    C[vb, vi, vj] = T.max(Y[vb, vi, vj], T.float32(0))
+
+        return {"block": with_init_block, "none": without_init}[style]
+    return make_bmm_relu
+
+
+def test_a_reduction_without_init_is_pointed_at_the_init():
+    message = _score("02.bmm_relu", _bmm_relu_init("none"))
+    assert message.startswith("block 'Y' reduces over vk but has no `with T.init():`, so "
+                              "nothing sets Y[vb, vi, vj] before the first update adds to it")
+    assert "hint: put `with T.init(): Y[vb, vi, vj] = T.float32(0)` in block 'Y'" in message
+    assert "loop ranges" not in message
+
+
+def test_a_reduction_started_by_a_block_of_its_own_passes():
+    result = grading.check("02.bmm_relu", _bmm_relu_init("block"))
+    assert result.passed, str(result)
+
+
+def test_te_softmax_subtracting_the_global_max_scores_zero():
+    def make_softmax(N, M):
+        te = mb.te
+        X = te.placeholder((N, M), "float32", name="X")
+        k0, k1 = te.reduce_axis(N, name="k0"), te.reduce_axis(M, name="k1")
+        top = te.compute((1,), lambda _: te.max(X[k0, k1], axis=[k0, k1]), name="top")
+        E = te.compute((N, M), lambda i, j: mb.tir.exp(X[i, j] - top[0]), name="E")
+        k2 = te.reduce_axis(M, name="k2")
+        total = te.compute((N,), lambda i: te.sum(E[i, k2], axis=k2), name="total")
+        Y = te.compute((N, M), lambda i, j: E[i, j] / total[i], name="Y")
+        return te.create_prim_func([X, Y])
+
+    message = _score("02.te_softmax", make_softmax)
+    assert "subtract each row's own maximum, not the maximum of the whole array" in message

@@ -40,18 +40,20 @@ def test_unknown_exercise_lists_known_ids():
 
 def test_bad_exercise_id_and_points_are_rejected():
     with pytest.raises(GradingError, match="must look like '01.lnumpy_bmm'"):
-        grading.exercise("lnumpy_bmm", points=1, title="x")
+        grading.exercise("lnumpy_bmm", points=1, title="x", answer="f")
     with pytest.raises(GradingError, match="points must be a positive int"):
-        grading.exercise("99.scratch", points=0, title="x")
+        grading.exercise("99.scratch", points=0, title="x", answer="f")
+    with pytest.raises(GradingError, match="answer must be the Python name the notebook defines"):
+        grading.exercise("99.scratch", points=1, title="x", answer="not a name")
 
 
 def test_registering_two_checkers_under_one_id_fails(scratch_exercise):
-    @grading.exercise("99.scratch_dup", points=1, title="first")
+    @grading.exercise("99.scratch_dup", points=1, title="first", answer="f")
     def first(answer, rng):
         return "ok"
 
     with pytest.raises(GradingError, match="registered twice"):
-        @grading.exercise("99.scratch_dup", points=1, title="second")
+        @grading.exercise("99.scratch_dup", points=1, title="second", answer="f")
         def second(answer, rng):
             return "ok"
 
@@ -59,7 +61,7 @@ def test_registering_two_checkers_under_one_id_fails(scratch_exercise):
 def test_checks_are_reproducible_and_seedable(scratch_exercise):
     draws = []
 
-    @grading.exercise("99.scratch_rng", points=1, title="rng")
+    @grading.exercise("99.scratch_rng", points=1, title="rng", answer="f")
     def checker(answer, rng):
         draws.append(rng.integers(1 << 30))
         return "ok"
@@ -71,7 +73,7 @@ def test_checks_are_reproducible_and_seedable(scratch_exercise):
 
 
 def test_a_bug_in_a_checker_is_reported_not_raised(scratch_exercise):
-    @grading.exercise("99.scratch_bug", points=3, title="bug")
+    @grading.exercise("99.scratch_bug", points=3, title="bug", answer="f")
     def checker(answer, rng):
         return {}["missing"]
 

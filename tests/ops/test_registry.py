@@ -24,6 +24,24 @@ def test_fusion_kinds_follow_the_tvm_categories():
     assert ops.get("matmul").kind == OpKind.OUT_ELEMWISE_FUSABLE
 
 
+def test_view_ops_are_the_ops_marked_is_view():
+    assert ops.view_ops() == ("flatten", "reshape", "squeeze", "unsqueeze")
+    assert ops.get("reshape").is_view
+    assert not ops.get("transpose").is_view
+
+
+def test_old_view_ops_name_warns_and_still_works():
+    import mlcbook.graph.executable as executable
+    with pytest.warns(DeprecationWarning, match="view_ops"):
+        assert executable.VIEW_OPS == ops.view_ops()
+
+
+def test_old_bcast_name_warns_and_still_works():
+    import mlcbook.ops.legalize as legalize
+    with pytest.warns(DeprecationWarning, match="broadcast_indices"):
+        assert legalize.bcast((1, 3), ("i", "j")) == (0, "j")
+
+
 def test_unknown_op_suggests_close_names():
     with pytest.raises(UnknownOpError, match="did you mean 'relu'"):
         ops.get("rellu")

@@ -24,8 +24,8 @@ def test_broadcast_mismatch():
 
 
 def test_binary_dtype_mismatch():
-    with pytest.raises(TEError, match="multiply: 'a' is float32 but 'b' is int32; cast one"):
-        ops.multiply(x(3, name="a"), x(3, name="b", dtype="int32"))
+    with pytest.raises(TEError, match="mul: 'a' is float32 but 'b' is int32; cast one"):
+        ops.mul(x(3, name="a"), x(3, name="b", dtype="int32"))
 
 
 def test_binary_needs_a_tensor():
@@ -33,10 +33,10 @@ def test_binary_needs_a_tensor():
         ops.add(1.0, 2.0)
 
 
-def test_divide_needs_floats():
-    with pytest.raises(TEError, match="divide: tensor 'a' has dtype int32 but divide needs a "
-                                      "float tensor"):
-        ops.divide(x(3, name="a", dtype="int32"), x(3, name="b", dtype="int32"))
+@pytest.mark.parametrize("old,new", sorted(ops.DEPRECATED.items()))
+def test_earlier_operator_names_warn_and_still_work(old, new):
+    with pytest.warns(DeprecationWarning, match=f"te.ops.{old} is deprecated; it is te.ops.{new}"):
+        assert getattr(ops, old) is getattr(ops, new)
 
 
 def test_unary_math_needs_floats():
@@ -119,7 +119,8 @@ def test_axis_out_of_range():
 
 
 def test_layer_norm_gamma_shape():
-    with pytest.raises(TEShapeError, match=r"gamma 'g' has shape \(4,\) but must be \(5,\)"):
+    with pytest.raises(TEShapeError,
+                       match=r"gamma 'g' has shape \(4,\) but must broadcast to \(5,\)"):
         ops.layer_norm(x(3, 5), x(4, name="g"))
 
 
@@ -147,9 +148,50 @@ def test_pad_width_per_dimension():
 
 def test_reduce_axis_named_twice():
     with pytest.raises(TEShapeError, match=r"axis \(1, -1\) names a dimension twice"):
-        ops.reduce_sum(x(3, 5), axis=(1, -1))
+        ops.sum(x(3, 5), axis=(1, -1))
 
 
 def test_matmul_dtype_mismatch():
     with pytest.raises(TEError, match="matmul: 'a' is float32 but 'b' is int32"):
         ops.matmul(x(3, 4, name="a"), x(4, 2, name="b", dtype="int32"))
+
+
+def test_where_needs_a_bool_condition():
+    with pytest.raises(TEError, match="where: the condition 'c' is float32, not bool"):
+        ops.where(x(3, name="c"), x(3, name="a"), x(3, name="b"))
+
+
+def test_gather_needs_integer_indices():
+    with pytest.raises(TEError, match="gather: indices 'i' are float32; give an int tensor"):
+        ops.gather(x(4, 3), x(2, name="i"))
+
+
+def test_pad_mode_is_checked():
+    with pytest.raises(TEError, match="pad: mode 'mirror' is not one of"):
+        ops.pad(x(3, 4), 1, mode="mirror")
+
+
+def test_pad_cannot_crop_everything():
+    with pytest.raises(TEShapeError, match=r"crops 'x' \(3, 4\) to \(3, 0\)"):
+        ops.pad(x(3, 4), ((0, 0), (-2, -2)))
+
+
+def test_split_sizes_must_add_up():
+    with pytest.raises(TEShapeError, match=r"split: sizes \(1, 2\) must be positive and add up "
+                                           r"to 4"):
+        ops.split(x(3, 4), (1, 2), axis=1)
+
+
+def test_concat_shapes_must_agree():
+    with pytest.raises(TEShapeError, match=r"concat: 'b' \(3, 2\) float32 does not fit 'a'"):
+        ops.concat([x(2, 2, name="a"), x(3, 2, name="b")], axis=1)
+
+
+def test_slice_step_zero():
+    with pytest.raises(TEShapeError, match="slice: a step of 0 is not allowed"):
+        ops.slice(x(3, 4), (0,), (2,), steps=(0,))
+
+
+def test_conv_bias_shape():
+    with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(3,\) but must be \(4,\)"):
+        ops.conv(x(1, 3, 8), x(4, 3, 3, name="w"), x(3, name="b"))

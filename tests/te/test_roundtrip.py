@@ -35,10 +35,10 @@ def _with(fn, *shapes, **kwargs):
 
 BUILDERS = {
     **{f"unary_{op}": _unary(op) for op in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
-                                             "erf", "negative", "abs", "floor", "ceil", "relu")},
-    **{f"binary_{op}": _binary(op) for op in ("add", "subtract", "multiply", "divide",
-                                               "maximum", "minimum", "power")},
-    "scalar_operand": _with(lambda x: ops.subtract(1.5, x), (3, 4)),
+                                             "erf", "neg", "abs", "floor", "ceil", "relu")},
+    **{f"binary_{op}": _binary(op) for op in ("add", "sub", "mul", "div",
+                                               "maximum", "minimum", "pow")},
+    "scalar_operand": _with(lambda x: ops.sub(1.5, x), (3, 4)),
     "cast": _with(lambda x: ops.cast(x, "int32"), (3, 4)),
     "clip": _with(lambda x: ops.clip(x, -1.0, 1.0), (3, 4)),
     "bias_add": _with(ops.bias_add, (2, 3, 4, 5), (3,)),
@@ -59,10 +59,10 @@ BUILDERS = {
     "transpose": _with(ops.transpose, (2, 3, 4), axes=(1, 2, 0)),
     "reshape": _with(ops.reshape, (2, 3, 5), newshape=(5, -1)),
     "pad": _with(ops.pad, (3, 5), pad_width=((1, 2), (0, 3)), value=-1.0),
-    "reduce_sum_all": _with(ops.reduce_sum, (3, 5)),
-    "reduce_mean": _with(ops.reduce_mean, (3, 5, 2), axis=(0, 2), keepdims=True),
-    "reduce_max": _with(ops.reduce_max, (3, 5), axis=1),
-    "reduce_min": _with(ops.reduce_min, (3, 5), axis=0),
+    "reduce_sum_all": _with(ops.sum, (3, 5)),
+    "mean": _with(ops.mean, (3, 5, 2), axis=(0, 2), keepdims=True),
+    "max": _with(ops.max, (3, 5), axis=1),
+    "min": _with(ops.min, (3, 5), axis=0),
 }
 
 

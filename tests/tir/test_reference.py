@@ -90,8 +90,8 @@ def _te_programs():
         "softmax": [a, te.ops.softmax(a)],
         "layer_norm": [a, g, beta, te.ops.layer_norm(a, g, beta, axis=-1)],
         "matmul": [a, b, te.ops.matmul(a, b)],
-        "reduce_mean": [a, te.ops.reduce_mean(a, axis=1)],
-        "int_ops": [i, j, te.ops.maximum(te.ops.multiply(i, j), j)],
+        "reduce_mean": [a, te.ops.mean(a, axis=1)],
+        "int_ops": [i, j, te.ops.maximum(te.ops.mul(i, j), j)],
         "cast": [a, te.ops.cast(te.ops.exp(a), "float16")],
         "transpose_pad": [a, te.ops.pad(te.ops.transpose(a), ((1, 0), (0, 2)))],
     }

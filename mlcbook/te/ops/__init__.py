@@ -1,4 +1,4 @@
-"""``mb.te.ops``: a small library of tensor operators written in TE, numpy-like.
+"""``mb.te.ops``: the operator library, tensor operators written in TE, numpy-like.
 
 Each operator takes :class:`~mlcbook.te.Tensor` arguments and returns the output Tensor;
 build a function with ``te.create_prim_func([inputs..., output])``::
@@ -8,23 +8,48 @@ build a function with ``te.create_prim_func([inputs..., output])``::
     y = ops.relu(ops.conv2d(x, w, padding=1))
     func = te.create_prim_func([x, w, y])
 
-Families: elementwise (unary math, broadcasting binary arithmetic, cast, clip), linalg
-(matmul, batch_matmul), nn (relu, bias_add, conv2d, pooling, softmax, layer_norm),
-transform (transpose, reshape, pad) and reduce (reduce_sum/mean/max/min). Every operator
-takes ``name=`` for its output tensor (and block); multi-stage operators name their
-helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
+It is the one implementation of every operator (as TOPI is for TVM): the graph ops of
+:mod:`mlcbook.ops` are legalized by calling it. An operator has the name of its graph op
+(``neg``, ``sub``, ``conv``, ``sum``...); ``conv2d``, ``max_pool2d`` and ``avg_pool2d`` are
+2-D forms of ``conv``/``max_pool``/``avg_pool`` with PyTorch-style arguments. Families:
+elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
+where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
+pooling), normalization (softmax, log_softmax, layer_norm, batch_norm), transform
+(transpose, reshape, pad, concat, split, slice, gather) and reduce (sum, mean, max, min).
+Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
+name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
 
-from .elementwise import (abs, add, cast, ceil, clip, divide, erf, exp, floor, log, maximum,
-                          minimum, multiply, negative, power, rsqrt, sigmoid, sqrt, subtract,
-                          tanh)
-from .linalg import batch_matmul, matmul
-from .nn import avg_pool2d, bias_add, conv2d, layer_norm, max_pool2d, relu, softmax
-from .reduce import reduce_max, reduce_mean, reduce_min, reduce_sum
-from .transform import pad, reshape, transpose
+import warnings
 
-__all__ = ["abs", "add", "cast", "ceil", "clip", "divide", "erf", "exp", "floor", "log",
-           "maximum", "minimum", "multiply", "negative", "power", "rsqrt", "sigmoid", "sqrt",
-           "subtract", "tanh", "batch_matmul", "matmul", "avg_pool2d", "bias_add", "conv2d",
-           "layer_norm", "max_pool2d", "relu", "softmax", "reduce_max", "reduce_mean",
-           "reduce_min", "reduce_sum", "pad", "reshape", "transpose"]
+from .elementwise import (abs, add, cast, ceil, clip, div, equal, erf, exp, floor, gelu,
+                          greater, leaky_relu, less, log, maximum, minimum, mul, neg, pow,
+                          reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
+from .linalg import batch_matmul, gemm, matmul
+from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
+                 max_pool2d)
+from .normalization import batch_norm, layer_norm, log_softmax, softmax
+from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
+from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
+
+__all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
+           "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",
+           "reciprocal", "relu", "rsqrt", "sigmoid", "sqrt", "sub", "tanh", "where",
+           "batch_matmul", "gemm", "matmul", "avg_pool", "avg_pool2d", "bias_add", "conv",
+           "conv2d", "global_avg_pool", "max_pool", "max_pool2d", "batch_norm", "layer_norm",
+           "log_softmax", "softmax", "max", "mean", "min", "sum", "concat", "gather", "pad",
+           "reshape", "slice", "split", "transpose"]
+
+#: earlier names of operators, renamed to the graph op's name (one name across both layers)
+DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
+              "power": "pow", "reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max",
+              "reduce_min": "min"}
+
+
+def __getattr__(name: str):
+    if name in DEPRECATED:
+        new = DEPRECATED[name]
+        warnings.warn(f"te.ops.{name} is deprecated; it is te.ops.{new}, the name the graph op "
+                      "has too", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

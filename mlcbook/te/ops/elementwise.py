@@ -1,24 +1,29 @@
-"""Elementwise operators: unary math and binary arithmetic with numpy broadcasting.
+"""Elementwise operators: unary math, binary arithmetic and comparisons with numpy
+broadcasting, ``where``, ``cast`` and ``clip``.
 
     >>> y = add(x, bias)            # (4, 3) + (3,) -> (4, 3)
-    >>> z = exp(negative(y))
+    >>> z = exp(neg(y))
 
 A binary operator takes two tensors, or a tensor and a Python number (which takes the
 tensor's dtype). Both tensors must have the same dtype: there is no implicit promotion,
-cast one with :func:`cast`.
+cast one with :func:`cast`. Storage dtypes (int8, uint8, float16) are computed in int32 /
+float32 and the result cast back (:func:`.util.compute_dtype`).
 """
 
 from __future__ import annotations
 
+import math
+
 from ...errors import TEError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from ._util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
-                    compute_named)
+from .util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
+                    compute_dtype, compute_named, const_like, load, store, trunc_div)
 
 
-def _map(x: Tensor, fn, name: str) -> Tensor:
-    return compute_named(x.shape, axis_names(x.ndim), lambda *idx: fn(x[idx]), name)
+def _map(x: Tensor, fn, name: str, dtype: str | None = None) -> Tensor:
+    return compute_named(x.shape, axis_names(x.ndim),
+                         lambda *idx: store(fn(load(x, idx)), dtype or x.dtype), name)
 
 
 def _float_only(x: Tensor, op: str) -> None:
@@ -27,73 +32,122 @@ def _float_only(x: Tensor, op: str) -> None:
                       f"tensor; cast it first, e.g. ops.cast({x.name}, 'float32')")
 
 
-def _unary(op: str, fn):
+def _unary(op: str, fn, doc: str, any_dtype: bool = False):
     def unary(x: Tensor, name: str = op) -> Tensor:
         check_tensor(x, op, "x")
-        if op not in ("negative", "abs"):
+        if not any_dtype:
             _float_only(x, op)
         return _map(x, fn, name)
 
     unary.__name__ = unary.__qualname__ = op
-    unary.__doc__ = f"``{op}(x)`` elementwise, like ``numpy.{_NUMPY.get(op, op)}``."
+    unary.__doc__ = doc
     return unary
 
 
-_NUMPY = {"rsqrt": "reciprocal(numpy.sqrt(x))", "sigmoid": "(1 / (1 + exp(-x)))",
-          "erf": "(scipy.special.erf)"}
+exp = _unary("exp", _e.exp, "``numpy.exp(x)`` elementwise.")
+log = _unary("log", _e.log, "``numpy.log(x)`` elementwise.")
+sqrt = _unary("sqrt", _e.sqrt, "``numpy.sqrt(x)`` elementwise.")
+rsqrt = _unary("rsqrt", _e.rsqrt, "``1 / numpy.sqrt(x)`` elementwise.")
+reciprocal = _unary("reciprocal", lambda v: const_like(1.0, v) / v, "``1 / x`` elementwise.")
+tanh = _unary("tanh", _e.tanh, "``numpy.tanh(x)`` elementwise.")
+sigmoid = _unary("sigmoid", _e.sigmoid, "``1 / (1 + exp(-x))`` elementwise.")
+erf = _unary("erf", _e.erf, "the error function (``scipy.special.erf``) elementwise.")
+floor = _unary("floor", _e.floor, "``numpy.floor(x)`` elementwise.")
+ceil = _unary("ceil", _e.ceil, "``numpy.ceil(x)`` elementwise.")
+neg = _unary("neg", lambda v: -v, "``-x`` elementwise.", any_dtype=True)
+relu = _unary("relu", lambda v: _e.max(v, const_like(0, v)), "``max(x, 0)`` elementwise.",
+              any_dtype=True)
+abs = _unary("abs", _e.abs, "``numpy.abs(x)`` elementwise.",  # noqa: A001 - like numpy.abs
+             any_dtype=True)
 
-exp = _unary("exp", _e.exp)
-log = _unary("log", _e.log)
-sqrt = _unary("sqrt", _e.sqrt)
-rsqrt = _unary("rsqrt", _e.rsqrt)
-tanh = _unary("tanh", _e.tanh)
-sigmoid = _unary("sigmoid", _e.sigmoid)
-erf = _unary("erf", _e.erf)
-floor = _unary("floor", _e.floor)
-ceil = _unary("ceil", _e.ceil)
-negative = _unary("negative", lambda v: -v)
-abs = _unary("abs", _e.abs)  # noqa: A001 - ops.abs, like numpy.abs
+
+def leaky_relu(x: Tensor, alpha: float = 0.01, name: str = "leaky_relu") -> Tensor:
+    """``x if x >= 0 else alpha * x`` elementwise."""
+    check_tensor(x, "leaky_relu", "x")
+    return _map(x, lambda v: _e.select(v < const_like(0, v), v * const_like(alpha, v), v), name)
+
+
+def gelu(x: Tensor, approximate: str = "none", name: str = "gelu") -> Tensor:
+    """``x * Phi(x)`` (Phi: the standard normal CDF, through erf); ``approximate="tanh"``
+    uses ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    check_tensor(x, "gelu", "x")
+    _float_only(x, "gelu")
+
+    def fn(v):
+        half, one = const_like(0.5, v), const_like(1.0, v)
+        if approximate == "tanh":
+            cube = const_like(0.044715, v) * v * v * v
+            inner = const_like(math.sqrt(2 / math.pi), v) * (v + cube)
+            return half * v * (one + _e.tanh(inner))
+        return half * v * (one + _e.erf(v * const_like(1 / math.sqrt(2), v)))
+
+    return _map(x, fn, name)
 
 
 def cast(x: Tensor, dtype: str, name: str = "cast") -> Tensor:
-    """``x.astype(dtype)``: float -> int truncates toward zero."""
+    """``x.astype(dtype)``: float -> int truncates toward zero, -> bool is ``x != 0``."""
     check_tensor(x, "cast", "x")
     dtype = _e.check_dtype(dtype)
-    return _map(x, lambda v: _e.cast(dtype, v), name)
+
+    def body(*idx):
+        v = x[idx]
+        if dtype == "bool":
+            return store(v, "bool")
+        if v.dtype == "float64" and dtype == "float16":
+            # through float32: the JIT has no direct double -> half conversion routine
+            v = _e.cast("float32", v)
+        return _e.cast(dtype, v)
+
+    return compute_named(x.shape, axis_names(x.ndim), body, name)
 
 
-def clip(x: Tensor, a_min, a_max, name: str = "clip") -> Tensor:
-    """``numpy.clip(x, a_min, a_max)`` with scalar bounds."""
+def clip(x: Tensor, a_min=None, a_max=None, name: str = "clip") -> Tensor:
+    """``numpy.clip(x, a_min, a_max)`` with scalar bounds; a bound of None is no bound."""
     check_tensor(x, "clip", "x")
-    return _map(x, lambda v: _e.min(_e.max(v, a_min), a_max), name)
+
+    def fn(v):
+        if a_min is not None:
+            v = _e.max(v, const_like(a_min, v))
+        if a_max is not None:
+            v = _e.min(v, const_like(a_max, v))
+        return v
+
+    return _map(x, fn, name)
 
 
-def _binary(op: str, fn, doc: str):
+def _broadcast(op: str, operands, fn, out_dtype: str | None, name: str) -> Tensor:
+    """out[idx] = fn(*operands at their broadcast indices), computed in the compute dtype."""
+    tensors = [v for v in operands if isinstance(v, Tensor)]
+    dtype = compute_dtype(tensors[0].dtype)
+    out_shape = broadcast_shapes(op, *(t.shape for t in tensors))
+
+    def operand(v, idx):
+        if isinstance(v, Tensor):
+            return load(v, broadcast_indices(v.shape, idx))
+        return _e.as_expr(v, dtype)
+
+    def body(*idx):
+        return store(fn(*(operand(v, idx) for v in operands)), out_dtype or tensors[0].dtype)
+
+    return compute_named(out_shape, axis_names(len(out_shape)), body, name)
+
+
+def _check_operands(op: str, a, b, same_dtype: bool = True) -> None:
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TEError(f"{op}: at least one of the operands must be a te tensor, got "
+                      f"{a!r} and {b!r}")
+    for arg, v in (("a", a), ("b", b)):
+        if not isinstance(v, (Tensor, int, float)) or isinstance(v, bool):
+            raise TEError(f"{op}: operand {arg} is {v!r}; give a te tensor or a number")
+    if same_dtype and isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype != b.dtype:
+        raise TEError(f"{op}: {a.name!r} is {a.dtype} but {b.name!r} is {b.dtype}; cast one "
+                      f"of them, e.g. ops.cast({b.name}, {a.dtype!r})")
+
+
+def _binary(op: str, fn, doc: str, out_dtype: str | None = None):
     def binary(a, b, name: str = op) -> Tensor:
-        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-            raise TEError(f"{op}: at least one of the operands must be a te tensor, got "
-                          f"{a!r} and {b!r}")
-        for arg, v in (("a", a), ("b", b)):
-            if not isinstance(v, (Tensor, int, float)) or isinstance(v, bool):
-                raise TEError(f"{op}: operand {arg} is {v!r}; give a te tensor or a number")
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype != b.dtype:
-            raise TEError(f"{op}: {a.name!r} is {a.dtype} but {b.name!r} is {b.dtype}; cast one "
-                          f"of them, e.g. ops.cast({b.name}, {a.dtype!r})")
-        dtype = a.dtype if isinstance(a, Tensor) else b.dtype
-        if op in ("divide", "power"):
-            for v in (a, b):
-                if isinstance(v, Tensor):
-                    _float_only(v, op)
-        shapes = [v.shape for v in (a, b) if isinstance(v, Tensor)]
-        out_shape = broadcast_shapes(op, *shapes)
-
-        def operand(v, idx):
-            if isinstance(v, Tensor):
-                return v[broadcast_indices(v.shape, idx)]
-            return _e.as_expr(v, dtype)
-
-        return compute_named(out_shape, axis_names(len(out_shape)),
-                             lambda *idx: fn(operand(a, idx), operand(b, idx)), name)
+        _check_operands(op, a, b)
+        return _broadcast(op, (a, b), fn, out_dtype, name)
 
     binary.__name__ = binary.__qualname__ = op
     binary.__doc__ = doc
@@ -101,10 +155,41 @@ def _binary(op: str, fn, doc: str):
 
 
 add = _binary("add", lambda x, y: x + y, "``a + b`` with numpy broadcasting.")
-subtract = _binary("subtract", lambda x, y: x - y, "``a - b`` with numpy broadcasting.")
-multiply = _binary("multiply", lambda x, y: x * y, "``a * b`` with numpy broadcasting.")
-divide = _binary("divide", lambda x, y: x / y,
-                 "``a / b`` with numpy broadcasting (float tensors only).")
+sub = _binary("sub", lambda x, y: x - y, "``a - b`` with numpy broadcasting.")
+mul = _binary("mul", lambda x, y: x * y, "``a * b`` with numpy broadcasting.")
+div = _binary("div", lambda x, y: x / y if _e.is_float(x.dtype) else trunc_div(x, y),
+              "``a / b`` with numpy broadcasting; integers divide rounding toward zero (C's "
+              "and ONNX's rule, where numpy's ``//`` rounds down).")
 maximum = _binary("maximum", _e.max, "``numpy.maximum(a, b)`` with broadcasting.")
 minimum = _binary("minimum", _e.min, "``numpy.minimum(a, b)`` with broadcasting.")
-power = _binary("power", _e.pow, "``a ** b`` with numpy broadcasting (float tensors only).")
+equal = _binary("equal", lambda x, y: x == y, "``a == b`` (bool) with broadcasting.",
+                out_dtype="bool")
+less = _binary("less", lambda x, y: x < y, "``a < b`` (bool) with broadcasting.",
+               out_dtype="bool")
+greater = _binary("greater", lambda x, y: x > y, "``a > b`` (bool) with broadcasting.",
+                  out_dtype="bool")
+
+
+def pow(a, b, name: str = "pow") -> Tensor:  # noqa: A001 - the op's name, as numpy.pow
+    """``a ** b`` with numpy broadcasting, in the base's dtype; the exponent may have another
+    dtype. Integer powers are computed in float64 and truncated back."""
+    _check_operands("pow", a, b, same_dtype=False)
+
+    def fn(x, y):
+        if _e.is_float(x.dtype):
+            return _e.pow(x, _e.cast(x.dtype, y))
+        return _e.cast(x.dtype, _e.pow(_e.cast("float64", x), _e.cast("float64", y)))
+
+    return _broadcast("pow", (a, b), fn, None, name)
+
+
+def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:
+    """``numpy.where(cond, a, b)``: ``a`` where the bool ``cond`` holds, else ``b``,
+    broadcasting all three."""
+    for arg, t in (("cond", cond), ("a", a), ("b", b)):
+        check_tensor(t, "where", arg)
+    if cond.dtype != "bool":
+        raise TEError(f"where: the condition {cond.name!r} is {cond.dtype}, not bool; compare "
+                      "first, e.g. ops.greater(x, 0)")
+    _check_operands("where", a, b)
+    return _broadcast("where", (cond, a, b), _e.select, a.dtype, name)

@@ -17,7 +17,7 @@ from ...errors import TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import check_tensor, compute_named, ints, pair, scaled
+from .util import check_tensor, compute_named, ints, pair, scaled
 
 
 def to_blocked(x: Tensor, block: int, name: str = "to_blocked") -> Tensor:

@@ -1,30 +1,23 @@
-"""Neural-network operators: relu, bias_add, conv2d, pooling, softmax, layer_norm.
+"""Neural-network operators: bias_add, convolution and pooling.
 
-Layouts are NCHW for data and OIHW for convolution weights. ``padding`` is an int, a pair
-``(pad_h, pad_w)``, or four ints ``(top, left, bottom, right)`` (ONNX's ``pads`` order).
+Layouts are ``(N, C, *spatial)`` for data and ``(F, C/groups, *kernel)`` for convolution
+weights (NCHW / OIHW in 2-D). The N-d operators (:func:`conv`, :func:`max_pool`,
+:func:`avg_pool`) take ONNX's attributes: ``pads`` lists the padding before every spatial
+axis, then after every one. The 2-D forms take ``padding`` as an int, a pair
+``(pad_h, pad_w)``, or four ints ``(top, left, bottom, right)``.
 
     >>> y = relu(bias_add(conv2d(x, w, stride=2, padding=1), b))
     >>> p = max_pool2d(y, 2)
-    >>> s = softmax(logits, axis=-1)
 """
 
 from __future__ import annotations
 
-from ...errors import TEError, TEShapeError
+from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from ._util import (axis_names, check_tensor, clamp, compute_named, ints, normalize_axis,
-                    pair, prod, scaled)
-from .transform import pad
-
-
-def relu(x: Tensor, name: str = "relu") -> Tensor:
-    """``max(x, 0)`` elementwise."""
-    check_tensor(x, "relu", "x")
-    zero = _e.const(0, x.dtype)
-    return compute_named(x.shape, axis_names(x.ndim),
-                         lambda *idx: _e.max(x[idx], zero), name)
+from .util import (and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named,
+                    ints, load, normalize_axis, pair, prod, reduce_stage, scaled, store)
 
 
 def bias_add(x: Tensor, bias: Tensor, axis: int = 1, name: str = "bias_add") -> Tensor:
@@ -36,19 +29,167 @@ def bias_add(x: Tensor, bias: Tensor, axis: int = 1, name: str = "bias_add") -> 
     if bias.shape != (x.shape[axis],):
         raise TEShapeError(f"bias_add: bias {bias.name!r} has shape {bias.shape} but must be "
                            f"({x.shape[axis]},), the size of axis {axis} of {x.name!r} {x.shape}")
-    _same_dtype("bias_add", x, bias)
+    same_dtype("bias_add", x, bias)
     return compute_named(x.shape, axis_names(x.ndim),
                          lambda *idx: x[idx] + bias[idx[axis]], name)
 
 
-def _same_dtype(op: str, *tensors: Tensor) -> None:
+def same_dtype(op: str, *tensors: Tensor) -> None:
+    """Raise unless all ``tensors`` have one dtype."""
     for t in tensors[1:]:
         if t.dtype != tensors[0].dtype:
             raise TEError(f"{op}: {tensors[0].name!r} is {tensors[0].dtype} but {t.name!r} is "
                           f"{t.dtype}; cast one of them so the dtypes agree")
 
 
-def _pads(padding, op: str) -> tuple[int, int, int, int]:
+# --- window geometry ----------------------------------------------------------------------------
+def _check_nd(x: Tensor, op: str, arg: str, layout: str, ndim: int | None = None) -> None:
+    check_tensor(x, op, arg)
+    if (x.ndim != ndim) if ndim else x.ndim < 3:
+        want = f"{ndim}-D" if ndim else "at least 3-D"
+        raise TEShapeError(f"{op}: {arg} {x.name!r} has shape {x.shape} but must be {want} "
+                           f"({layout})")
+
+
+def _axis_word(d: int, nsp: int) -> str:
+    return ("height", "width")[d] if nsp == 2 else f"spatial axis {d}"
+
+
+def window_out_size(op: str, size: int, before: int, after: int, kernel: int, stride: int,
+                    dilation: int, ceil_mode: bool = False, what: str = "",
+                    error: type[MLCError] = TEShapeError) -> int:
+    """How many window positions fit along an axis of ``size`` padded by ``before`` and
+    ``after`` (ONNX's rule; with ``ceil_mode`` a last partial window counts if it starts
+    inside the input). A window larger than the padded input raises ``error``.
+
+        >>> window_out_size("max_pool", 5, 0, 0, 2, 2, 1, ceil_mode=True)
+        3
+    """
+    span = dilation * (kernel - 1) + 1
+    num = size + before + after - span
+    if num < 0:
+        raise error(f"{op}: the {what + ' ' if what else ''}window spans {span} but the padded "
+                    f"input is only {size + before + after} ({size} + padding {before}+{after});"
+                    " use a smaller kernel or dilation, or more padding")
+    if not ceil_mode:
+        return num // stride + 1
+    out = -(-num // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + before else out
+
+
+def _window(op: str, x: Tensor, kernel, strides, pads, dilations, ceil_mode=False):
+    """Checked window geometry along the spatial axes of ``x``: (kernel, strides, pads,
+    dilations, output spatial sizes), each a tuple of ints."""
+    nsp = x.ndim - 2
+    kernel = ints(kernel, nsp, op, "kernel_shape")
+    strides = ints(strides if strides is not None else 1, nsp, op, "strides")
+    dilations = ints(dilations if dilations is not None else 1, nsp, op, "dilations")
+    pads = ints(pads if pads is not None else 0, 2 * nsp, op, "pads")
+    if min(strides + dilations + kernel) < 1 or min(pads) < 0:
+        raise TEError(f"{op}: strides {strides}, dilations {dilations} and kernel {kernel} "
+                      f"must be positive and pads {pads} non-negative")
+    out = [window_out_size(op, x.shape[2 + d], pads[d], pads[nsp + d], kernel[d], strides[d],
+                           dilations[d], ceil_mode, _axis_word(d, nsp)) for d in range(nsp)]
+    return kernel, strides, pads, dilations, tuple(out)
+
+
+def _window_read(x: Tensor, idx, rk, strides, pads, dilations, out):
+    """``x`` at window position ``rk`` of output ``idx``, in its compute dtype, and the
+    condition that the position is inside ``x`` (None if it always is). Guarded indices
+    are clamped so that the load itself is always in bounds."""
+    nsp = x.ndim - 2
+    src, conds = list(idx[:2]), []
+    for d in range(nsp):
+        size = x.shape[2 + d]
+        i = scaled(idx[2 + d], strides[d]) + scaled(rk[d], dilations[d])
+        i = i - pads[d] if pads[d] else i
+        guard = [i >= 0] if pads[d] else []
+        if (out[d] - 1) * strides[d] + (rk[d].extent - 1) * dilations[d] - pads[d] >= size:
+            guard.append(i < size)
+        conds += guard
+        src.append(clamp(i, size) if guard else i)
+    return load(x, src), and_all(conds)
+
+
+def _spatial_names(nsp: int, first: str = "c") -> list[str]:
+    return ["n", first] + [f"o{d}" for d in range(nsp)]
+
+
+# --- convolution --------------------------------------------------------------------------------
+def _zero_pad(x: Tensor, pads, name: str) -> Tensor:
+    """``x`` with zeros around its spatial axes, as a stage of its own."""
+    nsp = x.ndim - 2
+    if not any(pads):
+        return x
+    shape = x.shape[:2] + tuple(x.shape[2 + d] + pads[d] + pads[nsp + d] for d in range(nsp))
+
+    def body(n, c, *p):
+        conds, src = [], [n, c]
+        for d in range(nsp):
+            i = p[d] - pads[d] if pads[d] else p[d]
+            size = x.shape[2 + d]
+            guard = ([i >= 0] if pads[d] else []) + ([i < size] if pads[nsp + d] else [])
+            conds += guard
+            src.append(clamp(i, size) if guard else i)
+        v, cond = x[tuple(src)], and_all(conds)
+        return v if cond is None else _e.select(cond, v, _e.const(0, x.dtype))
+
+    return compute_named(shape, ["n", "c"] + [f"p{d}" for d in range(nsp)], body, name)
+
+
+def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None, pads=None,
+         dilations=None, group: int = 1, kernel_shape=None, name: str = "conv") -> Tensor:
+    """N-d convolution (cross-correlation) with groups, ONNX's Conv: data ``(N, C, *spatial)``,
+    weight ``(F, C/group, *kernel)``, optional bias ``(F,)``:
+    ``out[n, f, o] = sum(padded[n, g*C/group + rc, o*s + r*d] * weight[f, rc, r]) (+ bias[f])``
+    with ``g = f // (F / group)``; ``kernel_shape``, if given, must be the weight's. Stages:
+    ``<name>_pad`` (zeros, if padded), the sum (``<name>_acc`` if the bias or a cast
+    follows) and ``<name>``.
+
+    >>> conv(x, w, strides=(2, 2), pads=(1, 1, 1, 1)).shape     # x (1, 3, 8, 8), w (4, 3, 3, 3)
+    (1, 4, 4, 4)
+    """
+    op = "conv"
+    _check_nd(data, op, "data", "N, C, *spatial")
+    _check_nd(weight, op, "weight", "F, C/groups, *kernel", data.ndim)
+    same_dtype(op, data, weight)
+    c, (f, cg) = data.shape[1], weight.shape[:2]
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise TEError(f"{op}: groups={group!r} must be a positive int")
+    if c % group or f % group:
+        raise TEShapeError(f"{op}: groups={group} must divide both the input channels ({c}) "
+                           f"and the output channels ({f})")
+    if cg != c // group:
+        raise TEShapeError(
+            f"{op}: weight {weight.name!r} has shape {weight.shape}, so {cg} input channels per "
+            f"group, but data {data.name!r} {data.shape} with groups={group} has "
+            f"{c // group}; the weight must be (F, C/groups, *kernel)")
+    if kernel_shape is not None and tuple(kernel_shape) != weight.shape[2:]:
+        raise TEShapeError(f"{op}: kernel_shape={tuple(kernel_shape)} disagrees with the "
+                           f"weight's spatial shape {weight.shape[2:]}")
+    if bias is not None and (check_tensor(bias, op, "bias").shape != (f,)):
+        raise TEShapeError(f"{op}: bias {bias.name!r} has shape {bias.shape} but must be ({f},)")
+    _, strides, pads, dil, out = _window(op, data, weight.shape[2:], strides, pads, dilations)
+    nsp = data.ndim - 2
+    padded = _zero_pad(data, pads, f"{name}_pad")
+    mg = f // group
+    rc = _r.reduce_axis(cg, name="rc")
+    rk = [_r.reduce_axis(weight.shape[2 + d], name=f"r{d}") for d in range(nsp)]
+
+    def body(n, ff, *o):
+        chan = rc if group == 1 else scaled(ff if mg == 1 else ff // mg, cg) + rc
+        src = [n, chan] + [scaled(o[d], strides[d]) + scaled(rk[d], dil[d]) for d in range(nsp)]
+        return _r.sum(load(padded, src) * load(weight, [ff, rc] + rk), axis=[rc] + rk)
+
+    shape, names = (data.shape[0], f) + out, _spatial_names(nsp, "f")
+    if bias is None:
+        return reduce_stage(shape, names, body, data.dtype, name)
+    acc = compute_named(shape, names, body, f"{name}_acc")
+    return compute_named(shape, names, lambda n, ff, *o: store(
+        acc[(n, ff) + o] + load(bias, (ff,)), data.dtype), name)
+
+
+def _pads2d(padding, op: str) -> tuple[int, int, int, int]:
     """``(top, left, bottom, right)`` from an int, a pair or four ints."""
     if isinstance(padding, (tuple, list)) and len(padding) == 4:
         p = ints(padding, 4, op, "padding")
@@ -60,250 +201,137 @@ def _pads(padding, op: str) -> tuple[int, int, int, int]:
     return p  # type: ignore[return-value]
 
 
-def _out_size(op: str, what: str, size: int, before: int, after: int, kernel: int,
-              stride: int, dilation: int) -> int:
-    span = dilation * (kernel - 1) + 1
-    out = (size + before + after - span) // stride + 1
-    if out < 1:
-        raise TEShapeError(
-            f"{op}: the {what} window spans {span} but the padded input is only "
-            f"{size + before + after} ({size} + padding {before}+{after}); use a smaller "
-            "kernel or dilation, or more padding")
+def conv2d(data: Tensor, weight: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
+           name: str = "conv2d") -> Tensor:
+    """2-D :func:`conv`, NCHW data and OIHW weight, with ``stride``/``dilation`` an int or
+    a pair and ``padding`` an int, a pair or ``(top, left, bottom, right)``."""
+    op = "conv2d"
+    _check_nd(data, op, "data", "N, C, H, W", 4)
+    _check_nd(weight, op, "weight", "F, C/groups, KH, KW", 4)
+    strides, dil = pair(stride, op, "stride"), pair(dilation, op, "dilation")
+    if min(strides + dil) < 1:
+        raise TEError(f"{op}: stride {stride!r} and dilation {dilation!r} must be positive")
+    top, left, bottom, right = _pads2d(padding, op)
+    return conv(data, weight, None, strides, (top, left, bottom, right), dil, groups,
+                name=name)
+
+
+# --- pooling ------------------------------------------------------------------------------------
+def max_pool(data: Tensor, kernel_shape, strides=None, pads=None, dilations=None,
+             ceil_mode: bool = False, name: str = "max_pool") -> Tensor:
+    """Max over windows of ``(N, C, *spatial)`` data, ONNX's MaxPool (``strides`` default
+    to 1); padded positions never win."""
+    _check_nd(data, "max_pool", "data", "N, C, *spatial")
+    kernel, strides, pads, dil, out = _window("max_pool", data, kernel_shape, strides, pads,
+                                              dilations, ceil_mode)
+    rk = [_r.reduce_axis(k, name=f"r{d}") for d, k in enumerate(kernel)]
+
+    def body(*idx):
+        val, cond = _window_read(data, idx, rk, strides, pads, dil, out)
+        return _r.max(val, axis=rk, where=cond)
+
+    return reduce_stage(data.shape[:2] + out, _spatial_names(len(out)), body, data.dtype, name)
+
+
+def _count(o, k: int, s: int, d: int, lo: int, hi: int, pad: int):
+    """How many of a window's ``k`` positions ``o*s + r*d - pad`` fall in ``[lo, hi)``."""
+    base = scaled(o, s) - pad
+    first = _e.max((_e.const(lo) - base + (d - 1)) // d, 0)
+    last = _e.min((_e.const(hi - 1) - base) // d, k - 1)
+    return _e.max(last - first + 1, 0)
+
+
+def avg_pool(data: Tensor, kernel_shape, strides=None, pads=None, dilations=None,
+             ceil_mode: bool = False, count_include_pad: bool = False,
+             name: str = "avg_pool") -> Tensor:
+    """Mean over windows of float ``(N, C, *spatial)`` data, ONNX's AveragePool: padded
+    positions are left out of the count unless ``count_include_pad``. Stages: the window
+    sum ``<name>_sum`` and the division ``<name>``."""
+    op = "avg_pool"
+    _check_nd(data, op, "data", "N, C, *spatial")
+    if not _e.is_float(data.dtype):
+        raise TEError(f"{op}: data {data.name!r} is {data.dtype}; average pooling needs floats")
+    kernel, strides, pads, dil, out = _window(op, data, kernel_shape, strides, pads, dilations,
+                                              ceil_mode)
+    nsp, dt = len(out), compute_dtype(data.dtype)
+    rk = [_r.reduce_axis(k, name=f"r{d}") for d, k in enumerate(kernel)]
+    names = _spatial_names(nsp)
+
+    def window_sum(*idx):
+        val, cond = _window_read(data, idx, rk, strides, pads, dil, out)
+        return _r.sum(val, axis=rk, where=cond)
+
+    total = compute_named(data.shape[:2] + out, names, window_sum, f"{name}_sum")
+
+    def count(d, o):
+        size, k, s, dd, before = data.shape[2 + d], kernel[d], strides[d], dil[d], pads[d]
+        lo, hi = (-before, size + pads[nsp + d]) if count_include_pad else (0, size)
+        if -before >= lo and (out[d] - 1) * s + (k - 1) * dd - before < hi:
+            return k  # no window reaches outside [lo, hi)
+        return _count(o, k, s, dd, lo, hi, before)
+
+    def average(*idx):
+        counts = [count(d, idx[2 + d]) for d in range(nsp)]
+        fixed = prod(c for c in counts if isinstance(c, int))
+        n = _prod_expr([c for c in counts if not isinstance(c, int)])
+        n = _e.const(float(fixed), dt) if n is None else _e.cast(dt, n if fixed == 1 else n * fixed)
+        return store(total[idx] / n, data.dtype)
+
+    return compute_named(data.shape[:2] + out, names, average, name)
+
+
+def _prod_expr(values):
+    """``v0 * v1 * ...`` of IR expressions."""
+    out = None
+    for v in values:
+        out = v if out is None else out * v
     return out
 
 
-def _check_4d(x: Tensor, op: str, arg: str, layout: str) -> None:
-    check_tensor(x, op, arg)
-    if x.ndim != 4:
-        raise TEShapeError(f"{op}: {arg} {x.name!r} has shape {x.shape} but must be 4-D "
-                           f"({layout})")
+def global_avg_pool(data: Tensor, name: str = "global_avg_pool") -> Tensor:
+    """Mean of ``(N, C, *spatial)`` data over all spatial axes, kept as size 1. Stages:
+    ``<name>_sum`` and ``<name>``."""
+    _check_nd(data, "global_avg_pool", "data", "N, C, *spatial")
+    rk = [_r.reduce_axis(s, name=f"r{d}") for d, s in enumerate(data.shape[2:])]
+    shape, names = data.shape[:2] + (1,) * len(rk), _spatial_names(len(rk))
+    total = compute_named(shape, names, lambda n, c, *o: _r.sum(load(data, [n, c] + rk),
+                                                                axis=rk), f"{name}_sum")
+    count = _e.const(float(prod(data.shape[2:])), total.dtype)
+    return compute_named(shape, names, lambda *i: store(total[i] / count, data.dtype), name)
 
 
-def conv2d(data: Tensor, weight: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
-           name: str = "conv2d") -> Tensor:
-    """2-D convolution (cross-correlation), NCHW data and OIHW weight:
-    ``out[n, f, y, x] = sum(data_padded[n, c, y*sh + ry*dh, x*sw + rx*dw] * weight[f, rc, ry, rx])``
-    with ``c = (f // (F / groups)) * (C / groups) + rc``. Padding is zeros, in a stage of its own.
-    """
-    op = "conv2d"
-    _check_4d(data, op, "data", "N, C, H, W")
-    _check_4d(weight, op, "weight", "F, C/groups, KH, KW")
-    _same_dtype(op, data, weight)
-    n, c, h, w = data.shape
-    f, cg, kh, kw = weight.shape
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise TEError(f"{op}: groups={groups!r} must be a positive int")
-    if c % groups or f % groups:
-        raise TEShapeError(f"{op}: groups={groups} must divide both the input channels ({c}) "
-                           f"and the output channels ({f})")
-    if cg != c // groups:
-        raise TEShapeError(
-            f"{op}: weight {weight.name!r} has shape {weight.shape}, so {cg} input channels per "
-            f"group, but data {data.name!r} {data.shape} with groups={groups} has "
-            f"{c // groups}; the weight must be (F, C/groups, KH, KW)")
-    sh, sw = pair(stride, op, "stride")
-    dh, dw = pair(dilation, op, "dilation")
-    if min(sh, sw, dh, dw) < 1:
-        raise TEError(f"{op}: stride {stride!r} and dilation {dilation!r} must be positive")
-    pt, pl, pb, pr = _pads(padding, op)
-    oh = _out_size(op, "height", h, pt, pb, kh, sh, dh)
-    ow = _out_size(op, "width", w, pl, pr, kw, sw, dw)
-    padded = data
-    if pt or pl or pb or pr:
-        padded = pad(data, ((0, 0), (0, 0), (pt, pb), (pl, pr)), name=f"{name}_pad")
-    rc = _r.reduce_axis(cg, name="rc")
-    ry = _r.reduce_axis(kh, name="ry")
-    rx = _r.reduce_axis(kw, name="rx")
-    f_per_group = f // groups
-
-    def body(nn, ff, yy, xx):
-        group = ff if f_per_group == 1 else ff // f_per_group
-        chan = rc if groups == 1 else scaled(group, cg) + rc
-        val = padded[nn, chan, scaled(yy, sh) + scaled(ry, dh), scaled(xx, sw) + scaled(rx, dw)]
-        return _r.sum(val * weight[ff, rc, ry, rx], axis=[rc, ry, rx])
-
-    return compute_named((n, f, oh, ow), ["n", "f", "y", "x"], body, name)
-
-
-def _pool_window(op: str, data: Tensor, pool_size, stride, padding, dilation):
-    """Checked pooling geometry: out shape, kernel, stride, (top, left, bottom, right), dilation."""
-    _check_4d(data, op, "data", "N, C, H, W")
+def _pool2d_args(op: str, data: Tensor, pool_size, stride, padding, dilation):
+    """ONNX-style (kernel, strides, pads, dilations) from the 2-D forms' arguments."""
+    _check_nd(data, op, "data", "N, C, H, W", 4)
     kh, kw = pair(pool_size, op, "pool_size")
-    sh, sw = (kh, kw) if stride is None else pair(stride, op, "stride")
+    strides = (kh, kw) if stride is None else pair(stride, op, "stride")
     dh, dw = pair(dilation, op, "dilation")
-    if min(kh, kw, sh, sw, dh, dw) < 1:
+    if min((kh, kw) + strides + (dh, dw)) < 1:
         raise TEError(f"{op}: pool_size, stride and dilation must be positive")
-    pads = _pads(padding, op)
+    pads = _pads2d(padding, op)
     pt, pl, pb, pr = pads
     if max(pt, pb) > dh * (kh - 1) or max(pl, pr) > dw * (kw - 1):
         raise TEShapeError(f"{op}: padding {padding!r} must be smaller than the pooling window "
                            f"({kh}, {kw}); otherwise a window could see padding only")
-    n, c, h, w = data.shape
-    oh = _out_size(op, "height", h, pt, pb, kh, sh, dh)
-    ow = _out_size(op, "width", w, pl, pr, kw, sw, dw)
-    return (n, c, oh, ow), (kh, kw), (sh, sw), pads, (dh, dw)
-
-
-def _window_read(data: Tensor, idx, red, strides, pads, dilation):
-    """``data`` at window position ``red`` of output ``idx``, reading padding as nothing:
-    returns the load and the bool condition that the position is inside ``data`` (None if
-    it always is). Guarded indices are clamped so the load itself is always in bounds."""
-    nn, cc, yy, xx = idx
-    (_, _, h, w), (pt, pl, pb, pr) = data.shape, pads
-    src, conds = [nn, cc], []
-    for o, r, s, d, size, before, after in ((yy, red[0], strides[0], dilation[0], h, pt, pb),
-                                            (xx, red[1], strides[1], dilation[1], w, pl, pr)):
-        i = scaled(o, s) + scaled(r, d)
-        if before:
-            i = i - before
-            conds.append(i >= 0)
-        if after:
-            conds.append(i < size)
-        if before and after:
-            i = clamp(i, size)
-        elif before:
-            i = _e.max(i, 0)
-        elif after:
-            i = _e.min(i, size - 1)
-        src.append(i)
-    cond = None
-    for c in conds:
-        cond = c if cond is None else cond & c
-    return data[tuple(src)], cond
+    return (kh, kw), strides, pads, (dh, dw)
 
 
 def max_pool2d(data: Tensor, pool_size, stride=None, padding=0, dilation=1,
                name: str = "max_pool2d") -> Tensor:
-    """Max over ``pool_size`` windows of NCHW data; ``stride`` defaults to ``pool_size``
-    (as in PyTorch). Padded positions are ignored, as if they held -inf."""
-    out_shape, (kh, kw), strides, pads, dil = _pool_window(
-        "max_pool2d", data, pool_size, stride, padding, dilation)
-    ry, rx = _r.reduce_axis(kh, name="ry"), _r.reduce_axis(kw, name="rx")
-
-    def body(*idx):
-        val, cond = _window_read(data, idx, (ry, rx), strides, pads, dil)
-        return _r.max(val, axis=[ry, rx], where=cond)
-
-    return compute_named(out_shape, ["n", "c", "y", "x"], body, name)
+    """2-D :func:`max_pool` of NCHW data; ``stride`` defaults to ``pool_size`` (as in
+    PyTorch)."""
+    return max_pool(data, *_pool2d_args("max_pool2d", data, pool_size, stride, padding,
+                                        dilation), name=name)
 
 
 def avg_pool2d(data: Tensor, pool_size, stride=None, padding=0, dilation=1,
                count_include_pad: bool = False, name: str = "avg_pool2d") -> Tensor:
-    """Mean over ``pool_size`` windows of NCHW float data; ``stride`` defaults to
-    ``pool_size``. With ``count_include_pad=False`` (ONNX's default) padded positions are
-    left out of the count; with True every window counts ``kh * kw`` positions (PyTorch's
-    default). Computed as a windowed sum stage ``<name>_sum`` and a divide stage."""
-    op = "avg_pool2d"
-    check_tensor(data, op, "data")
+    """2-D :func:`avg_pool` of NCHW float data; ``stride`` defaults to ``pool_size``. With
+    ``count_include_pad=False`` (ONNX's default) padded positions are left out of the
+    count; with True every window counts ``kh * kw`` positions (PyTorch's default)."""
+    check_tensor(data, "avg_pool2d", "data")
     if not _e.is_float(data.dtype):
-        raise TEError(f"{op}: data {data.name!r} is {data.dtype}; average pooling needs floats")
-    out_shape, (kh, kw), strides, pads, dil = _pool_window(
-        op, data, pool_size, stride, padding, dilation)
-    ry, rx = _r.reduce_axis(kh, name="ry"), _r.reduce_axis(kw, name="rx")
-
-    def window_sum(*idx):
-        val, cond = _window_read(data, idx, (ry, rx), strides, pads, dil)
-        return _r.sum(val, axis=[ry, rx], where=cond)
-
-    total = compute_named(out_shape, ["n", "c", "y", "x"], window_sum, f"{name}_sum")
-    (_, _, h, w), (pt, pl, pb, pr) = data.shape, pads
-
-    def count(o, k, s, d, size, before, after):
-        """How many of the window's ``k`` positions fall inside ``[0, size)``."""
-        if count_include_pad or not (before or after):
-            return _e.const(k, "int32")
-        # window position r reads input row o*s + r*d - before: it is real for
-        # ceil((before - o*s) / d) <= r <= floor((size - 1 + before - o*s) / d)
-        first, last = before - scaled(o, s), size - 1 + before - scaled(o, s)
-        lo = _e.max((first + (d - 1)) // d if d > 1 else first, 0)
-        hi = _e.min(last // d if d > 1 else last, k - 1)
-        return hi - lo + 1
-
-    def average(nn, cc, yy, xx):
-        n_h = count(yy, kh, strides[0], dil[0], h, pt, pb)
-        n_w = count(xx, kw, strides[1], dil[1], w, pl, pr)
-        return total[nn, cc, yy, xx] / _e.cast(data.dtype, n_h * n_w)
-
-    return compute_named(out_shape, ["n", "c", "y", "x"], average, name)
-
-
-def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis``, in four stages:
-    ``<name>_max``, ``<name>_exp``, ``<name>_sum`` and the division ``<name>``. The
-    statistics keep the reduced dimension with size 1."""
-    check_tensor(x, "softmax", "x")
-    if not _e.is_float(x.dtype):
-        raise TEError(f"softmax: {x.name!r} is {x.dtype}; softmax needs a float tensor")
-    axis = normalize_axis(axis, x.ndim, "softmax")
-    stat_shape = x.shape[:axis] + (1,) + x.shape[axis + 1:]
-    names = axis_names(x.ndim)
-
-    def along(idx, r):
-        return idx[:axis] + (r,) + idx[axis + 1:]
-
-    def stat(idx):
-        return idx[:axis] + (0,) + idx[axis + 1:]
-
-    k1 = _r.reduce_axis(x.shape[axis], name="k")
-    mx = compute_named(stat_shape, names, lambda *i: _r.max(x[along(i, k1)], axis=k1),
-                       f"{name}_max")
-    ex = compute_named(x.shape, names, lambda *i: _e.exp(x[i] - mx[stat(i)]), f"{name}_exp")
-    k2 = _r.reduce_axis(x.shape[axis], name="k")
-    sm = compute_named(stat_shape, names, lambda *i: _r.sum(ex[along(i, k2)], axis=k2),
-                       f"{name}_sum")
-    return compute_named(x.shape, names, lambda *i: ex[i] / sm[stat(i)], name)
-
-
-def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None,
-               axis: int = -1, epsilon: float = 1e-5, name: str = "layer_norm") -> Tensor:
-    """``(x - mean) / sqrt(var + epsilon) * gamma + beta``, mean and (biased) variance over
-    the dimensions ``axis, axis+1, ..., last`` (ONNX LayerNormalization's ``axis``).
-    ``gamma`` and ``beta`` (optional) have the shape of those dimensions. Stages:
-    ``<name>_sum``, ``<name>_sqsum`` (squared deviations from the mean: two passes, for
-    accuracy) and ``<name>``."""
-    op = "layer_norm"
-    check_tensor(x, op, "x")
-    if not _e.is_float(x.dtype):
-        raise TEError(f"{op}: {x.name!r} is {x.dtype}; layer_norm needs a float tensor")
-    axis = normalize_axis(axis, x.ndim, op)
-    outer, inner = x.shape[:axis], x.shape[axis:]
-    for arg, t in (("gamma", gamma), ("beta", beta)):
-        if t is None:
-            continue
-        check_tensor(t, op, arg)
-        _same_dtype(op, x, t)
-        if t.shape != inner:
-            raise TEShapeError(f"{op}: {arg} {t.name!r} has shape {t.shape} but must be {inner}, "
-                               f"the normalized dimensions of {x.name!r} {x.shape}")
-    stat_shape = outer or (1,)
-    names = axis_names(len(stat_shape))
-    inv_n = _e.const(1.0 / prod(inner), x.dtype)
-
-    def stat(idx):
-        return tuple(idx[:axis]) if outer else (0,)
-
-    def reduce_axes():
-        return [_r.reduce_axis(s, name=f"k{d}") for d, s in enumerate(inner)]
-
-    r1 = reduce_axes()
-    total = compute_named(stat_shape, names,
-                          lambda *o: _r.sum(x[o[:axis] + tuple(r1)], axis=r1), f"{name}_sum")
-    r2 = reduce_axes()
-
-    def sq_dev(*o):
-        d = x[o[:axis] + tuple(r2)] - total[stat(o)] * inv_n
-        return _r.sum(d * d, axis=r2)
-
-    sqsum = compute_named(stat_shape, names, sq_dev, f"{name}_sqsum")
-    eps = _e.const(epsilon, x.dtype)
-
-    def normalize(*i):
-        s = stat(i)
-        y = (x[i] - total[s] * inv_n) * _e.rsqrt(sqsum[s] * inv_n + eps)
-        if gamma is not None:
-            y = y * gamma[i[axis:]]
-        if beta is not None:
-            y = y + beta[i[axis:]]
-        return y
-
-    return compute_named(x.shape, axis_names(x.ndim), normalize, name)
+        raise TEError(f"avg_pool2d: data {data.name!r} is {data.dtype}; average pooling needs "
+                      "floats")
+    return avg_pool(data, *_pool2d_args("avg_pool2d", data, pool_size, stride, padding,
+                                        dilation), count_include_pad=count_include_pad, name=name)

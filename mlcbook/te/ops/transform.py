@@ -1,4 +1,6 @@
-"""Data movement: ``transpose``, ``reshape``, ``pad``.
+"""Data movement: every output element is one input element (or a fill value), found by
+index arithmetic. ``transpose``, ``reshape``, ``pad``, ``concat``, ``split``, ``slice``,
+``gather``.
 
     >>> transpose(x, (0, 2, 1)).shape         # x: (2, 3, 4)
     (2, 4, 3)
@@ -6,14 +8,18 @@
     (6, 4)
     >>> pad(x, ((0, 0), (1, 1), (2, 0))).shape
     (2, 5, 6)
+
+Loads that a ``select`` may discard are clamped into bounds, because both branches of a
+select may be evaluated.
 """
 
 from __future__ import annotations
 
-from ...errors import TEError, TEShapeError
+from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from ._util import axis_names, check_tensor, clamp, compute_named, prod, scaled
+from .util import (and_all, axis_names, check_tensor, clamp, compute_named, normalize_axis,
+                    prod, scaled)
 
 
 def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
@@ -78,9 +84,26 @@ def reshape(x: Tensor, newshape, name: str = "reshape") -> Tensor:
     return compute_named(dims, axis_names(len(dims)), body, name)
 
 
-def pad(x: Tensor, pad_width, value=0, name: str = "pad") -> Tensor:
-    """``numpy.pad(x, pad_width, constant_values=value)``: ``pad_width`` is an int (all
-    sides), or one ``(before, after)`` pair per dimension."""
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def _pad_index(i, size: int, mode: str):
+    if mode == "edge":
+        return clamp(i, size)
+    if mode == "wrap":
+        return i % size
+    # reflect (without repeating the edge): fold i into [0, 2*size - 2), then mirror
+    if size == 1:
+        return _e.const(0)
+    period = 2 * size - 2
+    j = i % period
+    return clamp(_e.select(j < size, j, period - j), size)  # the clamp states the bound
+
+
+def pad(x: Tensor, pad_width, value=0, mode: str = "constant", name: str = "pad") -> Tensor:
+    """``numpy.pad(x, pad_width, mode, constant_values=value)``: ``pad_width`` is an int
+    (all sides), or one ``(before, after)`` pair per dimension; a negative width crops
+    (ONNX's Pad). ``mode`` is one of ``constant``, ``reflect``, ``edge``, ``wrap``."""
     check_tensor(x, "pad", "x")
     if isinstance(pad_width, int):
         widths = [(pad_width, pad_width)] * x.ndim
@@ -89,31 +112,149 @@ def pad(x: Tensor, pad_width, value=0, name: str = "pad") -> Tensor:
     if len(widths) != x.ndim or any(len(p) != 2 for p in widths):
         raise TEShapeError(f"pad: pad_width {pad_width!r} needs one (before, after) pair per "
                            f"dimension of {x.name!r}, which has {x.ndim}")
-    if any(not isinstance(v, int) or v < 0 for p in widths for v in p):
-        raise TEShapeError(f"pad: pad_width {pad_width!r} must hold non-negative ints")
+    if any(not isinstance(v, int) for p in widths for v in p):
+        raise TEShapeError(f"pad: pad_width {pad_width!r} must hold ints")
+    if mode not in PAD_MODES:
+        raise TEError(f"pad: mode {mode!r} is not one of {PAD_MODES}")
     out_shape = tuple(s + b + a for s, (b, a) in zip(x.shape, widths))
-    fill = _e.as_expr(value, x.dtype)
+    if min(out_shape, default=1) < 1:
+        raise TEShapeError(f"pad: pad_width {pad_width!r} crops {x.name!r} {x.shape} to "
+                           f"{out_shape}; every dimension must keep at least one element")
+    fill = _e.const(bool(value) if x.dtype == "bool" else
+                    (int(value) if _e.is_int(x.dtype) else float(value)), x.dtype)
 
     def body(*idx):
         src, conds = [], []
         for i, size, (before, after) in zip(idx, x.shape, widths):
-            if before == 0 and after == 0:
-                src.append(i)
+            i = i - before if before else i
+            if mode != "constant":
+                src.append(_pad_index(i, size, mode) if before > 0 or after > 0 else i)
                 continue
-            # the index is clamped so that the read stays in bounds even where the select
-            # picks the fill value: a select may evaluate both branches
-            src.append(clamp(i - before if before else i, size))
-            if before:
-                conds.append(i >= before)
-            if after:
-                conds.append(i < before + size)
-        if not conds:
-            return x[tuple(src)]
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = cond & c
-        return _e.select(cond, x[tuple(src)], fill)
+            guard = ([i >= 0] if before > 0 else []) + ([i < size] if after > 0 else [])
+            conds += guard
+            src.append(clamp(i, size) if guard else i)
+        cond = and_all(conds)
+        return x[tuple(src)] if cond is None else _e.select(cond, x[tuple(src)], fill)
 
-    if fill.dtype != x.dtype:
-        raise TEError(f"pad: the fill value {value!r} does not fit dtype {x.dtype} of {x.name!r}")
     return compute_named(out_shape, axis_names(x.ndim), body, name)
+
+
+def concat(tensors, axis: int = 0, name: str = "concat") -> Tensor:
+    """``numpy.concatenate(tensors, axis)``: shapes agree except along ``axis``."""
+    tensors = [check_tensor(t, "concat", f"tensors[{k}]") for k, t in enumerate(tensors)]
+    first = tensors[0]
+    axis = normalize_axis(axis, first.ndim, "concat")
+    for t in tensors[1:]:
+        if t.dtype != first.dtype or t.shape[:axis] + t.shape[axis + 1:] != \
+                first.shape[:axis] + first.shape[axis + 1:]:
+            raise TEShapeError(f"concat: {t.name!r} {t.shape} {t.dtype} does not fit "
+                               f"{first.name!r} {first.shape} {first.dtype}; all must have one "
+                               f"dtype and one shape except along axis {axis}")
+    offsets = [0]
+    for t in tensors:
+        offsets.append(offsets[-1] + t.shape[axis])
+    out_shape = first.shape[:axis] + (offsets[-1],) + first.shape[axis + 1:]
+
+    def body(*idx):
+        value = None
+        for t, off in reversed(list(zip(tensors, offsets))):
+            i = idx[axis] - off if off else idx[axis]
+            v = t[idx[:axis] + (clamp(i, t.shape[axis]),) + idx[axis + 1:]]
+            value = v if value is None else _e.select(idx[axis] < off + t.shape[axis], v, value)
+        return value
+
+    return compute_named(out_shape, axis_names(len(out_shape)), body, name)
+
+
+def split(x: Tensor, sizes, axis: int = 0, name: str = "split") -> tuple[Tensor, ...]:
+    """``x`` cut along ``axis`` into pieces of ``sizes`` (which add up to its size there);
+    piece ``k`` is the stage ``<name>_<k>``."""
+    check_tensor(x, "split", "x")
+    axis = normalize_axis(axis, x.ndim, "split")
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 1:
+        raise TEShapeError(f"split: sizes {tuple(sizes)} must be positive and add up to "
+                           f"{x.shape[axis]}, the size of axis {axis} of {x.name!r} {x.shape}")
+    outs, off = [], 0
+    for k, size in enumerate(sizes):
+        def body(*idx, off=off):
+            return x[idx[:axis] + (idx[axis] + off if off else idx[axis],) + idx[axis + 1:]]
+        shape = x.shape[:axis] + (size,) + x.shape[axis + 1:]
+        outs.append(compute_named(shape, axis_names(x.ndim), body, f"{name}_{k}"))
+        off += size
+    return tuple(outs)
+
+
+def slice_ranges(shape, starts, ends, axes=None, steps=None,
+                 error: type[MLCError] = TEShapeError) -> list[tuple[int, int, int]]:
+    """(start, step, length) for every axis of ``shape`` sliced ONNX's way: negative bounds
+    count from the end, out-of-range ones are clamped. Bad arguments raise ``error``.
+
+        >>> slice_ranges((10, 4), starts=(-3,), ends=(100,))
+        [(7, 1, 3), (0, 1, 4)]
+    """
+    starts, ends = tuple(starts), tuple(ends)
+    axes = tuple(range(len(starts))) if axes is None else tuple(axes)
+    steps = (1,) * len(starts) if steps is None else tuple(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise error(f"slice: starts, ends, axes and steps must have the same length; got "
+                    f"{starts}, {ends}, {axes}, {steps}")
+    out = [(0, 1, d) for d in shape]
+    seen = set()
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        if not -len(shape) <= a < len(shape) or a % len(shape) in seen:
+            raise error(f"slice: axes={axes} must be distinct axes of a tensor of rank "
+                        f"{len(shape)}")
+        a %= len(shape)
+        seen.add(a)
+        d = shape[a]
+        if st == 0:
+            raise error("slice: a step of 0 is not allowed")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+            n = max(0, -(-(e - s) // st))
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+            n = max(0, -(-(s - e) // -st))
+        out[a] = (s, st, n)
+    return out
+
+
+def slice(x: Tensor, starts, ends, axes=None, steps=None,  # noqa: A001 - ONNX's Slice
+          name: str = "slice") -> Tensor:
+    """``x[starts:ends:steps]`` along ``axes`` (all leading axes by default), with ONNX's
+    rules for negative and out-of-range bounds (:func:`slice_ranges`)."""
+    check_tensor(x, "slice", "x")
+    ranges = slice_ranges(x.shape, starts, ends, axes, steps)
+    shape = tuple(n for _, _, n in ranges)
+    if min(shape, default=1) < 1:
+        raise TEShapeError(f"slice: the slice of {x.name!r} {x.shape} is empty ({shape})")
+
+    def body(*idx):
+        return x[tuple(i * st + s if (s, st) != (0, 1) else i
+                       for i, (s, st, _) in zip(idx, ranges))]
+
+    return compute_named(shape, axis_names(len(shape)), body, name)
+
+
+def gather(data: Tensor, indices: Tensor, axis: int = 0, name: str = "gather") -> Tensor:
+    """``numpy.take(data, indices, axis)``: slices of ``data`` along ``axis`` picked by the
+    integer tensor ``indices`` (negative counts from the end)."""
+    check_tensor(data, "gather", "data")
+    check_tensor(indices, "gather", "indices")
+    if not _e.is_int(indices.dtype):
+        raise TEError(f"gather: indices {indices.name!r} are {indices.dtype}; give an int tensor")
+    axis = normalize_axis(axis, data.ndim, "gather")
+    n = data.shape[axis]
+    shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+
+    def body(*idx):
+        ix = indices[idx[axis:axis + indices.ndim]]
+        ix = _e.cast("int32", ix)
+        # out of range reads the edge here, so the kernel never reads outside ``data``; a
+        # compiled model checks the indices before (mlcbook.graph.legalize.index_bounds)
+        ix = clamp(_e.select(ix < 0, ix + n, ix), n)
+        return data[idx[:axis] + (ix,) + idx[axis + indices.ndim:]]
+
+    return compute_named(shape, axis_names(len(shape)), body, name)

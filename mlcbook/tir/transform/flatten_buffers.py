@@ -35,7 +35,7 @@ def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
             out = idx
         else:
             out = out * Const(size, out.dtype) + idx
-    return out
+    return Const(0, "int32") if out is None else out  # a 0-d buffer holds one element
 
 
 def flatten_buffers(func: PrimFunc) -> PrimFunc:

@@ -1,4 +1,5 @@
-"""Helpers shared by the operator families: argument checks, broadcasting, index arithmetic."""
+"""Helpers shared by the operator families and the graph legalizations: argument checks,
+broadcasting, index arithmetic, storage and compute dtypes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,50 @@ from ...tir import expr as _e
 from ..tensor import Tensor, compute_named
 
 __all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "broadcast_shapes",
-           "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod"]
+           "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod",
+           "COMPUTE_DTYPE", "compute_dtype", "load", "store", "const_like", "and_all",
+           "reduce_stage", "trunc_div"]
+
+#: storage dtypes whose arithmetic happens in a wider dtype, the result cast back
+COMPUTE_DTYPE = {"int8": "int32", "uint8": "int32", "float16": "float32"}
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype arithmetic on ``dtype`` values happens in: ``compute_dtype("int8") == "int32"``."""
+    return COMPUTE_DTYPE.get(dtype, dtype)
+
+
+def load(t: Tensor, idx) -> _e.PrimExpr:
+    """``t[idx]`` in its compute dtype (unchanged for float32, int32, ...)."""
+    return _e.cast(compute_dtype(t.dtype), t[tuple(idx)])
+
+
+def store(value: _e.PrimExpr, dtype: str) -> _e.PrimExpr:
+    """``value`` converted for storing into a ``dtype`` tensor (bool: nonzero is True)."""
+    if dtype == "bool" and value.dtype != "bool":
+        return value != _e.const(0, value.dtype)
+    return _e.cast(dtype, value)
+
+
+def const_like(value, like: _e.PrimExpr) -> _e.Const:
+    """A constant of ``like``'s dtype (ints rounded toward zero, as a cast would)."""
+    return _e.const(int(value) if _e.is_int(like.dtype) else value, like.dtype)
+
+
+def trunc_div(a: _e.PrimExpr, b: _e.PrimExpr) -> _e.PrimExpr:
+    """Integer ``a / b`` rounded toward zero (C's and ONNX's rule), from the IR's floor
+    division: ``trunc_div(-7, 2)`` is -3 where ``-7 // 2`` is -4."""
+    q = a // b
+    fix = (a % b != const_like(0, a)) & ((a < const_like(0, a)) != (b < const_like(0, b)))
+    return _e.select(fix, q + const_like(1, q), q)
+
+
+def and_all(conds):
+    """``c0 & c1 & ...`` of the conditions, or None when there are none."""
+    out = None
+    for c in conds:
+        out = c if out is None else out & c
+    return out
 
 
 def axis_names(ndim: int) -> list[str]:
@@ -104,3 +148,13 @@ def prod(values) -> int:
 def clamp(index, size: int):
     """``index`` clamped into ``[0, size)``: keeps a guarded read provably in bounds."""
     return _e.max(_e.min(index, size - 1), 0)
+
+
+def reduce_stage(shape, names, body, dtype: str, name: str) -> Tensor:
+    """The reduction ``compute(shape, body)`` stored as ``dtype``: when it accumulates in a
+    wider dtype (int8 -> int32), the stage is ``<name>_acc`` and a cast stage ``name`` follows."""
+    acc_dtype = body(*(_e.Var(n) for n in names)).dtype
+    acc = compute_named(shape, names, body, name if acc_dtype == dtype else f"{name}_acc")
+    if acc.dtype == dtype:
+        return acc
+    return compute_named(shape, names, lambda *i: store(acc[i], dtype), name)

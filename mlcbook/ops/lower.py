@@ -1,0 +1,82 @@
+"""The legalizations of the registered ops: each maps the graph op's inputs and ONNX-style
+attributes onto an operator of the library :mod:`mlcbook.te.ops`, which computes it.
+
+    >>> get("conv").legalize          # te.ops.conv(x, w, [b], strides=..., pads=..., ...)
+
+Most ops are the te.ops operator of the same name, called with the op's inputs
+positionally and its attributes as keywords (``_RENAMED`` lists where te.ops spells an
+attribute differently); the rest have an adapter of their own below.
+"""
+
+from __future__ import annotations
+
+from ..te import ops as T
+from .registry import register_legalization
+
+#: the ops computed by the te.ops operator of the same name from the same inputs and attributes
+_SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "tanh", "erf",
+         "leaky_relu", "gelu", "clip", "cast", "add", "sub", "mul", "div", "maximum", "minimum",
+         "equal", "less", "greater", "pow", "where", "batch_norm", "matmul", "gemm", "conv",
+         "max_pool", "avg_pool", "global_avg_pool", "softmax", "log_softmax", "sum", "mean",
+         "max", "min", "transpose", "slice")
+#: op -> {attribute: te.ops parameter} where the two spell it differently
+_RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
+            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min")}}
+
+
+def _same(op: str):
+    fn, renamed = getattr(T, op), _RENAMED.get(op, {})
+
+    @register_legalization(op)
+    def legalize(ins, attrs, out_type):
+        return fn(*ins, **{renamed.get(k, k): v for k, v in attrs.items()}, name=op)
+    return legalize
+
+
+for _op in _SAME:
+    _same(_op)
+
+
+@register_legalization("layer_norm")
+def _layer_norm(ins, attrs, out_type):
+    return T.layer_norm(*ins, axis=attrs["axis"], epsilon=attrs["epsilon"],
+                        return_stats=attrs["num_outputs"] == 3, name="layer_norm")
+
+
+def _reshape(op: str):
+    @register_legalization(op)
+    def legalize(ins, attrs, out_type):
+        # the op's type already resolved 0, -1, axes...: only the target shape matters
+        return T.reshape(ins[0], out_type.shape, name=op)
+    return legalize
+
+
+for _op in ("reshape", "flatten", "squeeze", "unsqueeze"):
+    _reshape(_op)
+
+
+@register_legalization("concat")
+def _concat(ins, attrs, out_type):
+    return T.concat(ins, attrs["axis"], name="concat")
+
+
+@register_legalization("split")
+def _split(ins, attrs, out_type):
+    axis = attrs["axis"] % ins[0].ndim
+    return T.split(ins[0], [t.shape[axis] for t in out_type.fields], axis, name="split")
+
+
+@register_legalization("pad")
+def _pad(ins, attrs, out_type):
+    x, pads = ins[0], attrs["pads"]
+    widths = [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)]
+    return T.pad(x, widths, attrs["value"], attrs["mode"], name="pad")
+
+
+@register_legalization("gather")
+def _gather(ins, attrs, out_type):
+    data, indices = ins
+    if out_type.ndim == data.ndim - 1:
+        # a 0-d index arrives as the (1,) buffer it shares memory with: read it as 0-d
+        indices = T.reshape(indices, (), name="index")
+    return T.gather(data, indices, attrs["axis"], name="gather")
