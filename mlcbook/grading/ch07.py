@@ -94,7 +94,8 @@ def _programs(rng):
             (f"matmul {m}, default schedule", default_schedule(small_matmul(m)))]
 
 
-@exercise("07.vector_share", points=2, title="A feature: the share of vector work")
+@exercise("07.vector_share", points=2, answer="vector_share",
+          title="A feature: the share of vector work")
 def _check_vector_share(answer, rng):
     for what, func in _programs(rng):
         with trial(what):
@@ -133,7 +134,8 @@ class CountingSpace:
         return self._note(self._space.mutate(p, rng))
 
 
-@exercise("07.budget_search", points=2, title="Search within a budget, guided by a model")
+@exercise("07.budget_search", points=2, answer="budget_search",
+          title="Search within a budget, guided by a model")
 def _check_budget_search(answer, rng):
     from ..tune.cost_model import AnalyticModel
     from ..tune.features import features
@@ -163,7 +165,8 @@ def _check_budget_search(answer, rng):
 
 
 # --- 07.row_rule --------------------------------------------------------------------------------
-@exercise("07.row_rule", points=3, title="A search rule for row reductions")
+@exercise("07.row_rule", points=3, answer="row_rule",
+          title="A search rule for row reductions")
 def _check_row_rule(answer, rng):
     from ..runtime import build
     from ..tune.space import Space

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..tir.analysis import int_values
+from ..tir.arith import int_values
 from ..tir.expr import Binary, BufferLoad, Call, Const, Var
 from ..tir.function import PrimFunc
 from ..tir.functor import Visitor
