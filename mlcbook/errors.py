@@ -123,6 +123,12 @@ class TuneError(MLCError):
     code = "MLC-U000"
 
 
+class DatabaseError(TuneError):
+    """A tuning database that cannot be read or written."""
+
+    code = "MLC-U003"
+
+
 # --- codegen and build (C) -----------------------------------------------------------------
 class BuildError(MLCError):
     code = "MLC-C001"

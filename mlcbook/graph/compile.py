@@ -21,14 +21,12 @@ import os
 import time
 from typing import Any
 
-from ..errors import LegalizeError
+from ..errors import DatabaseError, LegalizeError
 from ..ops import get as get_op
 from ..ops import view_ops
 from ..ops.registry import OpKind
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
-from ..tune.database import Database, apply_best
-from ..tune.errors import DatabaseError
 from .default_schedule import default_schedule
 from .executable import Executable
 from .expr import CallTIR, Function, post_order
@@ -39,6 +37,7 @@ from .legalize import legalize
 from .memory_plan import plan_memory
 from .passes import PassContext, optimize
 from .plan import make_plan
+from .records import Database, apply_best
 
 
 #: most elements of one tensor: loop variables and indices are int32
@@ -64,7 +63,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     ``opt_level`` picks the optimizations (0 none, 1 folding and cleanup, 2 + fusion and
     memory planning, 3 + layouts; see :mod:`mlcbook.graph.passes.pipeline`); ``dump_dir``
     writes the graph after each pass; ``verbose`` prints each pass's time;
-    ``tuning_records`` (a path or an ``mb.tune.Database``) schedules every kernel it has a
+    ``tuning_records`` (a path or a :class:`~.records.Database`, i.e. ``mb.tune.Database``) schedules every kernel it has a
     record for by its best record, the others by the default schedule
     (``exe.stats["tuned_kernels"]`` counts the former).
     """

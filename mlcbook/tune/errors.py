@@ -6,7 +6,7 @@ bad tuning request, a database that cannot be read.
 
 from __future__ import annotations
 
-from ..errors import ScheduleError, TuneError
+from ..errors import DatabaseError, ScheduleError, TuneError
 
 
 class SpaceError(ScheduleError):
@@ -20,12 +20,6 @@ class TuneArgumentError(TuneError):
     """A tuning call got a bad argument (a budget, a model name, an executor)."""
 
     code = "MLC-U002"
-
-
-class DatabaseError(TuneError):
-    """A tuning database that cannot be read or written."""
-
-    code = "MLC-U003"
 
 
 __all__ = ["SpaceError", "TuneArgumentError", "DatabaseError", "TuneError"]
