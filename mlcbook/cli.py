@@ -2,6 +2,8 @@
 
     mlcbook tour                        the built-in end-to-end demo
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
+    mlcbook compile MODEL.onnx -o OUT.mlcb --records RECORDS.jsonl   (tuned kernels)
+    mlcbook tune MODEL.onnx --trials N -o RECORDS.jsonl [--cost-model xgboost|random|analytic]
     mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--batch-size N] [--shape ...]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
@@ -59,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="the size of a symbolic first dimension of the inputs")
     comp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
                       help="the full shape of one input (repeat for several inputs)")
+    comp.add_argument("--records", metavar="RECORDS.jsonl",
+                      help="tuning records (from `mlcbook tune`) to schedule the kernels with")
     comp.set_defaults(run=_compile)
 
     exp = sub.add_parser("export", help="compile an ONNX model to a C library and header",
@@ -77,6 +81,25 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
                      help="the full shape of one input (repeat for several inputs)")
     exp.set_defaults(run=_export)
+    tn = sub.add_parser("tune", help="tune the kernels of an ONNX model, writing tuning records",
+                        description="Measure schedules of every kernel of an ONNX model on this "
+                        "machine, guided by a cost model, and append the records to a JSON-lines "
+                        "file that `mlcbook compile --records` uses.")
+    tn.add_argument("model", metavar="MODEL.onnx")
+    tn.add_argument("-o", "--output", required=True, metavar="RECORDS.jsonl",
+                    help="the records file (read first: tuning resumes from it)")
+    tn.add_argument("--trials", type=int, required=True, metavar="N",
+                    help="measurements in all, shared among the model's kernels")
+    tn.add_argument("--cost-model", dest="cost_model", default="xgboost",
+                    choices=["xgboost", "random", "analytic"], help="the cost model")
+    tn.add_argument("--batch", type=int, default=8, help="candidates measured per round")
+    tn.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds before a candidate is given up as hanging")
+    tn.add_argument("--batch-size", type=int, metavar="N",
+                    help="the size of a symbolic first dimension of the inputs")
+    tn.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                    help="the full shape of one input (repeat for several inputs)")
+    tn.set_defaults(run=_tune)
 
     run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
                          description="Load a model written by `mlcbook compile`, run it on "
@@ -179,7 +202,7 @@ def _parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _compile_onnx(args: argparse.Namespace, target: str = "llvm"):
+def _compile_onnx(args: argparse.Namespace, target: str = "llvm", records=None):
     from .errors import ArgumentError
     from .frontend.onnx import load_model
     from .frontend import from_onnx
@@ -190,7 +213,7 @@ def _compile_onnx(args: argparse.Namespace, target: str = "llvm"):
     model = load_model(args.model)
     _symbolic_dims_hint(model, args.batch_size, shapes)
     mod = from_onnx(model, shapes=shapes, batch_size=args.batch_size)
-    return compile_model(mod, target=target)
+    return compile_model(mod, target=target, tuning_records=records)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -211,7 +234,7 @@ def _compile(args: argparse.Namespace) -> int:
 
     from .errors import ArgumentError
     t0 = time.perf_counter()
-    exe = _compile_onnx(args)
+    exe = _compile_onnx(args, records=args.records)
     try:
         exe.save(args.output)
     except OSError as err:
@@ -226,6 +249,30 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"  inputs:  {ins}\n  outputs: {outs}")
     print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB, sha256 "
           f"{exe.artifact_sha256}); run it with `mlcbook run {args.output} --input X.npy`")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    import time
+
+    from .errors import ArgumentError
+    from .frontend import from_onnx
+    from .frontend.onnx import load_model
+    from .tune.tasks import tune_model
+    if args.trials < 1:
+        raise ArgumentError(f"--trials must be at least 1, got {args.trials}")
+    t0 = time.perf_counter()
+    model = load_model(args.model)
+    _symbolic_dims_hint(model, args.batch_size, _parse_shapes(args.shape))
+    mod = from_onnx(model, shapes=_parse_shapes(args.shape), batch_size=args.batch_size)
+    results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
+                         batch=args.batch, timeout=args.timeout)
+    for name, r in results.items():
+        best = f"{r.best_seconds * 1e3:.3f} ms" if r.best_seconds else "no valid candidate"
+        print(f"  {name}: best {best} after {len(r.history)} records")
+    print(f"tuned {len(results)} kernels of {args.model} in {time.perf_counter() - t0:.1f} s; "
+          f"records in {args.output}; use them with `mlcbook compile {args.model} -o OUT.mlcb "
+          f"--records {args.output}`")
     return 0
 
 

@@ -116,6 +116,19 @@ class ScheduleError(MLCError):
     code = "MLC-S000"
 
 
+# --- automatic tuning (U); subclasses live in mlcbook.tune.errors ----------------------------
+class TuneError(MLCError):
+    """Tuning was asked something it cannot do (a bad budget, a database it cannot read)."""
+
+    code = "MLC-U000"
+
+
+class DatabaseError(TuneError):
+    """A tuning database that cannot be read or written."""
+
+    code = "MLC-U003"
+
+
 # --- codegen and build (C) -----------------------------------------------------------------
 class BuildError(MLCError):
     code = "MLC-C001"

@@ -11,7 +11,7 @@ import mlcbook as mb
 from mlcbook.errors import MLCError, all_error_classes
 
 SUBPACKAGES = ["tir", "te", "script", "schedule", "codegen", "runtime", "graph", "ops",
-               "frontend", "grading", "models"]
+               "frontend", "grading", "models", "tune"]
 
 
 @pytest.mark.parametrize("name", mb.__all__)

@@ -17,10 +17,11 @@ layers of the compiler meet it.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from ..errors import LegalizeError
+from ..errors import DatabaseError, LegalizeError
 from ..ops import get as get_op
 from ..ops import view_ops
 from ..ops.registry import OpKind
@@ -36,6 +37,7 @@ from .legalize import legalize
 from .memory_plan import plan_memory
 from .passes import PassContext, optimize
 from .plan import make_plan
+from .records import Database, apply_best
 
 
 #: most elements of one tensor: loop variables and indices are int32
@@ -55,35 +57,28 @@ def check_sizes(func: Function) -> None:
 
 
 def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 3,  # noqa: A001
-            dump_dir=None, verbose: bool = False) -> Executable:
+            dump_dir=None, verbose: bool = False, tuning_records=None) -> Executable:
     """Compile a module's main graph function (or a graph Function) to an Executable.
 
     ``opt_level`` picks the optimizations (0 none, 1 folding and cleanup, 2 + fusion and
     memory planning, 3 + layouts; see :mod:`mlcbook.graph.passes.pipeline`); ``dump_dir``
-    writes the graph after each pass; ``verbose`` prints each pass's time.
+    writes the graph after each pass; ``verbose`` prints each pass's time;
+    ``tuning_records`` (a path or a :class:`~.records.Database`, i.e. ``mb.tune.Database``) schedules every kernel it has a
+    record for by its best record, the others by the default schedule
+    (``exe.stats["tuned_kernels"]`` counts the former).
     """
     from ..runtime import build
     t0 = time.perf_counter()
-    func, _ = main_function(mod)
-    check_sizes(func)
-    n_ops = len(func.calls())
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
-    func = optimize(func, opt_level, ctx)
-    others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
-              if k != func.name}
-    inplace_names: set[str] = set()
-    if opt_level >= 2:
-        fusion = fuse_ops(func)
-        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
-        inplace_names = {g.name for g in fusion.groups
-                         if g.kind <= OpKind.BROADCAST and all(
-                             get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
-    else:
-        lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
-    func, _ = main_function(lmod)
+    lmod, func, inplace_names, n_ops = _legalized(mod, opt_level, ctx)
     used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
-    prims = {name: default_schedule(f, target) for name, f in lmod.items()
-             if isinstance(f, PrimFunc) and name in used}
+    records = _records(tuning_records)
+    prims, tuned = {}, 0
+    for name, f in lmod.items():
+        if isinstance(f, PrimFunc) and name in used:
+            best = apply_best(f, records, target) if records is not None else None
+            tuned += best is not None
+            prims[name] = best if best is not None else default_schedule(f, target)
     t1 = time.perf_counter()
     kernels: dict[str, Any] = {}
     if prims:
@@ -99,11 +94,58 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
         mp = plan_memory(plan, inplace_steps)
         plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
-             "kernels": len(kernels), "calls": len(plan.steps), "ops": n_ops,
+             "kernels": len(kernels), "tuned_kernels": tuned, "calls": len(plan.steps),
+             "ops": n_ops,
              "arena_bytes": plan.arena_bytes if plan.offsets else unplanned,
              "unplanned_bytes": unplanned,
              "passes": [(name, dt) for name, dt, _, _ in ctx.timings]}
     return Executable(plan, kernels, consts, stats)
 
 
-__all__ = ["compile"]
+def _legalized(mod, opt_level: int, ctx: PassContext):
+    """The graph passes, fusion and legalization: (module of graph + PrimFuncs, its main
+    graph function, names of kernels that may run in place, ops in the input)."""
+    func, _ = main_function(mod)
+    check_sizes(func)
+    n_ops = len(func.calls())
+    func = optimize(func, opt_level, ctx)
+    others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
+              if k != func.name}
+    inplace_names: set[str] = set()
+    if opt_level >= 2:
+        fusion = fuse_ops(func)
+        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
+        inplace_names = {g.name for g in fusion.groups
+                         if g.kind <= OpKind.BROADCAST and all(
+                             get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
+    else:
+        lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
+    func, _ = main_function(lmod)
+    return lmod, func, inplace_names, n_ops
+
+
+def kernel_calls(mod, opt_level: int = 3) -> list:
+    """``[(name, PrimFunc, calls per run)]`` of the kernels ``mb.compile`` would build for
+    ``mod``, before scheduling: what tuning tasks are made of.
+
+        >>> [(name, n) for name, _, n in kernel_calls(mod)]     # [('fused_matmul_add', 1), ...]
+    """
+    lmod, func, _, _ = _legalized(mod, opt_level, PassContext())
+    counts: dict = {}
+    for n in post_order(func.body):
+        if isinstance(n, CallTIR):
+            counts[n.func] = counts.get(n.func, 0) + 1
+    return [(name, lmod[name], c) for name, c in counts.items()
+            if isinstance(lmod[name], PrimFunc)]
+
+
+def _records(tuning_records):
+    if tuning_records is None or isinstance(tuning_records, Database):
+        return tuning_records
+    if not os.path.exists(tuning_records):
+        raise DatabaseError(f"no tuning records at {tuning_records!r}; Instead: pass the file "
+                            "`mlcbook tune` or mb.tune.tune(..., database=PATH) wrote")
+    return Database(tuning_records)
+
+
+__all__ = ["compile", "kernel_calls"]

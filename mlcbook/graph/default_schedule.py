@@ -43,12 +43,12 @@ PARALLEL_WORK = 1 << 20
 LONG_REDUCTION = 1 << 13
 
 
-def _root_stmts(func: PrimFunc):
+def root_stmts(func: PrimFunc):
     body = func.body.block.body
     return list(body.stmts) if isinstance(body, SeqStmt) else [body]
 
 
-def _nest(stmt):
+def loop_nest(stmt):
     """(loops, innermost statement) of a perfect loop nest."""
     loops = []
     while isinstance(stmt, For):
@@ -154,7 +154,7 @@ def _block_size(n: int) -> int | None:
     return best if best is not None and best >= 64 else None
 
 
-def _reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
+def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     """The spatial axis to unroll a register tile along: the innermost one (before the
     vectorized last axis) that the vector operand does not depend on, so that each vector
     load serves the whole tile (matmul: rows of A; conv: output channels)."""
@@ -228,7 +228,7 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
     jo, ji = sch.split(j, [None, tile_columns(_extent(sch, j))])
     outer = spatial[:-1]
     inner = []
-    row = _reuse_axis(sch, name, n_spatial)
+    row = reuse_axis(sch, name, n_spatial)
     if row is not None and _extent(sch, outer[row]) > 1:
         bi = _tile_rows(_extent(sch, outer[row]), _extent(sch, ji), vector_bits)
         if bi > 1:
@@ -267,26 +267,26 @@ def _fold_epilogue(sch: Schedule, name: str) -> bool:
     return True
 
 
-def _tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
+def tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
     """Names of the tiled-reduction blocks at the root, and ids of the buffers they write."""
     tiled, results = [], set()
-    for stmt in _root_stmts(func):
-        loops, node = _nest(stmt)
+    for stmt in root_stmts(func):
+        loops, node = loop_nest(stmt)
         if isinstance(node, BlockRealize) and _is_tiled_reduction(node, loops):
             tiled.append(node.block.name)
             results.update(id(w.buffer) for w in node.block.writes)
     return tiled, results
 
 
-def _inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
+def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
     """Compute every elementwise block that writes an intermediate buffer inside the blocks
     that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
     chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
     reads its inputs many times, and padding is cheaper copied once than tested each time."""
     func = sch.func
     params = {id(p) for p in func.params}
-    realizes = [node for stmt in _root_stmts(func)
-                for node in [_nest(stmt)[1]] if isinstance(node, BlockRealize)]
+    realizes = [node for stmt in root_stmts(func)
+                for node in [loop_nest(stmt)[1]] if isinstance(node, BlockRealize)]
     readers: dict[int, list[str]] = {}
     for r in realizes:
         for region in r.block.reads:
@@ -310,12 +310,12 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
     ``target`` (default: this machine) sizes register tiles."""
     vector_bits = Target(target or "llvm").vector_bits
     sch = Schedule(func)
-    _inline_intermediates(sch, _tiled_blocks(func)[0])
+    inline_intermediates(sch, tiled_blocks(func)[0])
     func = sch.func
-    tiled, tiled_results = _tiled_blocks(func)
+    tiled, tiled_results = tiled_blocks(func)
     done: set[str] = set()
-    for stmt in _root_stmts(func):
-        loops, node = _nest(stmt)
+    for stmt in root_stmts(func):
+        loops, node = loop_nest(stmt)
         if not isinstance(node, BlockRealize) or node.block.name in done:
             continue
         block = node.block

@@ -1,0 +1,209 @@
+"""Checkers for chapter 7, *Automatic optimization*: a feature, a budgeted search, a rule.
+
+* ``07.vector_share`` — a feature: the share of a program's stores, weighted by how often each
+  runs, that run inside a vectorized loop; judged against this module's own count on
+  programs scheduled in several ways (a weighted count, not a count of statements);
+* ``07.budget_search`` — a search within a budget: the function gets a space whose points are
+  counted and must return the point the analytic model ranks best among those it drew,
+  drawing at most ``budget`` of them;
+* ``07.row_rule`` — a search rule for row reductions (sums along the last axis): every point
+  of the space it makes must build and compute the sums, the rule must make decisions
+  (named after the block), and the space must hold more than one program, one in parallel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import MLCError
+from ..tir.function import PrimFunc
+from ..tir.functor import Visitor
+from ..tir.stmt import BufferStore, For
+from .compare import Fail, NotImplementedAnswer, call, randn, trial
+from .registry import exercise
+
+
+# --- the programs -------------------------------------------------------------------------------
+def add_then_row_sum(n: int, m: int) -> PrimFunc:
+    """``B = A + 1`` (block ``"B"``) then ``S[i] = sum_j B[i, j]`` (block ``"S"``)."""
+    from .. import te
+    A = te.placeholder((n, m), "float32", name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] + 1.0, name="B")
+    j = te.reduce_axis(m, name="j")
+    S = te.compute((n,), lambda i: te.sum(B[i, j], axis=j), name="S")
+    return te.create_prim_func([A, S])
+
+
+def row_sum(n: int, m: int) -> PrimFunc:
+    """``S[i] = sum_j A[i, j]``: block ``"S"``, loops ``i`` (spatial), ``j`` (reduce)."""
+    from .. import te
+    A = te.placeholder((n, m), "float32", name="A")
+    j = te.reduce_axis(m, name="j")
+    S = te.compute((n,), lambda i: te.sum(A[i, j], axis=j), name="S")
+    return te.create_prim_func([A, S])
+
+
+def small_matmul(n: int) -> PrimFunc:
+    from .. import te
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis(n, name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+# --- 07.vector_share ----------------------------------------------------------------------------
+def _vector_share(func: PrimFunc) -> float:
+    from ..tir.transform import lower
+    runs = {"vector": 0, "all": 0}
+
+    class Count(Visitor):
+        def __init__(self):
+            self.loops: list[For] = []
+
+        def visit_For(self, node: For) -> None:
+            self.loops.append(node)
+            self.generic_visit(node)
+            self.loops.pop()
+
+        def visit_BufferStore(self, node: BufferStore) -> None:
+            n = math.prod(int(lp.extent.value) for lp in self.loops)
+            runs["all"] += n
+            if any(lp.kind == "vectorized" for lp in self.loops):
+                runs["vector"] += n
+
+    for f in lower(func).functions.values():
+        if isinstance(f, PrimFunc):
+            Count().visit(f.body)
+    return runs["vector"] / runs["all"] if runs["all"] else 0.0
+
+
+def _programs(rng):
+    from ..graph.default_schedule import default_schedule
+    from ..schedule import Schedule
+    n, m = int(rng.integers(3, 7)), 8 * int(rng.integers(2, 5))
+    f = add_then_row_sum(n, m)
+    sch = Schedule(f)
+    _, j = sch.get_loops(sch.get_block("B"))
+    sch.vectorize(j)
+    mixed = sch.func
+    return [("add then row sum, unscheduled", f),
+            ("add then row sum, B's inner loop vectorized", mixed),
+            (f"matmul {m}, default schedule", default_schedule(small_matmul(m)))]
+
+
+@exercise("07.vector_share", points=2, answer="vector_share",
+          title="A feature: the share of vector work")
+def _check_vector_share(answer, rng):
+    for what, func in _programs(rng):
+        with trial(what):
+            got = call(answer, "vector_share", func)
+            want = _vector_share(func)
+            if not isinstance(got, (int, float, np.floating)) or isinstance(got, bool):
+                raise Fail(f"vector_share should return a number, got {type(got).__name__}",
+                           about_inputs=False)
+            if abs(float(got) - want) > 1e-6:
+                raise Fail(f"vector_share returned {float(got):.4f}; the share is {want:.4f}",
+                           "weight every store by how many times it runs (the product of the "
+                           "extents of the loops around it), and count it as vector work when "
+                           "any loop around it is vectorized")
+    return "matches the weighted share of vector work on every program"
+
+
+# --- 07.budget_search ---------------------------------------------------------------------------
+class CountingSpace:
+    """A space that counts the points it makes and remembers them (what the check reads)."""
+
+    def __init__(self, space):
+        self._space = space
+        self.made: dict = {}
+
+    def _note(self, p):
+        self.made[p.key] = p
+        return p
+
+    def sample(self, seed: int):
+        return self._note(self._space.sample(seed))
+
+    def point(self, decisions: dict, **kw):
+        return self._note(self._space.point(decisions, **kw))
+
+    def mutate(self, p, rng):
+        return self._note(self._space.mutate(p, rng))
+
+
+@exercise("07.budget_search", points=2, answer="budget_search",
+          title="Search within a budget, guided by a model")
+def _check_budget_search(answer, rng):
+    from ..tune.cost_model import AnalyticModel
+    from ..tune.features import features
+    from ..tune.space import Space
+    model = AnalyticModel()
+    for n, budget in ((32, 6), (48, int(rng.integers(4, 9)))):
+        with trial(f"a {n} x {n} matmul's space, budget {budget}"):
+            space = CountingSpace(Space(small_matmul(n)))
+            best = call(answer, "budget_search", space, budget, model)
+            if len(space.made) > budget:
+                raise Fail(f"budget_search made {len(space.made)} points; the budget is "
+                           f"{budget}", "draw at most `budget` points (space.sample(seed))")
+            key = getattr(best, "key", None)
+            if key not in space.made:
+                raise Fail("budget_search should return one of the points it drew (a Point), "
+                           f"got {type(best).__name__}")
+            points = list(space.made.values())
+            scores = model.predict(np.array([features(p.func) for p in points]))
+            top = float(np.max(scores))
+            mine = float(scores[[p.key for p in points].index(key)])
+            if mine < top - 1e-9:
+                raise Fail(f"the point returned scores {mine:.3f} with the model; another point "
+                           f"drawn scores {top:.3f}",
+                           "return the point with the highest model.predict score (higher is "
+                           "faster)")
+    return "stays within the budget and returns the best-ranked point"
+
+
+# --- 07.row_rule --------------------------------------------------------------------------------
+@exercise("07.row_rule", points=3, answer="row_rule",
+          title="A search rule for row reductions")
+def _check_row_rule(answer, rng):
+    from ..runtime import build
+    from ..tune.space import Space
+    if not callable(answer):
+        raise Fail(f"expected your rule (a function), got {type(answer).__name__}",
+                   about_inputs=False)
+    n, m = 8 * int(rng.integers(8, 16)), 8 * int(rng.integers(4, 12))
+    func = row_sum(n, m)
+    space = Space(func, rules={"row_reduction": answer})
+    a = randn(rng, (n, m))
+    want = a.astype(np.float64).sum(axis=1)
+    programs, parallel = set(), False
+    with trial(f"row sums of a {n} x {m} matrix"):
+        for seed in range(8):
+            try:
+                p = space.sample(seed)
+            except NotImplementedError:
+                raise NotImplementedAnswer("the rule raised NotImplementedError; replace the "
+                                           "`raise NotImplementedError` line with your code") \
+                    from None
+            except MLCError as err:
+                raise Fail(f"point {seed} of the space was rejected: {type(err).__name__}: "
+                           f"{err}", "every point must be legal: sample only choices that "
+                           "are always allowed") from None
+            except Exception as err:  # noqa: BLE001 - the student's rule raised
+                raise Fail(f"the rule raised {type(err).__name__}: {err}") from None
+            if not p.decisions or not all(k.startswith("S.") for k in p.decisions):
+                raise Fail(f"the rule made the decisions {sorted(p.decisions)}; it should make "
+                           "at least one, named after the block (knobs.choice(f\"{name}....\"))")
+            got = build(p.func)(a)
+            if not np.allclose(got, want, rtol=1e-4, atol=1e-3):
+                raise Fail(f"point {seed} computes wrong sums (first row: {got[0]:.4f}, "
+                           f"expected {want[0]:.4f})")
+            programs.add(p.func.script())
+            parallel |= "T.parallel" in p.func.script()
+    if len(programs) < 2:
+        raise Fail("all 8 points are the same program: the space has nothing to search")
+    if not parallel:
+        raise Fail("no point runs in parallel: let a decision parallelize the spatial loop")
+    return f"{len(programs)} distinct legal programs among 8 points, some in parallel"

@@ -1,0 +1,25 @@
+"""The errors of ``mb.tune``: a point of a space that is rejected before it is measured, a
+bad tuning request, a database that cannot be read.
+
+    >>> raise SpaceError("register tile of 12 x 3 accumulators needs 36 registers ...")
+"""
+
+from __future__ import annotations
+
+from ..errors import DatabaseError, ScheduleError, TuneError
+
+
+class SpaceError(ScheduleError):
+    """A point of a search space that is legal loop IR but that the space rejects before
+    measuring it (a register tile that cannot fit in the vector registers)."""
+
+    code = "MLC-U001"
+
+
+class TuneArgumentError(TuneError):
+    """A tuning call got a bad argument (a budget, a model name, an executor)."""
+
+    code = "MLC-U002"
+
+
+__all__ = ["SpaceError", "TuneArgumentError", "DatabaseError", "TuneError"]

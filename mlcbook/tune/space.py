@@ -1,0 +1,389 @@
+"""Search spaces: a schedule *with decisions*, generated for any PrimFunc from rules keyed on
+its blocks.
+
+A space is a generator of schedules. Each of its knobs is a sampling step
+(``sample_perfect_tile`` or ``sample_categorical``) recorded in the trace, and named after
+the block and what it decides (``"C.rows"``, ``"C.order"``); a point of the space is the
+dict of those decisions. Generating a point runs the rules with the decisions it has and
+draws the ones it lacks, so every point is a schedule the primitives accepted (legal by
+construction) or a :class:`~mlcbook.schedule.ScheduleError` raised before any measurement.
+
+    >>> space = Space(func)                       # the rules read func's blocks
+    >>> p = space.sample(seed=0)                  # a random point
+    >>> p.decisions                               # {'C.rows': [64, 4], 'C.cols': [...], ...}
+    >>> print(p.trace)                            # the schedule, sampling steps included
+    >>> q = space.mutate(p, random.Random(1))     # one knob redrawn
+    >>> space.point(p.decisions).func             # the same program again
+
+The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they share):
+
+* **tiled reductions** (matmul, conv, batched matmul): a register tile of ``rows`` (along
+  the axis the vector operand does not depend on) by ``cols`` vectors of ``lanes`` lanes,
+  accumulated in a ``local`` buffer and written back once per tile; knobs: the tile of
+  every axis (``rows``, ``cols``, ``lanes``), the order of the tile loops, the unrolled
+  part of the longest reduce loop, whether the tile loops run in parallel, and (for a
+  2-D weight read as ``W[k, j]``) whether it is repacked into panels of the tile's width;
+* **spatial** blocks: the vector width and how many outer loops are fused and run in
+  parallel (``depth``); an elementwise epilogue of a tiled result is folded into the
+  tile's write-back instead;
+* **row reductions**: how many spatial loops are fused and run in parallel.
+
+Vector widths and register budgets come from the target (``Target.vector_lanes()``,
+``Target.vector_registers``), so the same rules make AVX2 and AVX-512 spaces.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ..codegen.target import Target
+from ..errors import ScheduleError
+from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
+                                      reuse_axis, root_stmts, tiled_blocks)
+from ..schedule import Schedule, Trace
+from ..schedule.errors import SamplingError
+from ..tir.analysis import free_vars
+from ..tir.expr import BufferLoad, Var
+from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from ..tir.stmt import BlockRealize
+from .errors import SpaceError, TuneArgumentError
+
+#: keep this many vector registers free of accumulators (the broadcast and a weight vector)
+SPARE_REGISTERS = 2
+
+
+@dataclass
+class Point:
+    """One point of a space: its decisions, the schedule's trace, and the program."""
+
+    decisions: dict
+    trace: Trace
+    func: PrimFunc
+
+    @property
+    def key(self) -> str:
+        """The decisions as a canonical string (equal points, equal keys)."""
+        return repr(sorted(self.decisions.items()))
+
+
+@dataclass
+class Knobs:
+    """What a rule samples through: each knob is one sampling step of the schedule, named.
+
+    ``fixed`` gives decisions to take instead of drawing; with ``lenient`` a fixed
+    decision that no longer fits (an earlier knob changed the loop it tiles) is drawn
+    again instead of rejected."""
+
+    sch: Schedule
+    fixed: dict = field(default_factory=dict)
+    lenient: bool = False
+    chosen: dict = field(default_factory=dict)
+
+    def _sample(self, name: str, draw: Callable[[Any], Any]):
+        if name in self.chosen:
+            raise TuneArgumentError(f"two knobs of the space are called {name!r}; "
+                                    "Instead: give every knob a unique name")
+        decision = self.fixed.get(name)
+        try:
+            out = draw(decision)
+        except SamplingError:
+            if not self.lenient or decision is None:
+                raise
+            out = draw(None)
+        self.chosen[name] = self.sch.trace[-1].decision
+        return out
+
+    def tile(self, name: str, loop, n: int, max_innermost: int) -> list[int]:
+        """``n`` factors of the loop's extent, the last at most ``max_innermost``."""
+        return self._sample(name, lambda d: self.sch.sample_perfect_tile(
+            loop, n=n, max_innermost_factor=max_innermost, decision=d))
+
+    def choice(self, name: str, candidates: list, probs: Optional[list] = None) -> int:
+        """One of ``candidates`` (equally likely unless ``probs`` says otherwise)."""
+        probs = probs or [1.0] * len(candidates)
+        return self._sample(name, lambda d: self.sch.sample_categorical(
+            list(candidates), list(probs), decision=d))
+
+
+#: a rule schedules one block: ``rule(knobs, block_name, space)``
+Rule = Callable[["Knobs", str, "Space"], None]
+
+
+class Space:
+    """The schedules of ``func`` that the rules generate for ``target`` (default: this CPU).
+
+    ``rules`` maps a block kind (``"tiled"``, ``"spatial"``, ``"row_reduction"``, or a kind
+    returned by a custom ``classify(block, loops)``) to a rule; the defaults are this
+    module's. A rule schedules one block through :class:`Knobs`.
+    """
+
+    def __init__(self, func: PrimFunc, target=None, rules: Optional[dict] = None,
+                 classify: Optional[Callable] = None):
+        if not isinstance(func, PrimFunc):
+            raise TuneArgumentError(f"a space needs a PrimFunc, got {type(func).__name__}")
+        self.func = func
+        self.target = target if isinstance(target, Target) else Target(target or "llvm")
+        self.lanes = self.target.vector_lanes("float32")
+        self.registers = self.target.vector_registers
+        self.rules = {**DEFAULT_RULES, **(rules or {})}
+        self.classify = classify or classify_block
+
+    # --- points ------------------------------------------------------------------------
+    def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False) -> Point:
+        """The point with these decisions (missing ones drawn with ``seed``); raises a
+        ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew)."""
+        sch = Schedule(self.func, seed=seed)
+        knobs = Knobs(sch, dict(decisions), lenient)
+        self._generate(knobs)
+        return Point(dict(knobs.chosen), sch.trace, sch.func)
+
+    def sample(self, seed: int) -> Point:
+        """A random point."""
+        return self.point({}, seed=seed)
+
+    def mutate(self, p: Point, rng: random.Random) -> Point:
+        """``p`` with one knob drawn again (knobs that depend on it are redrawn if needed)."""
+        if not p.decisions:
+            return p
+        q = p
+        for _ in range(8):  # a redraw may land on the same value: draw again
+            name = rng.choice(sorted(p.decisions))
+            fixed = {k: v for k, v in p.decisions.items() if k != name}
+            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True)
+            if q.key != p.key:
+                break
+        return q
+
+    # --- the rules, block by block -------------------------------------------------------
+    def _generate(self, knobs: Knobs) -> None:
+        sch = knobs.sch
+        inline_intermediates(sch, tiled_blocks(sch.func)[0])
+        tiled, results = tiled_blocks(sch.func)
+        for stmt in root_stmts(sch.func):
+            loops, node = loop_nest(stmt)
+            if not isinstance(node, BlockRealize):
+                continue
+            block = node.block
+            if block.name not in tiled and any(id(r.buffer) in results for r in block.reads) \
+                    and all(iv.kind == "spatial" for iv in block.iter_vars):
+                if fold_epilogue(sch, block.name):
+                    continue
+            tiles = block.name in tiled and _contiguous_along_last_spatial(block)
+            kind = "tiled" if tiles else self.classify(node, loops)
+            rule = self.rules.get(kind)
+            if rule is None:
+                raise TuneArgumentError(
+                    f"block {block.name!r} is of kind {kind!r}, which no rule schedules; "
+                    f"Instead: pass rules={{{kind!r}: my_rule}} (known: {sorted(self.rules)})")
+            rule(knobs, block.name, self)
+
+
+def classify_block(realize: BlockRealize, loops) -> str:
+    """``"spatial"`` when every iteration variable is spatial, else ``"row_reduction"``
+    (tiled reductions are recognized before, as the default schedule does)."""
+    if all(iv.kind == "spatial" for iv in realize.block.iter_vars):
+        return "spatial"
+    return "row_reduction"
+
+
+def _contiguous_along_last_spatial(block) -> bool:
+    """Whether some buffer the block reads has its innermost spatial variable in its last
+    index, so that vectors along that axis are (nearly) contiguous loads (matmul's
+    ``B[k, j]``, a conv's ``X[c, y + ky, x + kx]``; not a row sum's ``A[i, j]`` with ``j``
+    reduced)."""
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    if not spatial:
+        return False
+    last = spatial[-1]
+    written = {id(w.buffer) for w in block.writes}
+    found = []
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and id(n.buffer) not in written and n.indices \
+                and any(v is last for v in free_vars(n.indices[-1])):
+            found.append(n)
+
+    post_order_visit(block.body, visit)
+    return bool(found)
+
+
+def fold_epilogue(sch: Schedule, name: str) -> bool:
+    """Fold elementwise block ``name`` into the tile write-back that produces its input;
+    whether it could (a stencil over the tile cannot)."""
+    try:
+        sch.reverse_compute_inline(sch.get_block(name))
+    except ScheduleError:
+        return False
+    return True
+
+
+def _extent(sch: Schedule, loop) -> int:
+    return sch.get(loop).extent.value
+
+
+def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
+    """Fuse the outermost ``depth`` loops and run them in parallel (0: serial)."""
+    sch = knobs.sch
+    if not loops:
+        return
+    depths = list(range(len(loops) + 1))
+    big = work >= PARALLEL_WORK
+    # favour parallel loops when there is enough work for threads, serial ones otherwise
+    probs = [2.0 if (d > 0) == big else 1.0 for d in depths]
+    depth = knobs.choice(f"{name}.depth", depths, probs)
+    if depth == 0:
+        return
+    fused = sch.fuse(*loops[:depth]) if depth > 1 else loops[0]
+    if _extent(sch, fused) > 1:
+        sch.parallel(fused)
+
+
+def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
+    """Vector width (a divisor of the innermost extent, up to four registers) and parallel
+    depth of an elementwise/injective block."""
+    sch = knobs.sch
+    loops = sch.get_loops(sch.get_block(name))
+    if not loops:
+        return
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    inner = _extent(sch, loops[-1])
+    widths = [w for w in (space.lanes // 2, space.lanes, 2 * space.lanes, 4 * space.lanes)
+              if w >= 4 and inner % w == 0]
+    outer = list(loops[:-1])
+    if inner <= space.lanes and inner >= 4:
+        sch.vectorize(loops[-1])
+    elif widths:
+        w = knobs.choice(f"{name}.vector", widths)
+        o, i = sch.split(loops[-1], [None, w])
+        sch.vectorize(i)
+        outer.append(o)
+    else:
+        outer.append(loops[-1])
+    _parallel_depth(knobs, name, outer, work)
+
+
+def schedule_row_reduction(knobs: Knobs, name: str, space: Space) -> None:
+    """Parallel depth over the spatial loops of a reduction whose reduced axes are innermost."""
+    sch = knobs.sch
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    _parallel_depth(knobs, name, list(loops[:n_spatial]), work)
+
+
+def _vectorize_row(sch: Schedule, loop, lanes: int) -> None:
+    """Vectorize a tile row one register at a time (the registers unrolled)."""
+    e = _extent(sch, loop)
+    if e > lanes and e % lanes == 0:
+        outer, inner = sch.split(loop, [None, lanes])
+        sch.unroll(outer)
+        sch.vectorize(inner)
+    else:
+        sch.vectorize(loop)
+
+
+def _panel_operand(sch: Schedule, name: str, n_spatial: int) -> Optional[str]:
+    """The weight a panel repack applies to: a 2-D parameter read as ``W[k, j]`` with ``j``
+    the block's innermost spatial variable and ``k`` a reduce variable."""
+    block = sch.get(sch.get_block(name))
+    ivs = block.iter_vars
+    j = ivs[n_spatial - 1].var
+    reduce_vars = {id(iv.var) for iv in ivs[n_spatial:]}
+    params = {id(p) for p in sch.func.params}
+    found: list = []
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and len(n.indices) == 2 and id(n.buffer) in params:
+            a, b = n.indices
+            if isinstance(a, Var) and id(a) in reduce_vars and b is j:
+                found.append(n.buffer.name)
+
+    post_order_visit(block.body, visit)
+    return found[0] if len(set(found)) == 1 else None
+
+
+def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
+    """The register-tiled reduction rule (see the module docstring)."""
+    sch = knobs.sch
+    block = sch.get_block(name)
+    n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
+    packed = _panel_operand(sch, name, n_spatial)
+    write_back = sch.cache_write(block, 0, "local")
+    loops = sch.get_loops(block)
+    spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    budget = space.registers - SPARE_REGISTERS
+    # the vector axis: lanes (<= one register), then registers per tile row
+    j = spatial[-1]
+    widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
+              if w >= 2 and _extent(sch, j) % w == 0]
+    if widths:
+        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths)])
+    else:
+        jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
+    row = reuse_axis(sch, name, n_spatial)
+    rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
+    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, budget) if rows_loop else None
+    rows = int(row_tile[1]) if row_tile else 1
+    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, budget // rows)))
+    if rows * int(sch.get(cols).extent.value) > budget:
+        raise SpaceError(f"block {name!r}: a register tile of {rows} x "
+                         f"{sch.get(cols).extent.value} vectors does not fit in {budget} "
+                         "registers; Instead: draw smaller rows or cols")
+    outer = spatial[:-1]
+    inner = []
+    if row_tile:
+        i0, i1 = sch.split(rows_loop, row_tile)
+        outer = [i0 if lp is rows_loop else lp for lp in outer]
+        inner = [i1]
+    # the longest reduce loop, with a part unrolled
+    kbig = max(reduce_, key=lambda lp: _extent(sch, lp))
+    k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8))
+    reduce_ = [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
+    order = knobs.choice(f"{name}.order", [0, 1])
+    tile_loops = [j0] + outer if order == 0 else outer + [j0]
+    sch.reorder(*tile_loops, *reduce_, *inner, cols, lanes)
+    for lp in inner + [cols]:
+        sch.unroll(lp)
+    if _extent(sch, k1) > 1:
+        sch.unroll(k1)
+    sch.vectorize(lanes)
+    fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
+    sch.reverse_compute_at(write_back, fused)
+    wb_loops = sch.get_loops(write_back)
+    if wb_loops[-1].var is not sch.get_loops(sch.get_block(name))[0].var:
+        _vectorize_row(sch, wb_loops[-1], space.lanes)
+    sch.decompose_reduction(sch.get_block(name), reduce_[0])
+    par = knobs.choice(f"{name}.parallel", [1, 0], [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1])
+    if par and _extent(sch, fused) > 1:
+        sch.parallel(fused)
+    if packed is not None:
+        width = int(sch.get(cols).extent.value) * int(sch.get(lanes).extent.value)
+        if knobs.choice(f"{name}.repack", [0, 1]):
+            _repack(sch, name, packed, width, space.lanes)
+
+
+def _repack(sch: Schedule, name: str, buf: str, width: int, lanes: int) -> None:
+    """Lay ``buf[k, j]`` out as panels ``[j // width, k, j % width]``: each tile's columns of
+    the weight contiguous, repacked once, one panel per parallel iteration."""
+    sch.transform_layout(sch.get_block(name), buf,
+                         f"lambda k, j: (j // {width}, k, j % {width})")
+    rows, cols = sch.get_loops(sch.get_block(f"{buf}_packed"))
+    panel, col = sch.split(cols, [None, width])
+    sch.reorder(panel, rows, col)
+    _vectorize_row(sch, col, lanes)
+    if _extent(sch, panel) > 1:
+        sch.parallel(panel)
+
+
+DEFAULT_RULES: dict = {"tiled": schedule_tiled, "spatial": schedule_spatial,
+                       "row_reduction": schedule_row_reduction}
+
+__all__ = ["Space", "Point", "Knobs", "Rule", "DEFAULT_RULES", "classify_block",
+           "schedule_tiled", "schedule_spatial", "schedule_row_reduction", "fold_epilogue",
+           "SPARE_REGISTERS"]

@@ -1,0 +1,89 @@
+"""Whole models: one tuning task per distinct kernel, and a scheduler that spends the trials
+where they buy the most latency.
+
+    >>> tasks = extract_tasks(mod)             # [Task('fused_conv2d_add_relu', calls=2), ...]
+    >>> results = tune_model(mod, trials=200, database="records.jsonl")
+    >>> exe = mb.compile(mod, tuning_records="records.jsonl")
+
+A task is a PrimFunc of ``mb.compile``'s fused, legalized module (before scheduling);
+kernels that are the same program (equal workload keys) are one task whose ``calls``
+add up. The scheduler first gives every task one batch, then each next batch to the task
+with the largest ``calls x best seconds`` (its share of the model's latency) times how
+much its last batch improved it (plus a floor, so a stalled task can be picked again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph.compile import kernel_calls
+from ..tir.function import PrimFunc
+from .database import Database, workload_key
+from .errors import TuneArgumentError
+from .measure import Measurer
+from .search import TuneResult, tune
+
+
+@dataclass
+class Task:
+    """A kernel to tune: ``calls`` is how often one run of the model calls it."""
+
+    name: str
+    func: PrimFunc
+    calls: int
+    workload: str
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, calls={self.calls})"
+
+
+def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
+    """The distinct kernels of ``mb.compile(mod)``, most called first."""
+    tasks: dict = {}
+    for name, func, calls in kernel_calls(mod, opt_level):
+        key = workload_key(func, target)
+        if key in tasks:
+            tasks[key].calls += calls
+        else:
+            tasks[key] = Task(name, func, calls, key)
+    return sorted(tasks.values(), key=lambda t: -t.calls)
+
+
+def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
+               batch: int = 8, executor=None, timeout: float = 60.0, seed: int = 0,
+               progress: bool = True, tasks=None) -> dict:
+    """Tune every task of ``mod`` with ``trials`` measurements in all; ``{task name:
+    TuneResult}`` (each result's history covers its task's trials)."""
+    if not isinstance(trials, int) or trials < 0:
+        raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    tasks = tasks if tasks is not None else extract_tasks(mod, target)
+    db = database if isinstance(database, Database) else Database(database)
+    results: dict[str, TuneResult] = {}
+    gain = {t.name: 1.0 for t in tasks}
+    spent = 0
+    with Measurer(executor=executor, timeout=timeout) as measurer:
+        order = list(tasks)
+        while spent < trials and tasks:
+            if order:
+                task = order.pop(0)
+            else:
+                task = max(tasks, key=lambda t: _priority(t, results.get(t.name), gain[t.name]))
+            n = min(batch, trials - spent)
+            before = results[task.name].best_seconds if task.name in results else None
+            r = tune(task.func, n, model=model, database=db, target=target,
+                     measurer=measurer, batch=n, seed=seed + spent, progress=progress,
+                     name=task.name)
+            results[task.name] = r
+            if before and r.best_seconds:
+                gain[task.name] = max(before / r.best_seconds - 1.0, 0.02)
+            spent += n
+    return results
+
+
+def _priority(task: Task, result, gain: float) -> float:
+    if result is None or result.best_seconds is None:
+        return float("inf")
+    return task.calls * result.best_seconds * gain
+
+
+__all__ = ["Task", "extract_tasks", "tune_model"]

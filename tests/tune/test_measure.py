@@ -1,0 +1,74 @@
+"""Measurement: correct candidates are timed; crashing, hanging and wrong ones become errors
+and the run goes on."""
+
+import os
+import time
+
+import pytest
+
+from mlcbook.errors import BuildError
+from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.tune.measure import Job, LocalExecutor, Measurer, run_job
+
+from ._util import add_one, matmul
+
+
+def crash_build(job):
+    if job.seed == 1:
+        raise BuildError("injected: this candidate does not build")
+    return run_job(job)
+
+
+def die(job):
+    if job.seed == 1:
+        os._exit(3)
+    return run_job(job)
+
+
+def hang(job):
+    if job.seed == 1:
+        time.sleep(600)
+    return run_job(job)
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    f = matmul(32)
+    good = default_schedule(f)
+    return [Job.of(f, good, seed=0), Job.of(f, good, seed=1), Job.of(f, good, seed=2)]
+
+
+def test_good_candidates_are_timed(jobs):
+    with Measurer() as m:
+        results = m.measure(jobs[:1])
+    assert results[0].ok and results[0].seconds > 0
+
+
+def test_wrong_candidate_is_an_error():
+    f = matmul(64)
+    with Measurer() as m:
+        wrong, right = m.measure([Job.of(f, add_one(64)), Job.of(f, f)])
+    assert not wrong.ok and wrong.error.startswith("wrong result")
+    assert right.ok
+
+
+@pytest.mark.parametrize("worker, error", [(crash_build, "BuildError"), (die, "worker process died")])
+def test_crashing_candidate_does_not_stop_measuring(jobs, worker, error):
+    with Measurer(worker=worker) as m:
+        results = m.measure(jobs)
+    assert [r.ok for r in results] == [True, False, True]
+    assert error in results[1].error
+
+
+def test_hanging_candidate_times_out(jobs):
+    with Measurer(executor=LocalExecutor(timeout=20), worker=hang) as m:
+        results = m.measure(jobs)
+    m.executor.shutdown()
+    assert [r.ok for r in results] == [True, False, True]
+    assert "TimeoutError" in results[1].error or "timeout" in results[1].error
+
+
+def test_executor_must_submit():
+    from mlcbook.tune.errors import TuneArgumentError
+    with pytest.raises(TuneArgumentError, match="submit"):
+        Measurer(executor=object())

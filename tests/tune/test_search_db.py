@@ -1,0 +1,92 @@
+"""Search and records: tuning improves over trials, records round-trip and resume, and
+mb.compile applies them (and skips a stale one with a warning)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.frontend import examples
+from mlcbook.graph.interpret import main_function
+from mlcbook.tune.database import Database, apply_best, workload_key
+from mlcbook.tune.errors import DatabaseError, TuneArgumentError
+from mlcbook.tune.search import tune
+from mlcbook.tune.tasks import extract_tasks
+
+from ._util import matmul
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tune") / "records.jsonl"
+    f = matmul(64)
+    return f, path, tune(f, 12, model="analytic", database=str(path), batch=6, progress=False)
+
+
+def test_search_improves_over_trials(tuned):
+    _, _, r = tuned
+    curve = r.curve()
+    assert len(curve) == 12 and curve[-1] is not None
+    assert curve[-1] <= min(s for s in curve if s is not None)
+    assert r.best_seconds == curve[-1]
+
+
+def test_database_round_trip_and_resume(tuned):
+    f, path, r = tuned
+    db = Database(str(path))
+    assert len(db) == 12 and db.best(workload_key(f)).seconds == r.best_seconds
+    r2 = tune(f, 4, model="analytic", database=db, batch=4, progress=False)
+    assert len(db) == 16 and len(r2.history) == 16
+    keys = [rec.key for rec in db.records()]
+    assert len(set(keys)) == len(keys)  # nothing measured twice
+
+
+def test_best_record_replays(tuned):
+    f, path, r = tuned
+    got = apply_best(f, Database(str(path)))
+    assert mb.tir.structural_equal(got, r.best.func)
+
+
+def test_a_broken_database_is_a_clear_error(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text("not json\n")
+    with pytest.raises(DatabaseError, match="line 1"):
+        Database(str(p))
+
+
+def test_bad_budget():
+    with pytest.raises(TuneArgumentError, match="trials"):
+        tune(matmul(8), -1)
+
+
+def test_compile_applies_records_and_skips_a_stale_one(tmp_path):
+    mod = mb.from_onnx(examples.mlp(batch=4))
+    tasks = extract_tasks(mod)
+    db = Database(str(tmp_path / "r.jsonl"))
+    tune(tasks[0].func, 2, model="analytic", database=db, batch=2, progress=False)
+    exe = mb.compile(mod, tuning_records=str(tmp_path / "r.jsonl"))
+    assert exe.stats["tuned_kernels"] == 1
+    graph = main_function(mod)[0]
+    inputs = [np.random.default_rng(0).standard_normal(p.type.shape).astype(p.type.dtype)
+              for p in graph.params]
+    want = mb.graph.interpret(graph, *inputs)
+    np.testing.assert_allclose(exe(*inputs), want, rtol=1e-4, atol=1e-4)
+    # a record whose trace no longer fits its kernel
+    best = db.best(tasks[0].workload)
+    trace = json.loads(json.dumps(best.trace))
+    for inst in trace["insts"]:
+        if inst["kind"] == "sample_perfect_tile":
+            inst["decision"] = [7, 11]
+    stale = tmp_path / "stale.jsonl"
+    rec = dict(best.__dict__, trace=trace, seconds=1e-9)
+    stale.write_text(json.dumps(rec) + "\n")
+    with pytest.warns(UserWarning, match="no longer applies"):
+        exe = mb.compile(mod, tuning_records=str(stale))
+    assert exe.stats["tuned_kernels"] == 0
+    np.testing.assert_allclose(exe(*inputs), want, rtol=1e-4, atol=1e-4)
+
+
+def test_compile_with_missing_records_file():
+    with pytest.raises(DatabaseError, match="no tuning records"):
+        mb.compile(mb.from_onnx(examples.mlp(batch=1)), tuning_records="/nonexistent.jsonl")

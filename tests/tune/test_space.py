@@ -1,0 +1,91 @@
+"""Search spaces: every point is legal (it builds and computes what the program computes)
+or is rejected by a ScheduleError; decisions replay."""
+
+import random
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import ScheduleError
+from mlcbook.frontend import examples
+from mlcbook.tune.space import Space
+from mlcbook.tune.tasks import extract_tasks
+from mlcbook.tune.measure import random_inputs
+
+from ._util import matmul
+
+
+def _check(func, point):
+    args = random_inputs(func, 0)
+    want = [a.copy() for a in args]
+    mb.tir.interpret(func, *want)
+    mb.build(point.func)(*args)
+    n = func.num_outputs
+    for got, ref in zip(args[-n:], want[-n:]):
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matmul_points_are_legal_or_rejected(seed):
+    f = matmul(32, 48, 24)
+    try:
+        p = Space(f).sample(seed)
+    except ScheduleError:
+        return
+    _check(f, p)
+
+
+def test_fused_kernels_of_a_cnn_get_spaces():
+    tasks = extract_tasks(mb.from_onnx(examples.cnn(batch=1)))
+    rng = random.Random(0)
+    for t in tasks:
+        p = Space(t.func).sample(rng.randrange(100))
+        _check(t.func, p)
+
+
+def test_decisions_replay_to_the_same_program():
+    f = matmul(32)
+    space = Space(f)
+    p = space.sample(3)
+    q = space.point(p.decisions, seed=99)
+    assert mb.tir.structural_equal(p.func, q.func)
+    assert mb.tir.structural_equal(mb.Trace.from_json(p.trace.as_json()).apply(f).func, p.func)
+
+
+def test_mutation_changes_one_knob():
+    space = Space(matmul(32))
+    p = space.sample(1)
+    q = space.mutate(p, random.Random(5))
+    assert set(q.decisions) == set(p.decisions)
+
+
+def test_a_decision_that_does_not_fit_is_a_schedule_error():
+    space = Space(matmul(32))
+    p = space.sample(1)
+    with pytest.raises(ScheduleError):
+        space.point({**p.decisions, "C.rows": [5, 7]})
+
+
+def test_a_block_no_rule_covers_is_a_clear_error():
+    from mlcbook.tune.errors import TuneArgumentError
+    with pytest.raises(TuneArgumentError, match="Instead: pass rules"):
+        Space(_spatial(), classify=lambda realize, loops: "mystery").sample(0)
+
+
+def _spatial():
+    return mb.script.parse('''
+@T.prim_func
+def add(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] + T.float32(1)
+''')
+
+
+def test_space_adapts_to_the_target_vector_width():
+    avx512 = Space(matmul(32), target="llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+avx")
+    avx2 = Space(matmul(32), target="llvm -mcpu=znver3 -mattr=+avx2,+avx")
+    assert (avx512.lanes, avx512.registers) == (16, 32)
+    assert (avx2.lanes, avx2.registers) == (8, 16)
