@@ -149,11 +149,6 @@ def _cast(cx, ins, attrs):
     return cx.call("cast", ins[0], dtype=dtype)
 
 
-@converter("Identity")
-def _identity(cx, ins, attrs):
-    return ins[0]
-
-
 # --- linear algebra and nn -------------------------------------------------------------------------
 @converter("MatMul")
 @_guard_dtype
@@ -378,13 +373,6 @@ def _constant(cx, ins, attrs):
         if key in attrs:
             return Constant(np.asarray(attrs[key], dtype))
     raise Unsupported("the Constant node has no value")
-
-
-@converter("Shape", attrs=("start", "end"))
-def _shape(cx, ins, attrs):
-    shape = ins[0].shape
-    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
-    return Constant(np.asarray(shape[start:end], np.int64))
 
 
 __all__ = ["CONVERTERS", "Converter", "converter", "static_problems"]
