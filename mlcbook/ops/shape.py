@@ -5,8 +5,8 @@
 the other two have no inputs at all, so :func:`mlcbook.graph.passes.fold_constants`
 turns every call of them into a constant: the ONNX importer folds them as it builds the
 graph, which is how a ``Reshape`` whose target shape is computed from ``Shape`` sees a
-constant. None has a legalization: a call that is not folded is a graph built by hand,
-and compiling it (opt_level 0) reports that the op has no legalization.
+constant. Their legalizations write the same constants, for a graph compiled without
+folding (``opt_level=0``).
 
     >>> get("shape").infer_type([TensorType((2, 3, 4))], {"start": 1})
     Tensor((2,), "int64")
@@ -21,8 +21,10 @@ import math
 import numpy as np
 
 from ..errors import OpAttributeError
+from ..te.ops.util import compute_named
+from ..tir import expr as _e
 from ._infer import ints
-from .registry import REQUIRED, OpKind, register
+from .registry import REQUIRED, OpKind, register, register_legalization
 from .types import TensorType, check_graph_dtype
 
 
@@ -89,3 +91,40 @@ def _range_ref(start, limit, delta, dtype):
 register("range", kind=OpKind.OPAQUE, infer=_range_infer, reference=_range_ref,
          attrs={"start": REQUIRED, "limit": REQUIRED, "delta": REQUIRED, "dtype": REQUIRED},
          num_inputs=(0, 0), doc="start, start + delta, ... up to (not including) limit")
+
+
+# --- legalizations: every element is known, so each is a compute of constants -------------------
+def _table(values, out_type, name: str):
+    """A 1-D tensor holding ``values`` (a select chain on the index: these are short)."""
+    def body(i):
+        out = _e.const(values[-1], out_type.dtype) if values else _e.const(0, out_type.dtype)
+        for k in range(len(values) - 2, -1, -1):
+            out = _e.select(i == k, _e.const(values[k], out_type.dtype), out)
+        return out
+    return compute_named(out_type.shape, ["i"], body, name)
+
+
+@register_legalization("shape")
+def _legalize_shape(ins, attrs, out_type):
+    values = [int(v) for v in _shape_ref(np.broadcast_to(np.zeros(()), ins[0].shape),
+                                         attrs["start"], attrs.get("end"))]
+    return _table(values, out_type, "shape")
+
+
+@register_legalization("size")
+def _legalize_size(ins, attrs, out_type):
+    return _table([int(np.prod(ins[0].shape))], out_type, "size")
+
+
+@register_legalization("constant_of_shape")
+def _legalize_fill(ins, attrs, out_type):
+    names = [f"i{d}" for d in range(len(out_type.shape))]
+    return compute_named(out_type.shape, names,
+                         lambda *i: _e.const(attrs["value"], out_type.dtype), "constant_of_shape")
+
+
+@register_legalization("range")
+def _legalize_range(ins, attrs, out_type):
+    dt = out_type.dtype
+    start, delta = _e.const(attrs["start"], dt), _e.const(attrs["delta"], dt)
+    return compute_named(out_type.shape, ["i"], lambda i: start + _e.cast(dt, i) * delta, "range")

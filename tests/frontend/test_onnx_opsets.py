@@ -1,0 +1,65 @@
+"""Opsets 7-12 are converted with onnx.version_converter; newer-than-known opsets and
+opsets older than 7 are refused with the fix."""
+import logging
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import mlcbook as mb
+from mlcbook.errors import UnsupportedModelError
+from mlcbook.graph import interpret
+
+from .test_onnx_import import make, vi
+
+
+def _old_mlp(opset, ir_version):
+    """Gemm -> Dropout -> Unsqueeze(axes attribute, opset < 13) with the initializers listed
+    as graph inputs, as IR version 3 requires."""
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((3, 4)).astype("float32"), rng.standard_normal(3).astype("float32")
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1),
+             # ratio is an attribute before opset 12, an input from 12 on
+             helper.make_node("Dropout", ["h"], ["d"], **({"ratio": 0.5} if opset < 12 else {})),
+             helper.make_node("Unsqueeze", ["d"], ["y"], axes=[0])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    inputs = [vi("x", [2, 4]), vi("w", [3, 4]), vi("b", [3])]
+    g = helper.make_graph(nodes, "g", inputs, [vi("y", [1, 2, 3])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir_version
+    return m, w, b
+
+
+@pytest.mark.parametrize("opset", [7, 9, 11, 12])
+def test_old_opsets_are_converted_with_a_log_line(opset, caplog):
+    model, w, b = _old_mlp(opset, ir_version=3)
+    x = np.ones((2, 4), "float32")
+    with caplog.at_level(logging.INFO, logger="mlcbook.frontend.onnx"):
+        mod = mb.from_onnx(model)
+    assert f"opset {opset}: converting it to opset 13" in caplog.text
+    assert [p.name for p in mod["main"].params] == ["x"]   # w and b are weights, not inputs
+    np.testing.assert_allclose(interpret(mod, x=x), (x @ w.T + b)[None], rtol=1e-6)
+
+
+def test_current_opsets_import_without_a_log_line(caplog):
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
+                 opset=onnx.defs.onnx_opset_version())
+    with caplog.at_level(logging.INFO, logger="mlcbook.frontend.onnx"):
+        mb.from_onnx(model)
+    assert caplog.text == ""
+
+
+def test_opset_newer_than_onnx_knows_is_refused():
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
+                 opset=99)
+    with pytest.raises(UnsupportedModelError, match="opset 99.*knows opsets up to.*Instead"):
+        mb.from_onnx(model)
+
+
+def test_opset_older_than_7_is_refused():
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
+                 opset=6)
+    model.ir_version = 3
+    with pytest.raises(UnsupportedModelError, match="opset 6; mlcbook imports opsets 7"):
+        mb.from_onnx(model)
