@@ -15,7 +15,7 @@ import pytest
 
 import mlcbook as mb
 
-from ._zoo import ZOO, data_input, with_random_weights, zoo_path
+from mlcbook.frontend.zoo import ZOO, data_input, with_random_weights, zoo_path
 
 #: compiled by default: the smallest compile times of the nine
 DEFAULT = ("squeezenet", "shufflenet")

@@ -6,6 +6,9 @@ one repeated value, so every class gets the same score and any two runtimes agre
 they compute. :func:`with_random_weights` replaces the conv and gemm weights by random
 initializers (the biases and BatchNorm statistics stay ConstantOfShape), which makes the
 outputs depend on every layer's arithmetic.
+
+    >>> model = with_random_weights(zoo_path("squeezenet"))
+    >>> exe = mb.compile(mb.from_onnx(model))     # outputs: probabilities, logits
 """
 
 from __future__ import annotations
@@ -16,16 +19,22 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ..errors import ArgumentError
+
 ZOO = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
        "squeezenet", "vgg19", "zfnet512")
 
 
 def zoo_path(name: str) -> str:
+    """The file of the zoo model ``name`` (one of :data:`ZOO`) inside the installed onnx."""
+    if name not in ZOO:
+        raise ArgumentError(f"no zoo model {name!r}; onnx ships {', '.join(ZOO)}")
     return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light",
                         f"light_{name}.onnx")
 
 
 def data_input(model) -> onnx.ValueInfoProto:
+    """The graph input that is not an initializer (older IR versions list those as inputs)."""
     inits = {i.name for i in model.graph.initializer}
     return next(vi for vi in model.graph.input if vi.name not in inits)
 
@@ -54,6 +63,10 @@ def with_random_weights(path: str, seed: int = 0) -> onnx.ModelProto:
     g.node.extend(keep)
     # the scores before the final Softmax are an output too: after it, 1000 classes of
     # similar scores all sit near 1e-3, below what rtol/atol can tell apart
-    logits = next(n.input[0] for n in reversed(keep) if n.op_type == "Softmax")
-    g.output.append(onnx.helper.make_tensor_value_info(logits, 1, None))
+    softmax = next(n for n in reversed(keep) if n.op_type == "Softmax")
+    probs = next(o for o in g.output if o.name == softmax.output[0])
+    g.output.append(onnx.helper.make_value_info(softmax.input[0], probs.type))
     return model
+
+
+__all__ = ["ZOO", "zoo_path", "data_input", "with_random_weights"]
