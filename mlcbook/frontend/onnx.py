@@ -12,9 +12,9 @@
 * Anything unsupported is reported all at once: one :class:`UnsupportedModelError` lists
   every offending node with its op type, name and the reason.
 
-The converters speak opset 13 and newer. A model of opset 7 to 12 is converted to opset 13
-with ``onnx.version_converter`` first (a log line says so); an opset newer than the
-installed onnx knows is an error.
+The converters speak opset 13 and newer. An older model is converted to opset 13 with
+``onnx.version_converter`` first (a log line says so); an opset newer than the installed
+onnx knows, or a model the converter cannot convert, is an error.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import GraphError, InvalidModelError, UnsupportedModelError
+from ..errors import GraphError, InvalidModelError, OpDTypeError, UnsupportedModelError
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule
 from ..graph.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, post_order
@@ -35,8 +35,6 @@ from ..ops import get as get_op
 
 #: the opset the converters are written for; older models are converted up to it
 MIN_OPSET = 13
-#: the oldest opset onnx.version_converter brings up to MIN_OPSET for us
-OLDEST_OPSET = 7
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +93,8 @@ def model_opset(model) -> int:
 
 def upgrade_opset(model) -> Any:
     """``model`` at an opset the converters read: unchanged from opset 13 up to the newest
-    the installed onnx knows, converted with ``onnx.version_converter`` from opsets 7-12.
+    the installed onnx knows, converted with ``onnx.version_converter`` from older opsets
+    (the onnx test models exported from PyTorch are opset 6 to 9, the model zoo's 7 to 9).
 
     Older IR versions need nothing of their own here: initializers listed among the graph
     inputs (IR < 4) are read as weights, not inputs, by :func:`from_onnx`.
@@ -111,10 +110,6 @@ def upgrade_opset(model) -> Any:
             f"model at opset {newest} or older")
     if opset >= MIN_OPSET:
         return model
-    if opset < OLDEST_OPSET:
-        raise UnsupportedModelError(
-            f"the model uses ONNX opset {opset}; mlcbook imports opsets {OLDEST_OPSET} to "
-            f"{newest}. Instead: re-export the model at opset {MIN_OPSET} or newer")
     logger.warning("the model uses ONNX opset %d: converting it to opset %d with "
                    "onnx.version_converter", opset, MIN_OPSET)
     try:
@@ -239,7 +234,10 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
             continue
         cx.values[init.name] = Constant(numpy_helper.to_array(init), name=init.name)
     for name, value in constants.items():
-        cx.values[name] = Constant(np.asarray(value))
+        try:
+            cx.values[name] = Constant(np.asarray(value))
+        except OpDTypeError as e:  # bfloat16 and friends: a limitation, reported with the rest
+            problems.append(f"input {name!r}: {e.message}")
     types = _input_types(graph, shapes, batch_size, init_names | set(constants), problems)
     params = []
     for name, ty in types.items():

@@ -87,7 +87,9 @@ def _scalar(cx, index: int, what: str):
 def _range(cx, ins, attrs):
     (start, dtype), (limit, _), (delta, _) = (_scalar(cx, k, w) for k, w in
                                               enumerate(("start", "limit", "delta")))
-    onnx_dtype({"float32": 1, "float64": 11, "int32": 6, "int64": 7}.get(dtype, 0), "start")
+    if dtype not in ("float32", "float64", "int32", "int64"):
+        raise Unsupported(f"start has dtype {dtype}; mlcbook's Range takes float32, float64, "
+                          "int32 or int64")
     return cx.call("range", start=start, limit=limit, delta=delta, dtype=dtype)
 
 

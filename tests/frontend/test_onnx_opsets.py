@@ -1,5 +1,5 @@
-"""Opsets 7-12 are converted with onnx.version_converter; newer-than-known opsets and
-opsets older than 7 are refused with the fix."""
+"""Opsets before 13 are converted with onnx.version_converter; newer-than-known opsets and
+models the converter cannot convert are refused with the fix."""
 import logging
 
 import numpy as np
@@ -31,7 +31,7 @@ def _old_mlp(opset, ir_version):
     return m, w, b
 
 
-@pytest.mark.parametrize("opset", [7, 9, 11, 12])
+@pytest.mark.parametrize("opset", [6, 7, 9, 11, 12])
 def test_old_opsets_are_converted_with_a_log_line(opset, caplog):
     model, w, b = _old_mlp(opset, ir_version=3)
     x = np.ones((2, 4), "float32")
@@ -57,9 +57,13 @@ def test_opset_newer_than_onnx_knows_is_refused():
         mb.from_onnx(model)
 
 
-def test_opset_older_than_7_is_refused():
-    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
-                 opset=6)
-    model.ir_version = 3
-    with pytest.raises(UnsupportedModelError, match="opset 6; mlcbook imports opsets 7"):
+def test_a_model_the_converter_cannot_convert_is_refused_with_the_fix(monkeypatch):
+    from onnx import version_converter
+
+    def fail(model, version):
+        raise RuntimeError("No Adapter For Foo")
+    monkeypatch.setattr(version_converter, "convert_version", fail)
+    model, _, _ = _old_mlp(9, ir_version=3)
+    with pytest.raises(UnsupportedModelError,
+                       match="from opset 9 to 13: No Adapter For Foo. Instead: re-export"):
         mb.from_onnx(model)
