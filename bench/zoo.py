@@ -49,6 +49,7 @@ def cases(models, opt_level: int = 3) -> tuple[list[Case], dict]:
         exe = mb.compile(mb.from_onnx(model), opt_level=opt_level)
         info[name] = (time.perf_counter() - t0, exe.stats["calls"], exe.stats["ops"])
         got = exe.run(feed)
+        got = got if isinstance(got, tuple) else (got,)
         for t in THREADS:
             sess = _session(model, t)
             for g, w in zip(got, sess.run(None, feed)):

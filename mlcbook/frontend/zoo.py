@@ -3,9 +3,10 @@ and a variant of each with random weights.
 
 The shipped files compute every weight with ``ConstantOfShape``: each layer's weights are
 one repeated value, so every class gets the same score and any two runtimes agree whatever
-they compute. :func:`with_random_weights` replaces the conv and gemm weights by random
-initializers (the biases and BatchNorm statistics stay ConstantOfShape), which makes the
-outputs depend on every layer's arithmetic.
+they compute. :func:`with_random_weights` replaces the conv and gemm weights (every
+ConstantOfShape of rank 2 or more) by random initializers (the biases and BatchNorm
+statistics stay ConstantOfShape), which makes the outputs depend on every layer's
+arithmetic.
 
     >>> model = with_random_weights(zoo_path("squeezenet"))
     >>> exe = mb.compile(mb.from_onnx(model))     # outputs: probabilities, logits
@@ -41,17 +42,19 @@ def data_input(model) -> onnx.ValueInfoProto:
 
 def with_random_weights(path: str, seed: int = 0) -> onnx.ModelProto:
     """The model at ``path`` with its conv and gemm weights drawn at random (He scaling,
-    so activations neither vanish nor explode through the layers), and the scores before
-    the final Softmax as a second output."""
+    so activations neither vanish nor explode through the layers); when the model ends in
+    a Softmax, the scores before it are a second, last output."""
     model = onnx.load(path)
     g = model.graph
     rng = np.random.default_rng(seed)
-    weights = {n.input[1] for n in g.node if n.op_type in ("Conv", "Gemm")}
     shapes = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     keep = []
     for node in g.node:
-        if node.op_type == "ConstantOfShape" and node.output[0] in weights:
-            shape = tuple(int(s) for s in shapes[node.input[0]])
+        # weights have two axes or more (Inception v1's classifier weight is 4-D and
+        # reshaped before its Gemm); biases and BatchNorm statistics have one
+        shape = tuple(int(s) for s in shapes.get(node.input[0], ())) \
+            if node.op_type == "ConstantOfShape" else ()
+        if len(shape) >= 2:
             fan_in = int(np.prod(shape[1:]))
             w = rng.standard_normal(shape).astype(np.float32) * np.float32(np.sqrt(2 / fan_in))
             g.initializer.append(numpy_helper.from_array(w, node.output[0]))
@@ -63,9 +66,9 @@ def with_random_weights(path: str, seed: int = 0) -> onnx.ModelProto:
     g.node.extend(keep)
     # the scores before the final Softmax are an output too: after it, 1000 classes of
     # similar scores all sit near 1e-3, below what rtol/atol can tell apart
-    softmax = next(n for n in reversed(keep) if n.op_type == "Softmax")
-    probs = next(o for o in g.output if o.name == softmax.output[0])
-    g.output.append(onnx.helper.make_value_info(softmax.input[0], probs.type))
+    softmax = [n for n in keep if n.op_type == "Softmax" and n.output[0] == g.output[0].name]
+    if softmax:
+        g.output.append(onnx.helper.make_value_info(softmax[0].input[0], g.output[0].type))
     return model
 
 
