@@ -10,6 +10,8 @@ The whole user-facing surface::
     mb.Schedule, mb.Trace, mb.ScheduleError   # transform loop IR step by step (mb.schedule)
     mb.lower, mb.build, mb.Target, mb.time_kernel   # native code through LLVM
     mb.from_onnx, mb.compile, mb.load   # whole models: ONNX -> graph IR -> Executable
+    mb.to_onnx      # graph IR -> ONNX (e.g. a model trained with mb.train)
+    mb.train        # training: grad, losses, optimizers, a compiled step, checkpoints
     mb.models       # a small model shipped inside the package (the tour's)
     mb.MLCError     # base of every error a user can cause
 """
@@ -26,11 +28,11 @@ _LAZY = {
     "te": (".te", None), "script": (".script", None), "schedule": (".schedule", None),
     "graph": (".graph", None), "ops": (".ops", None), "frontend": (".frontend", None),
     "codegen": (".codegen", None), "runtime": (".runtime", None), "models": (".models", None),
-    "grading": (".grading", None),
+    "grading": (".grading", None), "train": (".train", None),
     "Schedule": (".schedule", "Schedule"), "Trace": (".schedule", "Trace"),
     "lower": (".tir.transform", "lower"), "build": (".runtime", "build"),
     "time_kernel": (".runtime", "time_kernel"), "Target": (".codegen", "Target"),
-    "from_onnx": (".frontend", "from_onnx"),
+    "from_onnx": (".frontend", "from_onnx"), "to_onnx": (".frontend.onnx_export", "to_onnx"),
     "compile": (".graph.compile", "compile"), "load": (".graph.executable", "load"),
 }
 

@@ -2,7 +2,7 @@
 
     mlcbook tour                        the built-in end-to-end demo
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
-    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy]
+    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                      "(repeat for several inputs)")
     run.add_argument("-o", "--output", metavar="Y.npy",
                      help="save the output (several outputs: an .npz archive)")
+    run.add_argument("--sha256", metavar="HEX",
+                     help="refuse to run unless the file's sha256 is HEX (as printed by "
+                     "`mlcbook compile`): an artifact holds native code, run only ones you trust")
     run.set_defaults(run=_run)
 
     grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
@@ -180,8 +183,8 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"compiled {args.model} in {seconds:.2f} s: {exe.stats['kernels']} kernels, "
           f"{exe.stats['calls']} kernel calls per run")
     print(f"  inputs:  {ins}\n  outputs: {outs}")
-    print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB); run it with "
-          f"`mlcbook run {args.output} --input X.npy`")
+    print(f"wrote {args.output} ({Path(args.output).stat().st_size / 1024:.0f} KB, sha256 "
+          f"{exe.artifact_sha256}); run it with `mlcbook run {args.output} --input X.npy`")
     return 0
 
 
@@ -214,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .errors import ArgumentError
     from .graph import load
-    exe = load(args.artifact)
+    exe = load(args.artifact, expected_sha256=args.sha256)
     names = exe.input_names
     positional, named, files = [], {}, {}
     for spec in args.input:

@@ -151,6 +151,13 @@ class VectorizeError(BuildError):
     code = "MLC-C006"
 
 
+class ArtifactError(BuildError):
+    """A saved model (``.mlcb``) is damaged, inconsistent, for another machine, or not the
+    file its pinned hash names; the message names the member at fault."""
+
+    code = "MLC-C007"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"
@@ -200,6 +207,19 @@ class LegalizeError(GraphError):
     """An op cannot be lowered to loop IR."""
 
     code = "MLC-G009"
+
+
+# --- training: gradients, optimizers, checkpoints (D) ---------------------------------------
+class TrainingError(MLCError):
+    """A training graph, optimizer, trainer or checkpoint is used wrongly."""
+
+    code = "MLC-D001"
+
+
+class NoGradientError(TrainingError):
+    """A gradient is asked for through an op that has no gradient rule."""
+
+    code = "MLC-D002"
 
 
 # --- grading and the book (B) --------------------------------------------------------------

@@ -29,18 +29,6 @@ def _say(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 72 - len(title)))
 
 
-def _median_seconds(fn, repeat: int, number: int = 1) -> float:
-    """Median over ``repeat`` runs of the mean time of ``number`` back-to-back calls."""
-    fn()  # warm-up: first calls touch fresh memory and page in code
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return float(np.median(times))
-
-
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms" if seconds < 0.01 else f"{seconds * 1e3:.1f} ms"
 
@@ -48,7 +36,7 @@ def _ms(seconds: float) -> str:
 # --- part 1: a whole model ------------------------------------------------------------------------
 def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     from . import compile as mb_compile
-    from . import from_onnx, graph, load, models
+    from . import from_onnx, graph, load, models, time_kernel
     from .graph import CallTIR, post_order
     from .ops import view_ops
 
@@ -119,8 +107,9 @@ def _model_part(batch: int, repeat: int, save_dir: str | None) -> int:
     if not same:
         return 1
 
-    t_exe = _median_seconds(lambda: exe(x), repeat, number=10)
-    t_ref = _median_seconds(lambda: graph.interpret(mod, x), max(1, min(repeat, 5)))
+    t_exe = time_kernel(lambda: exe(x), number=10, repeat=repeat).median
+    t_ref = time_kernel(lambda: graph.interpret(mod, x), number=1,
+                        repeat=max(1, min(repeat, 5))).median
     op_calls = collections.Counter(c.op for c in main.calls())
     views = sorted({c.op for c in main.calls() if c.op in view_ops()})
     no_kernel = f" ({', '.join(views)}: a view of its input, no kernel)" if views else ""
@@ -229,7 +218,7 @@ def _kernel_part(n: int, repeat: int) -> int:
         t = time_kernel(kernel, a, b, out, number=number, repeat=repeat)
         rows.append((label, t.median))
     rows.append(("numpy (a @ b, max)",
-                 _median_seconds(lambda: np.maximum(a @ b, 0), repeat)))
+                 time_kernel(lambda: np.maximum(a @ b, 0), number=1, repeat=repeat).median))
 
     _say("11. speed (median of repeats, this machine, now)")
     flops = 2.0 * n ** 3

@@ -233,3 +233,16 @@ def test_errors_from_the_shell_have_no_traceback(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("mlcbook compile: error: [MLC-G007] no ONNX file at")
     assert "Traceback" not in proc.stderr
+
+
+def test_run_on_big_endian_input_gives_the_native_answer(convnet, capsys):
+    # '>f4' passes the dtype check as float32: it must be converted, not read as garbage
+    d, x = convnet
+    np.save(d / "x_be.npy", x.astype(">f4"))
+    for name in ("x", "x_be"):
+        assert main(["run", str(d / "tiny.mlcb"), "--input", str(d / f"{name}.npy"),
+                     "--output", str(d / f"y_{name}.npy")]) == 0
+    capsys.readouterr()
+    native, big = np.load(d / "y_x.npy"), np.load(d / "y_x_be.npy")
+    assert np.isfinite(big).all()
+    np.testing.assert_array_equal(big, native)

@@ -15,20 +15,20 @@ import ctypes.util
 import functools
 
 from ..errors import BuildError, ForeignTargetError
-from .target import Target, _llvm
+from .target import Target, llvm_binding
 
 
 @functools.lru_cache(maxsize=None)
-def _load_libm() -> None:
+def load_libm() -> None:
     # math functions the kernels call (expf, tanhf, erff, ...) must be visible to the JIT
-    llvm = _llvm()
+    llvm = llvm_binding()
     name = ctypes.util.find_library("m")
     if name:
         llvm.load_library_permanently(name)
 
 
 def _optimize(mod, tm, level: int = 3) -> None:
-    llvm = _llvm()
+    llvm = llvm_binding()
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
@@ -41,7 +41,7 @@ class CompiledModule:
     """Machine code for one LLVM module, with its IR before and after optimization."""
 
     def __init__(self, ir_text: str, entries: list, target: Target):
-        llvm = _llvm()
+        llvm = llvm_binding()
         self.target, self.entries = target, entries
         self.llvm_ir = ir_text
         try:
@@ -56,7 +56,7 @@ class CompiledModule:
         self.optimized_ir = str(mod)
         self._engine = None
         if target.is_host:
-            _load_libm()
+            load_libm()
             self._engine = llvm.create_mcjit_compiler(mod, self._tm)
             self._engine.finalize_object()
 
@@ -85,7 +85,7 @@ class CompiledModule:
         return self.target.target_machine(jit=False)
 
     def _reparse(self):
-        llvm = _llvm()
+        llvm = llvm_binding()
         mod = llvm.parse_assembly(self.optimized_ir)
         mod.triple = self.target.triple
         return mod

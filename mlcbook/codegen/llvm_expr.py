@@ -18,7 +18,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..errors import BuildError
-from ..tir.analysis import int_bounds
+from ..tir.arith import int_bounds
 from ..tir.expr import BufferLoad, Const, Select, is_float, is_int
 from ..tir.functor import ExprFunctor, Visitor
 from .llvm_types import I32, PTR, itemsize, mangle, mem_type, reg_type

@@ -59,6 +59,7 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
         self.ranges: dict = {}
         self.lanes = None
         self.mask = None
+        self._unroll_copies = 1   # product of the extents of the unrolled loops around
         self.heap: list = []
 
     def finish(self) -> None:
@@ -184,10 +185,21 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
             raise UnrollError(
                 f"loop {s.loop_var.name} is marked unrolled but has {n} iterations (more than "
                 f"{MAX_UNROLL}); split it and unroll only the inner part")
-        for k in range(n):
-            self.env[s.loop_var] = Val(S, self._const(s.loop_var.dtype, k))
-            self.ranges[s.loop_var] = (k, k)
-            self.stmt(s.body)
+        # nested unrolled loops multiply: bound the copies of the innermost body, or LLVM
+        # spends minutes on the result
+        outer = self._unroll_copies
+        if outer * n > MAX_UNROLL:
+            raise UnrollError(
+                f"loop {s.loop_var.name} is marked unrolled inside unrolled loops: together they "
+                f"copy the body {outer * n} times (more than {MAX_UNROLL}); unroll fewer of them")
+        self._unroll_copies = outer * n
+        try:
+            for k in range(n):
+                self.env[s.loop_var] = Val(S, self._const(s.loop_var.dtype, k))
+                self.ranges[s.loop_var] = (k, k)
+                self.stmt(s.body)
+        finally:
+            self._unroll_copies = outer
 
     def _vectorized(self, s: For) -> None:
         v = s.loop_var

@@ -18,7 +18,7 @@ from ..errors import TargetError
 
 
 @functools.lru_cache(maxsize=None)
-def _llvm():
+def llvm_binding():
     import llvmlite.binding as llvm
     # llvmlite >= 0.45 initializes LLVM itself; only targets and printers are ours to add
     llvm.initialize_all_targets()
@@ -47,7 +47,7 @@ class Target:
                 raise TargetError(
                     f"unknown target option {w!r} in {spec!r}; known: -mtriple=, -mcpu=, -mattr=")
             opts[key] = value
-        llvm = _llvm()
+        llvm = llvm_binding()
         host_triple = llvm.get_process_triple()
         self.triple = _normalize_triple(opts.get("-mtriple", host_triple))
         on_host = _arch(self.triple) == _arch(host_triple)
@@ -72,7 +72,7 @@ class Target:
     @property
     def is_host(self) -> bool:
         """Whether code for this target can run in this process."""
-        return _arch(self.triple) == _arch(_llvm().get_process_triple())
+        return _arch(self.triple) == _arch(llvm_binding().get_process_triple())
 
     @property
     def vector_bits(self) -> int:
@@ -108,7 +108,7 @@ class Target:
         return self.vector_bits // (8 * np.dtype(dtype).itemsize)
 
     def target_machine(self, jit: bool = False, opt: int = 3):
-        llvm = _llvm()
+        llvm = llvm_binding()
         t = llvm.Target.from_triple(self.triple)
         return t.create_target_machine(
             cpu=self.cpu, features=self.features, opt=opt,
@@ -122,7 +122,7 @@ class Target:
         return s
 
     def _explicit_features(self) -> bool:
-        llvm = _llvm()
+        llvm = llvm_binding()
         return not (self.cpu == llvm.get_host_cpu_name() and self.is_host
                     and self.features == llvm.get_host_cpu_features().flatten())
 

@@ -105,9 +105,9 @@ def upgrade_opset(model) -> Any:
     newest = onnx.defs.onnx_opset_version()
     if opset > newest:
         raise UnsupportedModelError(
-            f"the model uses ONNX opset {opset}, but the installed onnx {onnx.__version__} knows "
-            f"opsets up to {newest}. Instead: upgrade onnx (pip install -U onnx), or export the "
-            f"model at opset {newest} or older")
+            f"the model uses ONNX opset {opset}, which does not exist yet: the installed onnx "
+            f"{onnx.__version__} knows opsets up to {newest}, so the meaning of its ops is "
+            f"unknown. Instead: export the model with an opset up to {newest}, or upgrade onnx")
     if opset >= MIN_OPSET:
         return model
     logger.warning("the model uses ONNX opset %d: converting it to opset %d with "

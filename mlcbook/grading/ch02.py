@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MLCError
-from ..tir.analysis import collect_blocks, free_vars, int_bounds
+from ..tir.analysis import collect_blocks, free_vars
+from ..tir.arith import int_bounds
 from ..tir.expr import BufferLoad
 from ..tir.function import IRModule, PrimFunc
 from ..tir.functor import Visitor

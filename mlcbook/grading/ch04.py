@@ -18,7 +18,7 @@ from ..errors import MLCError, ScheduleError
 from ..tir.expr import PrimExpr, Var
 from ..tir.function import PrimFunc
 from ..tir.stmt import For
-from .compare import (Fail, NotImplementedAnswer, Partial, _where, describe, expect_array,
+from .compare import (Fail, NotImplementedAnswer, Partial, student_line, describe, expect_array,
                       randn, trial)
 from .registry import exercise
 
@@ -103,7 +103,7 @@ def _apply(answer, name: str, sch, refused_hint=None):
         raise Fail(f"a step of {name} was refused by the schedule: {type(err).__name__}: "
                    f"{_refusal(err)}", hint) from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"{name} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{name} raised {type(err).__name__}: {err}{student_line(err)}") from None
     if result is None or result is sch:
         return sch
     if isinstance(result, Schedule):
@@ -279,7 +279,7 @@ def _table(answer, shape: tuple[int, ...]) -> np.ndarray:
         raise NotImplementedAnswer("flat_index raised NotImplementedError; replace the "
                                    "`raise NotImplementedError` line with your code") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"flat_index raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"flat_index raised {type(err).__name__}: {err}{student_line(err)}") from None
     names_shown = ", ".join(v.name for v in indices) + ("," if len(indices) == 1 else "")
     shown = f"flat_index(({names_shown}), {shape})"
     if isinstance(expr, (list, tuple)):

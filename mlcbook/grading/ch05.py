@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..errors import MLCError
-from .compare import Fail, NotImplementedAnswer, _where, call, describe, expect_array, randn, trial
+from .compare import Fail, NotImplementedAnswer, student_line, call, describe, expect_array, randn, trial
 from .registry import exercise
 
 
@@ -30,7 +30,7 @@ def _run(what: str, fn, *args):
     except MLCError as err:
         raise Fail(f"{what} raised {type(err).__name__}: {err}") from None
     except Exception as err:  # noqa: BLE001 - the student's code runs inside the library here
-        raise Fail(f"{what} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{what} raised {type(err).__name__}: {err}{student_line(err)}") from None
 
 
 # --- 05.call_tir_mlp -------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def _check_infer_matmul(answer, rng):
         label = f"A {a} @ B {b} ({what})"
         got, err = _infer(answer, (TensorType(a, "float32"), TensorType(b, "float32")))
         if err is not None:
-            raised = f"infer_matmul raised {type(err).__name__}: {err}{_where(err)}"
+            raised = f"infer_matmul raised {type(err).__name__}: {err}{student_line(err)}"
             if expected is not None:
                 raise Fail(f"for {label} {raised}; numpy's matmul gives shape {expected}")
             if not isinstance(err, OpShapeError):

@@ -88,7 +88,7 @@ def call(answer: object, name: str, *args: object, outputs: int = 0) -> object:
         raise NotImplementedAnswer(f"{name} raised NotImplementedError; replace the "
                                    "`raise NotImplementedError` line with your code") from None
     except Exception as err:  # noqa: BLE001 - any error in student code is reported, not raised
-        raise Fail(f"{name} raised {type(err).__name__}: {err}{_where(err)}") from None
+        raise Fail(f"{name} raised {type(err).__name__}: {err}{student_line(err)}") from None
     for i, (arg, copy) in enumerate(zip(inputs, copies)):
         if copy is not None and not np.array_equal(arg, copy, equal_nan=True):
             raise Fail(f"{name} changed its input argument #{i + 1} (shape {arg.shape}); "
@@ -183,7 +183,7 @@ def _at(name: str, mask: np.ndarray) -> str:
     return f"{name}[{', '.join(str(i) for i in _first(mask))}]"
 
 
-def _where(err: BaseException) -> str:
+def student_line(err: BaseException) -> str:
     """`` (line N in f: <source>)`` for the innermost frame of the student's own code."""
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         filename = str(Path(frame.filename).resolve()) if frame.filename else ""

@@ -20,19 +20,38 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..errors import LegalizeError
 from ..ops import get as get_op
+from ..ops import view_ops
 from ..ops.registry import OpKind
+from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .default_schedule import default_schedule
-from ..ops.registry import view_ops
-from .executable import Executable, build_plan
-from .expr import CallTIR, post_order
+from .executable import Executable
+from .expr import CallTIR, Function, post_order
 from .fused_kernels import legalize_fused
 from .fusion import fuse_ops
 from .interpret import main_function
 from .legalize import legalize
 from .memory_plan import plan_memory
 from .passes import PassContext, optimize
+from .plan import make_plan
+
+
+#: most elements of one tensor: loop variables and indices are int32
+MAX_ELEMENTS = 2**31 - 1
+
+def check_sizes(func: Function) -> None:
+    for n in list(func.params) + list(post_order(func.body)):
+        for t in (n.type.fields if isinstance(n.type, TupleType) else (n.type,)):
+            if isinstance(t, TensorType) and t.size > MAX_ELEMENTS:
+                what = f"input {n.name!r}" if n in func.params else \
+                    f"the value {getattr(n, 'name', None) or type(n).__name__!r}"
+                raise LegalizeError(
+                    f"cannot compile: {what} has shape {t.shape}, {t.size} elements, more than "
+                    f"the {MAX_ELEMENTS} (2**31 - 1) that mlcbook's int32 loop indices reach; "
+                    "Instead: compile for a smaller batch size or input shape")
+
 
 
 def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 3,  # noqa: A001
@@ -46,6 +65,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     from ..runtime import build
     t0 = time.perf_counter()
     func, _ = main_function(mod)
+    check_sizes(func)
     n_ops = len(func.calls())
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
     func = optimize(func, opt_level, ctx)
@@ -69,8 +89,10 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     if prims:
         lib = build(IRModule(prims), target=target, fastmath=fastmath)
         kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
-    plan, consts = build_plan(func)
-    unplanned = sum(s.size_bytes for s in plan.slots if s.kind == "temp")
+    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
+              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
+    plan, consts = make_plan(func, bounds)
+    unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
     if opt_level >= 2:
         calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
         inplace_steps = {k for k, n in enumerate(calls) if n.name in inplace_names}

@@ -39,6 +39,8 @@ LANES = 16
 #: microseconds to wake them once they sleep, and on the CNN of bench/e2e.py a threshold
 #: of 32k iterations gave no speed-up that stood out of the noise
 PARALLEL_WORK = 1 << 20
+#: a float reduction of at least this many terms is summed in two levels (see _two_level)
+LONG_REDUCTION = 1 << 13
 
 
 def _root_stmts(func: PrimFunc):
@@ -111,9 +113,45 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
 
 
 def _schedule_row_reduction(sch: Schedule, block, n_spatial: int) -> None:
+    partial = _two_level(sch, block, n_spatial)
+    if partial is not None:
+        # the partial sums first: one row reduction more, whose rows are the blocks
+        _schedule_row_reduction(sch, partial, n_spatial + 1)
     loops = sch.get_loops(block)
     work = math.prod(_extent(sch, lp) for lp in loops)
     _parallel_outer(sch, list(loops[:n_spatial]), work)
+
+
+def _two_level(sch: Schedule, block, n_spatial: int):
+    """Sum a long float reduction in two levels: blocks of about sqrt(n) consecutive terms
+    (``rfactor`` into partial sums), then the partial sums. A float32 sum of n terms in one
+    running total loses up to about n rounding errors; two levels lose about 2 sqrt(n), and
+    the blocks can run in parallel. Returns the partial-sum block, or None (short, integer,
+    or no block size divides the reduction: then one level, as before)."""
+    loops = sch.get_loops(block)
+    reduce_loops = loops[n_spatial:]
+    node = sch.get(block)
+    n = math.prod(_extent(sch, lp) for lp in reduce_loops) if reduce_loops else 0
+    if n < LONG_REDUCTION or not node.writes or not node.writes[0].buffer.dtype.startswith(
+            "float"):
+        return None
+    size = _block_size(n)
+    if size is None:
+        return None
+    try:
+        k = sch.fuse(*reduce_loops) if len(reduce_loops) > 1 else reduce_loops[0]
+        outer, _ = sch.split(k, [None, size])
+        return sch.rfactor(outer, factor_axis=n_spatial)
+    except ScheduleError:
+        return None   # e.g. a reducer rfactor cannot split (not a sum, max or min)
+
+
+def _block_size(n: int) -> int | None:
+    """The divisor of ``n`` nearest to sqrt(n), if it is at least 64."""
+    root = math.isqrt(n)
+    best = max((d for k in range(1, root + 1) if n % k == 0 for d in (k, n // k)
+                if d <= 4 * root), key=lambda d: -abs(d - root), default=None)
+    return best if best is not None and best >= 64 else None
 
 
 def _reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:

@@ -6,34 +6,25 @@
     >>> exe.save("mlp.mlcb")
     >>> mb.load("mlp.mlcb")(x)              # no recompiling: object code, plan and weights
 
-Compiling legalizes every op call to a PrimFunc, gives each the default schedule
-(:mod:`mlcbook.graph.default_schedule`), builds them all into one native library, and plans
-the run: every value gets a buffer allocated once (weights are kept as given, reshapes are
-views of their input), and a run is a list of kernel calls on those buffers.
+``mb.compile`` (:mod:`mlcbook.graph.compile`) makes one: a plan of kernel calls on slots
+(:mod:`mlcbook.graph.plan`), whose intermediates share one arena when memory is planned
+(:mod:`mlcbook.graph.memory_plan`), weights kept as given and reshapes views of their input.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import os
-import tempfile
+import threading
 import time
 import warnings
-import zipfile
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ArgumentError, BuildError, GraphError
-from ..ops.registry import get as get_op, view_ops
-from ..ops.types import TensorType, TupleType
-from ..tir.function import IRModule, PrimFunc
-from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
-from .interpret import bind_inputs, main_function
-
-FORMAT_VERSION = 2
+from ..errors import ArgumentError, ArtifactError, BuildError
+from ..ops.registry import view_ops
+from .expr import Function, Tuple, Var
+from .interpret import bind_inputs
+from .plan import Plan
 
 
 def __getattr__(name: str):
@@ -46,111 +37,17 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass
-class _Slot:
-    """A buffer of the plan: an input, a weight, an intermediate, or a view of another slot."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    kind: str                 #: "input", "const", "temp" or "view"
-    ref: int = -1             #: input index (input) or viewed slot (view)
-
-    @property
-    def size_bytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
-    def to_json(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype, "kind": self.kind, "ref": self.ref}
-
-    @staticmethod
-    def from_json(d: dict) -> "_Slot":
-        return _Slot(tuple(d["shape"]), d["dtype"], d["kind"], d["ref"])
-
-
-@dataclass
-class Plan:
-    """What a run does: ``steps`` call kernels on slots; ``outputs`` are slots to return."""
-
-    inputs: list[tuple[str, TensorType]]
-    slots: list[_Slot]
-    steps: list[tuple[str, list[int]]]
-    outputs: list[int]
-    tuple_output: bool
-    #: byte offset of each temp slot in one arena (see mlcbook.graph.memory_plan); empty:
-    #: every temp has a buffer of its own
-    offsets: dict[int, int] = field(default_factory=dict)
-    arena_bytes: int = 0
-
-    def to_json(self) -> dict:
-        return {"version": FORMAT_VERSION,
-                "inputs": [[n, list(t.shape), t.dtype] for n, t in self.inputs],
-                "slots": [s.to_json() for s in self.slots],
-                "steps": [[k, a] for k, a in self.steps],
-                "outputs": self.outputs, "tuple_output": self.tuple_output,
-                "offsets": [[k, v] for k, v in sorted(self.offsets.items())],
-                "arena_bytes": self.arena_bytes}
-
-    @staticmethod
-    def from_json(d: dict) -> "Plan":
-        if d.get("version") != FORMAT_VERSION:
-            raise BuildError(f"this artifact has format version {d.get('version')}; this "
-                             f"mlcbook reads version {FORMAT_VERSION}: compile the model again")
-        return Plan([(n, TensorType(tuple(s), dt)) for n, s, dt in d["inputs"]],
-                    [_Slot.from_json(s) for s in d["slots"]],
-                    [(k, list(a)) for k, a in d["steps"]], list(d["outputs"]),
-                    bool(d["tuple_output"]), {int(k): int(v) for k, v in d.get("offsets", [])},
-                    int(d.get("arena_bytes", 0)))
-
-
-def build_plan(func: Function) -> tuple[Plan, dict[int, np.ndarray]]:
-    """Assign slots to the values of a legalized graph function (each temp its own buffer;
-    :func:`mlcbook.graph.memory_plan.plan_memory` then places them in one arena)."""
-    slots: list[_Slot] = []
-    consts: dict[int, np.ndarray] = {}
-    where: dict[int, Any] = {}   # node id -> slot index, or a list of them for tuples
-    steps = []
-
-    def new(t: TensorType, kind: str, ref: int = -1) -> int:
-        slots.append(_Slot(t.shape, t.dtype, kind, ref))
-        return len(slots) - 1
-
-    for k, p in enumerate(func.params):
-        where[id(p)] = new(p.type, "input", k)
-    for n in post_order(func.body):
-        if id(n) in where:
-            continue
-        if isinstance(n, Constant):
-            where[id(n)] = s = new(n.type, "const")
-            consts[s] = np.ascontiguousarray(n.data)
-        elif isinstance(n, Var):
-            raise GraphError(f"variable {n.name!r} is not an input of {func.name!r}")
-        elif isinstance(n, CallTIR):
-            args = [where[id(a)] for a in n.args]
-            outs = [new(t, "temp") for t in n.out_types]
-            steps.append((n.func, args + outs))
-            where[id(n)] = outs if isinstance(n.type, TupleType) else outs[0]
-        elif isinstance(n, Call) and get_op(n.op).is_view:
-            where[id(n)] = new(n.type, "view", where[id(n.args[0])])
-        elif isinstance(n, Call):
-            raise GraphError(f"op call {n.name!r} ({n.op}) was not legalized")
-        elif isinstance(n, Tuple):
-            where[id(n)] = [where[id(f)] for f in n.fields]
-        elif isinstance(n, TupleGetItem):
-            where[id(n)] = where[id(n.tuple_value)][n.index]
-    out = where[id(func.body)]
-    tuple_output = isinstance(out, list)
-    outputs = out if tuple_output else [out]
-    if any(isinstance(o, list) for o in outputs):
-        raise GraphError("nested tuples cannot be returned by a compiled model")
-    inputs = [(p.name, p.type) for p in func.params]
-    return Plan(inputs, slots, steps, outputs, tuple_output), consts
-
-
 class Executable:
     """A compiled model: call it like the graph function it came from.
 
     ``exe(x)``, ``exe(input=x)`` or ``exe.run({"input": x})``; inputs are checked by name,
-    shape and dtype. Returns one array, or a tuple for models with several outputs.
+    shape and dtype (other byte orders are converted). Returns one array, or a tuple for
+    models with several outputs; the arrays are the caller's own.
+
+    Threads: one executable may be called from several threads at once and every call
+    returns what a call alone would. Each thread gets its own intermediate buffers at its
+    first call (weights are shared, read-only), so memory for intermediates grows with the
+    number of calling threads; the native calls themselves run without the GIL.
     """
 
     def __init__(self, plan: Plan, kernels: Mapping[str, Any], consts: Mapping[int, np.ndarray],
@@ -158,40 +55,66 @@ class Executable:
         self.plan = plan
         self.kernels = dict(kernels)
         self.stats = dict(stats or {})
+        #: sha256 of the artifact file this executable was last saved to or loaded from
+        self.artifact_sha256: str | None = None
         params = tuple(Var(n, t) for n, t in plan.inputs)
         self._sig = Function(params, Tuple(params), "main")  # for checking inputs
         missing = sorted({k for k, _ in plan.steps} - set(self.kernels))
         if missing:
             raise BuildError(f"the plan calls kernels {', '.join(missing)} that the library "
                              "does not have; the artifact is inconsistent")
-        self._buffers: list[np.ndarray | None] = [None] * len(plan.slots)
-        self._arena = np.empty(plan.arena_bytes, np.uint8) if plan.offsets else None
-        for i, s in enumerate(plan.slots):
-            if s.kind == "const":
-                self._buffers[i] = np.ascontiguousarray(consts[i], dtype=s.dtype)
-            elif s.kind == "temp" and i in plan.offsets:
-                n = int(np.prod(s.shape, dtype=np.int64)) * np.dtype(s.dtype).itemsize
-                off = plan.offsets[i]
-                self._buffers[i] = self._arena[off:off + n].view(s.dtype).reshape(s.shape)
-            elif s.kind == "temp":
-                self._buffers[i] = np.empty(s.shape, s.dtype)
-        self._calls = [(self.kernels[k], args) for k, args in plan.steps]
-        # pointers of the slots that are the same in every run (weights and temps, and views
-        # of them); a run only fills in the slots that are, or view, an input
-        roots = [self._root(i) for i in range(len(plan.slots))]
-        self._fixed_ptrs = [_address(self._buffers[r]) for r in roots]
-        self._input_slots = [(i, plan.slots[r].ref) for i, r in enumerate(roots)
+        self._consts = {i: np.ascontiguousarray(consts[i], dtype=s.dtype)
+                        for i, s in enumerate(plan.slots) if s.kind == "const"}
+        checks: dict[int, list] = {}
+        for step, pos, n, axis in plan.checks:
+            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis))
+        self._calls = [(self.kernels[k], args, checks.get(s, ()))
+                       for s, (k, args) in enumerate(plan.steps)]
+        self._roots = [plan.root(i) for i in range(len(plan.slots))]
+        # a run fills in only the slots that are, or view, an input
+        self._input_slots = [(i, plan.slots[r].ref) for i, r in enumerate(self._roots)
                              if plan.slots[r].kind == "input"]
-        self._output_roots = [roots[o] for o in plan.outputs]
+        self._output_roots = [self._roots[o] for o in plan.outputs]
+        self._local = threading.local()
+        self._arena()   # this thread's buffers now: a model too big fails here, not at a call
 
     @property
     def input_names(self) -> list[str]:
         return [n for n, _ in self.plan.inputs]
 
-    def _root(self, i: int) -> int:
-        while self.plan.slots[i].kind == "view":
-            i = self.plan.slots[i].ref
-        return i
+    @property
+    def constants(self) -> dict[int, np.ndarray]:
+        """The buffers of the plan's constant slots, by slot index (what ``save`` writes)."""
+        return dict(self._consts)
+
+    def _temp_buffers(self) -> list:
+        """Fresh buffers for the temps: views into one arena when memory is planned."""
+        plan = self.plan
+        if not plan.offsets:
+            return [np.empty(s.shape, s.dtype) if s.kind == "temp" else None for s in plan.slots]
+        arena = np.empty(plan.arena_bytes, np.uint8)
+        out = [None] * len(plan.slots)
+        for i, off in plan.offsets.items():
+            s = plan.slots[i]
+            out[i] = arena[off:off + s.nbytes].view(s.dtype).reshape(s.shape)
+        return out
+
+    def _arena(self) -> tuple[list, list[int]]:
+        """This thread's buffers of every slot, and their addresses (inputs left 0)."""
+        arena = getattr(self._local, "arena", None)
+        if arena is None:
+            temps = [s for s in self.plan.slots if s.kind == "temp"]
+            try:
+                own = self._temp_buffers()
+                buffers = [self._consts.get(i) if s.kind != "temp" else own[i]
+                           for i, s in enumerate(self.plan.slots)]
+            except (MemoryError, ValueError):
+                need = self.plan.arena_bytes or sum(s.nbytes for s in temps)
+                raise ArgumentError(f"the model's intermediate buffers need {need / 2**30:.1f} "
+                                    "GiB, more memory than this machine can give; compile it "
+                                    "for a smaller batch size or input shape") from None
+            arena = self._local.arena = (buffers, [_address(buffers[r]) for r in self._roots])
+        return arena
 
     def __call__(self, *args, **kwargs):
         return self._execute(bind_inputs(self._sig, args, kwargs))
@@ -211,46 +134,55 @@ class Executable:
             self._execute(arrays, times)
         return [(k, float(np.median(t))) for (k, _), t in zip(self.plan.steps, times)]
 
+    def _check_indices(self, checks, buffers, arrays) -> None:
+        # the reference raises for an index out of range; the kernel would clamp it
+        for slot, n, axis in checks:
+            root = self._roots[slot]
+            s = self.plan.slots[root]
+            a = arrays[s.ref] if s.kind == "input" else buffers[root]
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis "
+                                    f"{axis}")
+
     def _execute(self, arrays: list[np.ndarray], times: list | None = None):
-        arrays = [np.ascontiguousarray(a) for a in arrays]
-        ptr = list(self._fixed_ptrs)
+        # the kernels read native-order, contiguous memory: convert (e.g. big-endian '>f4')
+        arrays = [np.ascontiguousarray(a, a.dtype.newbyteorder("=")) for a in arrays]
+        buffers, fixed = self._arena()
+        ptr = list(fixed)
         for slot, k in self._input_slots:
             ptr[slot] = _address(arrays[k])
         if times is None:
-            for kernel, args in self._calls:
+            for kernel, args, checks in self._calls:
+                if checks:
+                    self._check_indices(checks, buffers, arrays)
                 kernel.run_unchecked([ptr[a] for a in args])
         else:
-            for (kernel, args), t in zip(self._calls, times):
+            for (kernel, args, checks), t in zip(self._calls, times):
+                if checks:
+                    self._check_indices(checks, buffers, arrays)
                 t0 = time.perf_counter()
                 kernel.run_unchecked([ptr[a] for a in args])
                 t.append(time.perf_counter() - t0)
         outs = []
         for o, root in zip(self.plan.outputs, self._output_roots):
-            src = self._buffers[root] if self.plan.slots[root].kind != "input" \
+            src = buffers[root] if self.plan.slots[root].kind != "input" \
                 else arrays[self.plan.slots[root].ref]
             outs.append(np.array(src).reshape(self.plan.slots[o].shape))
         return tuple(outs) if self.plan.tuple_output else outs[0]
 
     # --- artifact ------------------------------------------------------------------------------
     def save(self, path) -> str:
-        """Write the deployable artifact: native object code, the plan and the weights."""
-        if not self.kernels:
-            obj = b""
-        else:
-            with tempfile.TemporaryDirectory() as d:
-                f = os.path.join(d, "kernels.o")
-                next(iter(self.kernels.values())).export_object(f)
-                with open(f, "rb") as fh:
-                    obj = fh.read()
-        weights = io.BytesIO()
-        np.savez(weights, **{str(i): b for i, b in enumerate(self._buffers)
-                             if self.plan.slots[i].kind == "const"})
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("plan.json", json.dumps(self.plan.to_json()))
-            z.writestr("kernels.o", obj)
-            z.writestr("weights.npz", weights.getvalue())
-            z.writestr("kernels.json", json.dumps(sorted(self.kernels)))
+        """Write the deployable artifact (see :mod:`mlcbook.graph.artifact`): native object
+        code, the plan and the weights. Sets :attr:`artifact_sha256`, the file's hash, to pin
+        when loading: ``mb.load(path, expected_sha256=exe.artifact_sha256)``."""
+        from .artifact import write_artifact
+        self.artifact_sha256 = write_artifact(path, self.plan, self.kernels, self._consts)
         return str(path)
+
+    def __reduce_ex__(self, protocol):
+        raise ArtifactError("an Executable holds native code and cannot be pickled or copied; "
+                            "Instead: exe.save(path) writes it to a file and mb.load(path) "
+                            "reads it back")
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}: {t}" for n, t in self.plan.inputs)
@@ -262,34 +194,21 @@ def _address(a: np.ndarray | None) -> int:
     return a.__array_interface__["data"][0] if a is not None and a.size else 0
 
 
-def load(path) -> Executable:
-    """Load an artifact written by :meth:`Executable.save` (no compiler needed)."""
-    from ..runtime import load_kernel
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise BuildError(f"no compiled model at {path!r}")
-    try:
-        with zipfile.ZipFile(path) as z:
-            plan = Plan.from_json(json.loads(z.read("plan.json")))
-            obj = z.read("kernels.o")
-            names = json.loads(z.read("kernels.json"))
-            with np.load(io.BytesIO(z.read("weights.npz"))) as w:
-                consts = {int(k): w[k] for k in w.files}
-    except (zipfile.BadZipFile, KeyError, ValueError) as e:
-        raise BuildError(f"{path!r} is not an mlcbook compiled model ({e}); write one with "
-                         "exe.save(path)") from None
-    kernels = {}
-    if obj:
-        with tempfile.TemporaryDirectory() as d:
-            f = os.path.join(d, "kernels.o")
-            with open(f, "wb") as fh:
-                fh.write(obj)
-            lib = load_kernel(f)
-        kernels = {lib.name: lib} if not hasattr(lib, "kernels") else dict(lib.kernels)
-    missing = [n for n in names if n not in kernels]
-    if missing:
-        raise BuildError(f"{path!r} lacks the kernels {', '.join(missing)}")
-    return Executable(plan, kernels, consts)
+def load(path, expected_sha256: str | None = None) -> Executable:
+    """Load an artifact written by :meth:`Executable.save` (no compiler needed).
+
+    The file is checked member by member before any of its native code runs (see
+    :mod:`mlcbook.graph.artifact`); a damaged file raises :class:`~mlcbook.errors.ArtifactError`.
+    An artifact holds native code: load only artifacts you trust, and pin the hash you saved
+    with ``expected_sha256`` to refuse any other file.
+
+        >>> mb.load("m.mlcb", expected_sha256="3f5a...")
+    """
+    from .artifact import read_artifact
+    plan, kernels, consts, digest = read_artifact(path, expected_sha256)
+    exe = Executable(plan, kernels, consts)
+    exe.artifact_sha256 = digest
+    return exe
 
 
-__all__ = ["load", "Executable", "Plan", "build_plan"]
+__all__ = ["load", "Executable", "Plan"]

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..printing import printer
 from ..errors import GraphError, UnboundVarError
 from ..ops import get as get_op
 from ..ops.types import Attrs, TensorType, TupleType, Type, type_of_array
@@ -246,8 +247,7 @@ class Function:
 
     def script(self) -> str:
         """The function as readable Python-like text (what ``print(f)`` shows)."""
-        from .printer import function_to_str
-        return function_to_str(self)
+        return printer("graph.function")(self)
 
     __str__ = script
 
@@ -255,8 +255,7 @@ class Function:
         return f"<graph.Function {self.name}({', '.join(p.name for p in self.params)})>"
 
     def _repr_html_(self) -> str:
-        from .printer import to_html
-        return to_html(self.script())
+        return printer("graph.html")(self.script())
 
 
 def _normalize(fname: str, params: tuple[Var, ...], body: Expr) -> Expr:

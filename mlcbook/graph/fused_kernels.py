@@ -53,6 +53,8 @@ def legalize_group(group: Group, name: str | None = None) -> PrimFunc:
         except MLCError as e:
             raise LegalizeError(f"cannot legalize {c.op} {c.name!r} inside the fused group "
                                 f"{group.name!r}: {e.message}") from None
+        if out.ndim == 0:  # a 0-d value lives in a (1,)-tensor, as everywhere in the graph
+            out = te.ops.reshape(out, (1,), name=out.name)
         tensors[id(c)] = out
     out = tensors[id(group.output)]
     want = scalar_free(group.output.type)
@@ -83,8 +85,10 @@ def legalize_fused(target, plan: FusionPlan, keep=()) -> IRModule:
     """Like :func:`mlcbook.graph.legalize`, with each group of ``plan`` one ``call_tir``."""
     func, mod = main_function(target)
     funcs = dict(mod.functions) if mod is not None else {}
-    funcs[func.name] = func
-    funcs[func.name] = _FusedLegalizer(funcs, plan, keep).visit_function(func)
+    # the function keeps the key it has in the module ("main"), whatever its own name
+    key = next((k for k, f in funcs.items() if f is func), func.name)
+    funcs[key] = func
+    funcs[key] = _FusedLegalizer(funcs, plan, keep).visit_function(func)
     return IRModule(funcs)
 
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from ..ops import get as get_op
 from ..ops.registry import OpKind
 from ..ops.types import TensorType
-from ..ops.registry import get as get_op
 from .expr import Call, Function, children, post_order
+from .legalize import index_bounds
 
 
 @dataclass
@@ -78,8 +78,10 @@ _SINK = None  # the function's result: a post-dominator of everything
 
 
 def _fusable(n) -> bool:
+    # gather's indices are data that a compiled model checks before its kernel runs
+    # (legalize.index_bounds): it keeps a kernel of its own
     return (isinstance(n, Call) and isinstance(n.type, TensorType) and not get_op(n.op).is_view
-            and get_op(n.op).kind != OpKind.OPAQUE and n.type.size > 0
+            and get_op(n.op).kind != OpKind.OPAQUE and n.type.size > 0 and not index_bounds(n)
             and all(isinstance(a.type, TensorType) and a.type.size > 0 for a in n.args))
 
 

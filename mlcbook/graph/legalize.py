@@ -6,6 +6,8 @@ added once and shared.
     >>> print(mod)        # main now calls gemm, relu, ... PrimFuncs with call_tir
 
 A 0-d (scalar) tensor is passed to a PrimFunc parameter of shape ``(1,)``: the same memory.
+A PrimFunc whose inputs hold indices records their bounds in its ``index_bounds``
+attribute (see :func:`index_bounds`).
 Tensors without elements need no code: a call producing only such tensors becomes a
 constant, and so does one whose result cannot depend on data (a sum over an empty axis).
 """
@@ -25,6 +27,18 @@ from ..tir.structural import structural_equal, structural_hash
 from .expr import Call, CallTIR, Constant, Function, Tuple
 from .functor import ExprMutator
 from .interpret import evaluate, main_function
+
+
+def index_bounds(call: Call) -> tuple:
+    """``((position, n, axis), ...)``: inputs of ``call`` whose values index an axis of
+    length ``n``. Out of ``[-n, n)`` is an error at graph level (the reference raises, and a
+    compiled model checks these inputs before the kernel runs); the kernel itself clamps, so
+    it never reads outside its buffers. Gather is the only op whose indices are data."""
+    if call.op == "gather":
+        data = call.args[0].type
+        axis = call.attrs["axis"] % data.ndim
+        return ((1, data.shape[axis], axis),)
+    return ()
 
 
 def func_name(call: Call) -> str:
@@ -58,6 +72,9 @@ class Legalizer(ExprMutator):
     def lower(self, call: Call) -> CallTIR:
         func = legalize_call(call.op, [a.type for a in call.args], call.attrs,
                              name=func_name(call))
+        bounds = index_bounds(call)
+        if bounds:
+            func = replace(func, attrs=dict(func.attrs, index_bounds=bounds))
         return CallTIR(self.add(func), call.args, call.type, call.name)
 
     def visit_Call(self, call: Call):

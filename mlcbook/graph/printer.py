@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ..printing import register
 from .expr import Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, post_order
 
 _INLINE_LIMIT = 8
@@ -122,3 +123,8 @@ def to_html(text: str) -> str:
 
 
 __all__ = ["function_to_str", "module_to_str", "to_html"]
+
+
+register("graph.function", function_to_str)
+register("graph.html", to_html)
+

@@ -18,7 +18,7 @@ _SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "t
          "leaky_relu", "gelu", "clip", "cast", "add", "sub", "mul", "div", "maximum", "minimum",
          "equal", "less", "greater", "pow", "where", "batch_norm", "matmul", "gemm", "conv",
          "max_pool", "avg_pool", "global_avg_pool", "softmax", "log_softmax", "sum", "mean",
-         "max", "min", "transpose", "slice", "gather")
+         "max", "min", "transpose", "slice")
 #: op -> {attribute: te.ops parameter} where the two spell it differently
 _RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
             **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min")}}
@@ -71,3 +71,12 @@ def _pad(ins, attrs, out_type):
     x, pads = ins[0], attrs["pads"]
     widths = [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)]
     return T.pad(x, widths, attrs["value"], attrs["mode"], name="pad")
+
+
+@register_legalization("gather")
+def _gather(ins, attrs, out_type):
+    data, indices = ins
+    if out_type.ndim == data.ndim - 1:
+        # a 0-d index arrives as the (1,) buffer it shares memory with: read it as 0-d
+        indices = T.reshape(indices, (), name="index")
+    return T.gather(data, indices, attrs["axis"], name="gather")

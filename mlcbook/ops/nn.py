@@ -174,7 +174,8 @@ _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilatio
                "ceil_mode": 0}
 register("max_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("max_pool"),
          reference=_pool_ref("max_pool"), attrs=_POOL_ATTRS,
-         doc="max over each window; padding never wins")
+         doc="max over each window; padding never wins. A NaN in a window makes the result "
+             "NaN (numpy's np.max; onnxruntime skips NaN instead)")
 register("avg_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("avg_pool"),
          reference=_pool_ref("avg_pool"), attrs=dict(_POOL_ATTRS, count_include_pad=0),
          doc="mean over each window; count_include_pad=1 counts padded zeros")

@@ -4,6 +4,14 @@
 Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
 into attributes at import), so every output shape is known when the call is built.
 
+Indices out of range, one policy everywhere: ``slice`` bounds are attributes and are clamped
+to the axis as ONNX specifies (never an error); ``pad`` widths are attributes, checked when
+the call is built; ``gather``'s indices are data, so an index outside ``[-n, n)`` is an
+:class:`~mlcbook.errors.ArgumentError` at run time, raised alike by the reference here, the
+graph interpreter and a compiled model (which checks the indices before the kernel runs, see
+:func:`mlcbook.graph.legalize.index_bounds`). Only the loop-level kernel of gather, called
+directly, clamps an index to the edge instead, so that it never reads outside its buffer.
+
     >>> get("reshape").infer_type([TensorType((2, 3, 4))], {"shape": (0, -1)})
     Tensor((2, 12), "float32")
 """
@@ -216,6 +224,15 @@ def _pad_infer(types, attrs):
         raise OpShapeError(f"pad: pads={pads} crop {x.shape} to a negative size")
     if attrs["mode"] != "constant" and 0 in x.shape and sum(pads):
         raise OpShapeError(f"pad: mode {attrs['mode']!r} cannot pad an empty tensor {x.shape}")
+    if attrs["mode"] == "reflect":
+        # a mirror reflects at most the axis once, without its edge (as onnxruntime requires)
+        for i, d in enumerate(x.shape):
+            for side, p in (("before", pads[i]), ("after", pads[x.ndim + i])):
+                if p > d - 1:
+                    raise OpShapeError(
+                        f"pad: mode 'reflect' pads axis {i} (length {d}) by {p} {side}, more "
+                        f"than the {d - 1} a reflection without the edge can give; Instead: "
+                        "pad by at most length - 1, or use mode 'edge' or 'wrap'")
     return TensorType(shape, x.dtype)
 
 

@@ -106,11 +106,20 @@ class Kernel:
 
     def export_object(self, path) -> str:
         """Write a relocatable object file; load it back with :func:`mlcbook.runtime.load_kernel`."""
-        self._need("object_code")
-        data = self._lib.object_code()
+        data = self.object_code()
         with open(path, "wb") as f:
             f.write(data)
         return str(path)
+
+    def object_code(self) -> bytes:
+        """The relocatable object file of this kernel's library (all kernels built with it)."""
+        self._need("object_code")
+        return self._lib.object_code()
+
+    @property
+    def target(self):
+        """The :class:`~mlcbook.Target` the code was compiled for (None if unknown)."""
+        return getattr(self._lib, "target", None)
 
     def _need(self, what: str) -> None:
         if not hasattr(self._lib, what):

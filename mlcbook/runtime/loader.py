@@ -1,5 +1,8 @@
 """Load kernels back from files written by :meth:`Kernel.export_object`.
 
+An object file is native code: load only files you trust. Saved models (``mb.load``)
+check their object file's structure and hashes before it gets here.
+
     >>> kernel.export_object("mm.o")
     >>> k = load_kernel("mm.o")          # through llvmlite's loader: no linker needed
     >>> k(a, b, c)
@@ -22,24 +25,31 @@ import json
 import os
 
 from ..codegen.llvm_module import META_SYMBOL, EntryInfo
-from ..codegen.target import _llvm
-from ..codegen.jit import _load_libm
+from ..codegen.target import Target, llvm_binding
+from ..codegen.jit import load_libm
 from ..errors import BuildError, KernelLoadError
+from .elf import check_object
 from .kernel import Kernel, KernelLibrary
 
 
 class _ObjectLib:
     """An object file loaded into an MCJIT engine (llvmlite's runtime linker)."""
 
-    def __init__(self, path: str):
-        llvm = _llvm()
-        _load_libm()
+    def __init__(self, data: bytes, target=None):
+        llvm = llvm_binding()
+        load_libm()
         tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
         empty = llvm.parse_assembly("")
         empty.triple = tm.triple
+        self.target, self._data = target, bytes(data)
         self._engine = llvm.create_mcjit_compiler(empty, tm)
-        self._engine.add_object_file(llvm.ObjectFileRef.from_path(path))
+        self._object = llvm.ObjectFileRef.from_data(self._data)
+        self._engine.add_object_file(self._object)
         self._engine.finalize_object()
+
+    def object_code(self) -> bytes:
+        """The object file this library was loaded from (to save it again)."""
+        return self._data
 
     def address(self, symbol: str) -> int:
         addr = self._engine.get_function_address(symbol)
@@ -74,7 +84,17 @@ def load_kernel(path):
     path = str(path)
     if not os.path.exists(path):
         raise KernelLoadError(f"no such file: {path!r}; give the path Kernel.export_object wrote")
-    lib = _SharedLib(path) if path.endswith((".so", ".dylib", ".dll")) else _ObjectLib(path)
+    if path.endswith((".so", ".dylib", ".dll")):
+        lib = _SharedLib(path)
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+        # LLVM's loader crashes on a malformed object: check its structure first
+        info = check_object(data, Target().triple.split("-")[0], repr(path))
+        if META_SYMBOL not in info.defined:
+            raise KernelLoadError(f"{path!r} has no {META_SYMBOL} description: it was not "
+                                  "written by mlcbook's Kernel.export_object")
+        lib = _ObjectLib(data)
     meta = lib.meta()
     if not meta:
         raise KernelLoadError(f"{path!r} has no {META_SYMBOL} description: it was not written by "
@@ -82,3 +102,11 @@ def load_kernel(path):
     entries = [EntryInfo.from_json(d) for d in json.loads(meta)]
     kernels = {e.name: Kernel(lib, e) for e in entries}
     return next(iter(kernels.values())) if len(kernels) == 1 else KernelLibrary(kernels, lib)
+
+
+def load_object_code(data: bytes, entries, target=None) -> dict[str, Kernel]:
+    """Kernels (name -> :class:`Kernel`) of the entry points ``entries`` (EntryInfo) of an
+    object file's bytes. The caller has checked the object (:mod:`mlcbook.runtime.elf`): LLVM's
+    loader trusts it, and a malformed object crashes the process."""
+    lib = _ObjectLib(data, target)
+    return {e.name: Kernel(lib, e) for e in entries}

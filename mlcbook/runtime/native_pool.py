@@ -29,6 +29,12 @@ import functools
 import os
 import time
 
+from ..errors import ArgumentError
+
+#: most threads a launch can use: the count travels in 16 bits of the ticket (and the
+#: native counter is an i32), so larger numbers would wrap
+MAX_THREADS = 1024
+
 #: how long an idle worker spins before it sleeps; waking a sleeping thread takes tens of
 #: microseconds on a virtual machine, the time of a whole small kernel
 SPIN_SECONDS = 2e-3
@@ -370,7 +376,11 @@ def native_pool() -> NativePool:
 
 
 def _default_threads() -> int:
-    env = os.environ.get("MLCBOOK_NUM_THREADS")
-    if env and env.isdigit() and int(env) > 0:
+    env = os.environ.get("MLCBOOK_NUM_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or not 1 <= int(env) <= MAX_THREADS:
+            raise ArgumentError(f"MLCBOOK_NUM_THREADS={env!r} is not a number of threads from "
+                                f"1 to {MAX_THREADS}; set it to e.g. 2, or unset it to use "
+                                "every core")
         return int(env)
-    return os.cpu_count() or 1
+    return min(os.cpu_count() or 1, MAX_THREADS)

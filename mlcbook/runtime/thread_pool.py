@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .native_pool import native_pool
+from .native_pool import MAX_THREADS, native_pool
 
 
 def launcher_address() -> int:
@@ -27,6 +27,9 @@ def set_num_threads(n: int) -> int:
     from ..errors import ArgumentError
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ArgumentError(f"the number of threads must be a positive int, got {n!r}")
+    if n > MAX_THREADS:
+        raise ArgumentError(f"cannot use {n} threads: the pool runs at most {MAX_THREADS}; "
+                            "Instead: use about as many threads as the machine has cores")
     pool = native_pool()
     if n > 1 and not pool.posix:
         raise ArgumentError(f"cannot use {n} threads: mlcbook's parallel loops need POSIX "

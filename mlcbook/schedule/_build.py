@@ -18,8 +18,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional
 
-from ..tir.regions import infer_regions
+from ..tir.analysis import collect_blocks
 from ..tir.expr import Binary, Buffer, Const, PrimExpr, Var
+from ..tir.names import fresh_name, numbered_names
+from ..tir.regions import infer_regions
 from ..tir.simplify import simplify
 from ..tir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range,
                         SeqStmt, Stmt, seq)
@@ -27,31 +29,27 @@ from . import tree
 from .analysis import accesses, region
 
 
-def ax_names(n: int, taken: set) -> list[str]:
-    """``n`` names ``ax0``, ``ax1``, ... skipping those in ``taken`` (which they join)."""
-    out, k = [], 0
-    while len(out) < n:
-        if f"ax{k}" not in taken:
-            out.append(f"ax{k}")
-            taken.add(f"ax{k}")
-        k += 1
-    return out
-
-
 def block_names(root: Stmt) -> set:
-    return {b.block.name for b in tree.blocks_under(root)}
+    return {b.block.name for b in collect_blocks(root)}
 
 
 def buffer_names(func) -> set:
     """Names of the function's parameters and of every buffer a block allocates."""
     names = {p.name for p in func.params}
-    for b in tree.blocks_under(func.body):
+    for b in collect_blocks(func.body):
         names.update(x.name for x in b.block.alloc_buffers)
     return names
 
 
 def loop_names(root: Stmt) -> set:
     return {s.loop_var.name for s in tree.loops_under(root)}
+
+
+def fresh_buffer(func, base: str, like: Buffer, scope: str) -> Buffer:
+    """A buffer shaped like ``like`` in ``scope``, named ``base`` or ``base_1``, ... so that
+    no buffer or block of ``func`` has the name."""
+    taken = buffer_names(func) | block_names(func.body)
+    return Buffer(fresh_name(base, taken), like.shape, like.dtype, scope)
 
 
 def with_regions(block: Block) -> Block:
@@ -69,7 +67,7 @@ def copy_nest(name: str, src: Buffer, dst: Buffer, region: list[tuple[int, int]]
     Iteration variable ``v_d`` has the domain ``[0, dst.shape[d])`` and is bound to
     ``first + ax_d``, so that compute_at can later narrow the nest to a tile.
     """
-    loop_vars = [Var(n) for n in ax_names(len(region), taken_loops)]
+    loop_vars = [Var(n) for n in numbered_names("ax", len(region), taken_loops)]
     ivs = [IterVar(Var(f"v{d}"), Const(dst.shape[d], "int32"), "spatial")
            for d in range(len(region))]
     vs = [iv.var for iv in ivs]

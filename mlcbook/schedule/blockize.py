@@ -25,14 +25,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..tir.analysis import free_vars
+from ..tir.analysis import collect_blocks, free_vars, loop_ranges
+from ..tir.arith import affine
 from ..tir.expr import Const, PrimExpr, Var
 from ..tir.simplify import simplify
 from ..tir.stmt import Block, BlockRealize, For, IterVar
 from . import tree
 from ..tir.names import fresh_name
 from ._build import block_names, loop_names, relaxed_regions
-from .analysis import Aff, affine, all_loop_ranges, reads_of, writes_of
+from .analysis import reads_of, writes_of
 from .errors_data import BlockizeError
 from .reduction import init_nest
 from .context import Context
@@ -72,7 +73,8 @@ def _divide(ctx: Context, node: For, iv: IterVar, value: PrimExpr, inner: dict):
                   f"coefficient of {v.name} is {c}, not {span}).",
                   "blockize at a loop whose inner loops come from splitting one loop, in order.")
         span *= inner[v]
-    outer = Aff({v: c for v, c in a.coeffs.items() if v not in inner}, a.const)
+    inner_part = a.part(lambda v: v in inner)
+    outer = a - inner_part
     if any(c % span for c in outer.coeffs.values()) or outer.const % span:
         _fail(ctx, node, f"{iv.var.name} is bound to {value}, whose outer part is not a multiple "
               f"of the {span} values its inner loops cover.", "blockize at a loop whose inner "
@@ -81,19 +83,18 @@ def _divide(ctx: Context, node: For, iv: IterVar, value: PrimExpr, inner: dict):
     if extent % span:
         _fail(ctx, node, f"the inner loops cover {span} values of {iv.var.name}, which do not "
               f"divide its extent {extent}.", "split with factors that divide the extent first.")
-    vo_expr = Aff({v: c // span for v, c in outer.coeffs.items()}, outer.const // span).to_expr()
-    inner_aff = Aff({v: c for v, c in a.coeffs.items() if v in inner})
+    vo_expr = outer.split(span)[0].to_expr()   # every coefficient is a multiple of span
 
     def make_inner(vo: Var) -> PrimExpr:
         base = vo * span if span > 1 else vo
-        return base + inner_aff.to_expr() if inner_aff.coeffs else base
+        return base if inner_part.is_const() else base + inner_part.to_expr()
 
     return vo_expr, extent // span, make_inner
 
 
 def blockize_loop(ctx: Context, node: For) -> BlockRealize:
     """The outer BlockRealize that replaces ``node`` (not yet put in the program)."""
-    under = tree.blocks_under(node)
+    under = collect_blocks(node)
     lname = node.loop_var.name
     if len(under) != 1:
         _fail(ctx, node, f"loop {lname} holds {len(under)} blocks; blockize groups the loops of "
@@ -129,7 +130,7 @@ def blockize_loop(ctx: Context, node: For) -> BlockRealize:
         outer_ivs.append(IterVar(vo, vo_ext, iv.kind))
         outer_values.append(vo_expr)
         inner_values.append(make_inner(vo))
-    ranges = {**all_loop_ranges(ctx.func.body),
+    ranges = {**loop_ranges(ctx.func.body),
               **{iv.var: (0, iv.extent.value - 1) for iv in outer_ivs}}
     inner_values = [simplify(v, ranges) for v in inner_values]
     outer_values = [simplify(v, ranges) for v in outer_values]

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from ..tir.regions import same_expr
+from ..tir.analysis import collect_blocks, loop_ranges
 from ..tir.expr import Buffer, Const, Var
 from ..tir.functor import replace_buffers
-from ..tir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt
+from ..tir.stmt import BlockRealize, BufferStore, SeqStmt, Stmt
+from ..tir.regions import same_expr
 from . import tree
-from ..tir.names import fresh_name
-from ._build import block_names, buffer_names, copy_nest, loop_names, splice, top_stmt
-from .analysis import accesses, all_loop_ranges, load_indices, reads_of, region, writes_of
+from ._build import copy_nest, fresh_buffer, loop_names, splice, top_stmt
+from .analysis import (accesses, load_indices, reads_any, reads_of, region, touches,
+                       writes_any, writes_of)
 from .errors import ArgumentTypeError, UnsupportedError
 from .errors_data import (BufferIndexError, ConsumerBlockError, NotSoleProducerError,
                           SharedLoopError, StaleCacheError, StorageScopeError)
@@ -90,27 +91,14 @@ def require_root_scope(ctx: Context, realize: BlockRealize, step: str) -> BlockR
     return scope
 
 
-def _writes(block: Block, buf: Buffer) -> bool:
-    return any(b is buf for b in writes_of(block))
-
-
-def _reads(block: Block, buf: Buffer) -> bool:
-    return any(b is buf for b in reads_of(block))
-
-
 def _related(a: Stmt, b: Stmt) -> bool:
     """One statement holds the other (or they are the same)."""
     return tree.path_to(a, b) is not None or tree.path_to(b, a) is not None
 
 
-def _fresh_buffer(ctx: Context, base: str, like: Buffer, scope: str) -> Buffer:
-    taken = buffer_names(ctx.func) | block_names(ctx.func.body)
-    return Buffer(fresh_name(base, taken), like.shape, like.dtype, scope)
-
-
 def read_region(ctx: Context, readers: list[BlockRealize], buf: Buffer) -> list[tuple[int, int]]:
     """``(first, extent)`` per dimension of ``buf`` covering every read by ``readers``."""
-    ranges = all_loop_ranges(ctx.func.body)
+    ranges = loop_ranges(ctx.func.body)
     idx = [t for r in readers for t in accesses(r, buf, "r")[0]]
     reg = region(idx, ranges, ranges) if idx else None
     out = []
@@ -143,14 +131,14 @@ def insert_cache_read(ctx: Context, scope: BlockRealize, buf: Buffer,
     first = min(next(p for p, s in enumerate(stmts) if s is t) for t in tops)
     last = max(next(p for p, s in enumerate(stmts) if s is t) for t in tops)
     for s in stmts[first:last + 1]:
-        for b in tree.blocks_under(s):
-            if _writes(b.block, buf) and any(b is c for c in consumers):
+        for b in collect_blocks(s):
+            if writes_any(b.block, [buf]) and any(b is c for c in consumers):
                 ctx.fail(StaleCacheError,
                          f"{step}: block {b.block.name!r} writes {buf.name} as well as reading "
                          "it, so a copy made before it runs would miss its own updates.",
                          f"cache a buffer the block only reads, or cache {buf.name} with "
                          "cache_write.", b, f"block {b.block.name!r}")
-            if _writes(b.block, buf):
+            if writes_any(b.block, [buf]):
                 ctx.fail(StaleCacheError,
                          f"{step}: block {b.block.name!r} writes {buf.name} while the readers "
                          f"of the cache (such as {consumers[0].block.name!r}) still use it, so "
@@ -187,7 +175,7 @@ def cache_read(ctx: Context, block: BlockRV, read_buffer_index: Union[int, str],
     check_scope(ctx, scope, realize, "cache_read")
     outer = require_root_scope(ctx, realize, "cache_read")
     if not consumer_blocks:
-        consumers = [b for b in tree.child_blocks(outer) if _reads(b.block, buf)]
+        consumers = [b for b in tree.child_blocks(outer) if reads_any(b.block, [buf])]
     else:
         if not isinstance(consumer_blocks, (list, tuple)):
             raise ArgumentTypeError("cache_read: consumer_blocks must be a list of block handles")
@@ -197,11 +185,11 @@ def cache_read(ctx: Context, block: BlockRV, read_buffer_index: Union[int, str],
                 ctx.fail(ConsumerBlockError, f"cache_read: block {c.block.name!r} is not in the "
                          f"same block scope as block {realize.block.name!r}.",
                          "list consumers from one scope.", c, f"block {c.block.name!r}")
-            if not _reads(c.block, buf):
+            if not reads_any(c.block, [buf]):
                 ctx.fail(ConsumerBlockError, f"cache_read: block {c.block.name!r} does not read "
                          f"{buf.name}, so it cannot read the cache of it.",
                          f"list only blocks that read {buf.name}.", c, f"block {c.block.name!r}")
-    cache = _fresh_buffer(ctx, f"{buf.name}_{scope}", buf, scope)
+    cache = fresh_buffer(ctx.func, f"{buf.name}_{scope}", buf, scope)
     insert_cache_read(ctx, outer, buf, consumers, cache, "cache_read")
     return ctx.block_rv(cache.name)
 
@@ -241,10 +229,10 @@ def exact_store(ctx: Context, realize: BlockRealize, buf: Buffer, step: str) -> 
 
 
 def check_sole_writer(ctx: Context, realize: BlockRealize, buf: Buffer, step: str) -> None:
-    for b in tree.blocks_under(ctx.func.body):
+    for b in collect_blocks(ctx.func.body):
         if _related(b, realize):
             continue
-        if _writes(b.block, buf):
+        if writes_any(b.block, [buf]):
             ctx.fail(NotSoleProducerError, f"{step}: block {b.block.name!r} also writes "
                      f"{buf.name}, and its values would be overwritten when the new buffer is "
                      f"copied back (or never reach block {realize.block.name!r}'s buffer).",
@@ -265,8 +253,8 @@ def insert_cache_write(ctx: Context, realize: BlockRealize, buf: Buffer, cache: 
         ctx.fail(UnsupportedError, f"{step}: block {block.name!r} is inside the init of its "
                  "enclosing block.", f"apply {step} outside the init.", realize,
                  f"block {block.name!r}")
-    for b in tree.blocks_under(at):
-        if not _related(b, realize) and (_reads(b.block, buf) or _writes(b.block, buf)):
+    for b in collect_blocks(at):
+        if not _related(b, realize) and touches(b.block, [buf]):
             ctx.fail(SharedLoopError, f"{step}: block {b.block.name!r} uses {buf.name} inside "
                      f"the same loops as block {block.name!r}, before the copy back after "
                      "those loops, so it would read values not yet copied.",
@@ -296,7 +284,7 @@ def cache_write(ctx: Context, block: BlockRV, write_buffer_index: Union[int, str
     realize = ctx.block_realize(block)
     buf = pick_buffer(ctx, realize, write_buffer_index, "write", "cache_write")
     check_scope(ctx, scope, realize, "cache_write")
-    cache = _fresh_buffer(ctx, f"{buf.name}_{scope}", buf, scope)
+    cache = fresh_buffer(ctx.func, f"{buf.name}_{scope}", buf, scope)
     return ctx.block_rv(insert_cache_write(ctx, realize, buf, cache, "cache_write"))
 
 

@@ -19,14 +19,17 @@ is needed.
 
 from __future__ import annotations
 
-from ..tir.analysis import free_vars
+from ..tir.analysis import collect_blocks, free_vars, loop_ranges
+from ..tir.arith import Atoms, Linear
 from ..tir.expr import Const, PrimExpr, Var
 from ..tir.functor import substitute
+from ..tir.names import numbered_names
 from ..tir.simplify import simplify
 from ..tir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
 from . import tree
-from .analysis import (Aff, Atoms, accesses, all_loop_ranges, const_bounds, covers,
-                       load_indices, reads_of, region, touches, writes_any, writes_of)
+from ._build import loop_names
+from .analysis import (accesses, covers, load_indices, reads_of, region, touches, writes_any,
+                       writes_of)
 from .errors import (ComputeLocationError, CoverageError, NotProducerConsumerError,
                      OutputBlockError, UnsupportedError)
 from .context import Context
@@ -41,16 +44,6 @@ def _order(ctx: Context, scope: BlockRealize, realize: BlockRealize, loop: For):
     me = next(k for k, b in enumerate(blocks) if b is realize)
     under = [k for k, b in enumerate(blocks) if tree.path_to(loop, b) is not None]
     return blocks, me, under
-
-
-def _fresh_names(func_body: Stmt, n: int) -> list[str]:
-    used = {s.loop_var.name for s in tree.loops_under(func_body)}
-    out, k = [], 0
-    while len(out) < n:
-        if f"ax{k}" not in used:
-            out.append(f"ax{k}")
-        k += 1
-    return out
 
 
 def _store_vars(ctx: Context, realize: BlockRealize, what: str) -> tuple:
@@ -85,14 +78,14 @@ def _build(ctx: Context, block: Block, dims: dict, body_for_names: Stmt,
            preserve_unit_loops: bool, ranges: dict, atoms: Atoms) -> Stmt:
     """Loops and a BlockRealize running ``block`` with each iteration variable ``v`` over
     ``dims[v] = (lo, extent)`` (missing: its whole domain); a predicate keeps it in domain."""
-    names = iter(_fresh_names(body_for_names, len(block.iter_vars)))
+    names = iter(numbered_names("ax", len(block.iter_vars), loop_names(body_for_names)))
     loops: list[tuple[Var, int]] = []
     values: list[PrimExpr] = []
     conds: list[PrimExpr] = []
     back = dict(atoms.exprs)
     for iv in block.iter_vars:
         dom = iv.extent.value
-        lo, ext = dims.get(iv.var, (Aff({}, 0), dom))
+        lo, ext = dims.get(iv.var, (Linear(), dom))
         lo_e = substitute(lo.to_expr(), back)
         if ext == 1 and not preserve_unit_loops:
             value = lo_e
@@ -100,7 +93,7 @@ def _build(ctx: Context, block: Block, dims: dict, body_for_names: Stmt,
             ax = Var(next(names), iv.var.dtype)
             loops.append((ax, ext))
             value = ax if lo.is_const() and lo.const == 0 else lo_e + ax
-        lo_b = const_bounds(lo, ranges)
+        lo_b = lo.bounds(ranges)
         if lo_b is None or lo_b[0] < 0:
             conds.append(value >= 0)
         if lo_b is None or lo_b[1] + ext - 1 > dom - 1:
@@ -131,7 +124,7 @@ def _dims_from(ctx: Context, reg, index_vars, block: Block, realize, step: str) 
                      "parts.", realize, f"block {block.name!r}")
         if lo.is_const():
             first, last = max(lo.const, 0), min(lo.const + width.const, extents[v] - 1)
-            dims[v] = (Aff({}, first), max(last - first + 1, 1))
+            dims[v] = (Linear(const=first), max(last - first + 1, 1))
         else:
             dims[v] = (lo, min(width.const + 1, extents[v]))
     return dims
@@ -142,7 +135,7 @@ def _taken_out(ctx: Context, realize: BlockRealize, loop: For) -> tuple:
     those around it (fixed per iteration), the ranges of the others, and the atoms."""
     body = tree.replace_stmt(ctx.func.body, realize, None)
     loop1 = tree.find_loop(body, loop.loop_var)
-    ranges = all_loop_ranges(body)
+    ranges = loop_ranges(body)
     fixed = {lp.loop_var for lp in tree.loops_between(tree.path_to(body, loop1))} | {loop1.loop_var}
     relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
     return body, loop1, ranges, fixed, relax_ranges, Atoms(ranges)
@@ -240,7 +233,7 @@ def compute_at(ctx: Context, block: BlockRV, loop: LoopRV, preserve_unit_loops: 
     dims = _dims_from(ctx, reg, index_vars, P, realize, "compute_at")
     new = _build(ctx, P, dims, body, preserve_unit_loops, ranges, atoms)
     first = next(k for k, s in enumerate(_stmts(loop1.body))
-                 if any(x is y for b in tree.blocks_under(s) for x in reads_of(b.block) for y in [buf]))
+                 if any(x is y for b in collect_blocks(s) for x in reads_of(b.block) for y in [buf]))
     stmts = _stmts(loop1.body)
     new_loop = For(loop1.loop_var, loop1.extent, seq(*stmts[:first], new, *stmts[first:]),
                    loop1.kind, loop1.annotations)
@@ -259,7 +252,7 @@ def _stmts(s: Stmt) -> list[Stmt]:
     return list(s.stmts) if isinstance(s, SeqStmt) else [s]
 
 
-def _covered_domain(lo: Aff, ext: int, dom: int, ranges: dict) -> bool:
+def _covered_domain(lo: Linear, ext: int, dom: int, ranges: dict) -> bool:
     """Does ``[lo, lo + ext)`` over every value of lo's variables cover ``[0, dom)``?"""
     terms = sorted((c, v) for v, c in lo.coeffs.items())
     if any(c < 0 for c, _ in terms):
@@ -398,7 +391,7 @@ def reverse_compute_at(ctx: Context, block: BlockRV, loop: LoopRV,
                      f"of {name!r}'s work would never run.", "pick a loop whose iterations "
                      "together cover the producer's whole output.", node, f"loop {lname}")
     new = _build(ctx, C, dims, body, preserve_unit_loops, ranges, atoms)
-    new_ranges = all_loop_ranges(new)
+    new_ranges = loop_ranges(new)
     for x in produced:
         idx, inner = accesses(new, x, "r")
         need = region(idx, _without(fixed, inner, new_ranges, relax_ranges),

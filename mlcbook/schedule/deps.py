@@ -11,11 +11,12 @@ block, which writes the same value whichever iteration computes it).
 
 from __future__ import annotations
 
-from ..tir.analysis import free_vars
+from ..tir.analysis import collect_blocks, free_vars, loop_ranges
+from ..tir.arith import Atoms, Linear
 from ..tir.expr import Binary, Const, Var
 from ..tir.stmt import Block, BlockRealize, BufferStore, For
 from . import tree
-from .analysis import Aff, Atoms, accesses, all_loop_ranges, covers, reads_of, region, writes_of
+from .analysis import accesses, covers, reads_of, region, writes_of
 from .errors import (LoopCarriedDependenceError, ReduceLoopParallelError, RepeatedWorkError,
                      UnsupportedError)
 
@@ -41,7 +42,7 @@ def check_independent(ctx, top: For, chain: list[For], step: str, *,
     ``top``) can be reordered, or with ``concurrent`` run at the same time."""
     chain_vars = {c.loop_var for c in chain}
     label = "loop" + ("s " if len(chain) > 1 else " ") + ", ".join(c.loop_var.name for c in chain)
-    blocks = tree.blocks_under(top)
+    blocks = collect_blocks(top)
     if concurrent:
         for b in blocks:
             for iv, value in zip(b.block.iter_vars, b.iter_values):
@@ -53,7 +54,7 @@ def check_independent(ctx, top: For, chain: list[For], step: str, *,
                              f"time would race on {_written(b.block)}.",
                              "parallelize or vectorize a spatial loop, or split the reduction "
                              "with rfactor first.", chain[0], label)
-    ranges = all_loop_ranges(ctx.func.body)
+    ranges = loop_ranges(ctx.func.body)
     fixed = {lp.loop_var for lp in ctx.loops_above(top)} | chain_vars
     relax_ranges = {v: r for v, r in ranges.items() if v not in fixed}
     atoms = Atoms(ranges)
@@ -131,7 +132,7 @@ def _cannot_prove(ctx, step, label, mark, block_name, buf_name) -> None:
              "use loops whose bindings are sums of loop variables times constants.", mark, label)
 
 
-def _disjoint(reg: list[tuple[Aff, Aff]], chain: list[For], ranges: dict, atoms: Atoms) -> bool:
+def _disjoint(reg: list[tuple[Linear, Linear]], chain: list[For], ranges: dict, atoms: Atoms) -> bool:
     """True when the boxes ``reg`` of different iterations of ``chain`` never overlap."""
     chain_vars = {c.loop_var for c in chain}
     # digits: chain loop vars, and atoms over exactly one chain var (x // c, x % c, ...)

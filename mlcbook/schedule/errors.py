@@ -150,6 +150,12 @@ class VectorLaneError(ScheduleError):
     code = "MLC-S022"
 
 
+class UnrollTooLargeError(ScheduleError):
+    """Nested unrolled loops would copy a loop body too many times to compile in time."""
+
+    code = "MLC-S023"
+
+
 def schedule_error(cls: type[ScheduleError], why: str, instead: str, func=None,
                    mark=None, label: str = "") -> ScheduleError:
     """Build ``cls`` with the standard message: why, what to do instead, the marked program.

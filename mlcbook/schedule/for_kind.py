@@ -15,6 +15,7 @@ share memory is refused).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, Union
 
@@ -22,8 +23,8 @@ from ..tir.expr import Const
 from ..tir.stmt import For
 from . import tree
 from .deps import check_independent
-from .errors import (AnnotationError, NonConstantExtentError, VectorizeNotInnermostError,
-                     VectorLaneError)
+from .errors import (AnnotationError, NonConstantExtentError, UnrollTooLargeError,
+                     VectorizeNotInnermostError, VectorLaneError)
 from .context import Context
 from .handles import BlockRV, LoopRV
 from .postconditions import check_vector_lanes
@@ -82,17 +83,49 @@ def vectorize(ctx: Context, loop: LoopRV) -> None:
     check_vector_lanes(ctx, "vectorize", before, marked=node.loop_var)
 
 
+#: most copies of a loop body that nested unrolled loops may ask for (the product of their
+#: extents); code generation refuses more too. LLVM takes minutes on ten thousand copies.
+MAX_UNROLLED_COPIES = 4096
+
+
 @schedule_primitive("unroll")
 def unroll(ctx: Context, loop: LoopRV) -> None:
-    """Ask code generation to copy the body once per iteration (always keeps the meaning)."""
+    """Ask code generation to copy the body once per iteration (always keeps the meaning).
+
+    Refused when the loop, together with the unrolled loops around and inside it, would copy
+    a body more than :data:`MAX_UNROLLED_COPIES` times (the product of their extents).
+    """
     node = ctx.loop(loop)
+    name = node.loop_var.name
     if not isinstance(node.extent, Const):
         ctx.fail(NonConstantExtentError,
-                 f"cannot unroll loop {node.loop_var.name}: its extent {node.extent} is not a "
+                 f"cannot unroll loop {name}: its extent {node.extent} is not a "
                  "constant, so the number of copies is unknown.",
                  "split it with a constant inner factor and unroll the inner loop.", node,
-                 f"loop {node.loop_var.name}")
+                 f"loop {name}")
+    copies = _unrolled_copies(ctx, node)
+    if copies > MAX_UNROLLED_COPIES:
+        ctx.fail(UnrollTooLargeError,
+                 f"cannot unroll loop {name}: with the unrolled loops around and inside it, "
+                 f"the body would be copied {copies} times (the product of their extents), "
+                 f"more than {MAX_UNROLLED_COPIES}; compiling that takes LLVM minutes.",
+                 "unroll fewer nested loops, or split a loop and unroll only its inner part.",
+                 node, f"loop {name}")
     _set_kind(ctx, node, "unrolled")
+
+
+def _unrolled_copies(ctx: Context, node: For) -> int:
+    """Copies of the deepest body if ``node`` were unrolled: the largest product of unrolled
+    extents along a path through ``node``."""
+    def extent(lp) -> int:
+        unrolled = lp is node or lp.kind == "unrolled"
+        return lp.extent.value if unrolled and isinstance(lp.extent, Const) else 1
+
+    outer = math.prod(extent(lp) for lp in ctx.path(node)[:-1] if isinstance(lp, For))
+    inner = max((math.prod(extent(lp) for lp in tree.path_to(node, inside)
+                           if isinstance(lp, For)) for inside in tree.loops_under(node)),
+                default=extent(node))
+    return outer * inner
 
 
 def _check_value(key: str, value: Any) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..tir.analysis import collect_blocks
 from ..tir.regions import infer_regions
 from ..tir.expr import Buffer, BufferLoad, Var
 from ..tir.functor import Mutator, substitute
@@ -237,7 +238,7 @@ def reverse_compute_inline(ctx: Context, block: BlockRV) -> None:
 
 def _blocks(body: Stmt) -> list[BlockRealize]:
     """Every block of the function but the root (whose accesses are those of all others)."""
-    return [b for b in tree.blocks_under(body) if b is not body]
+    return [b for b in collect_blocks(body) if b is not body]
 
 
 def _loads_of(block: Block) -> list[BufferLoad]:

@@ -31,15 +31,16 @@ from typing import Callable, Union
 
 import numpy as np
 
-from ..tir.analysis import free_vars
+from ..tir.analysis import collect_blocks, free_vars, loop_ranges
+from ..tir.arith import relax
 from ..tir.expr import Binary, Buffer, BufferLoad, Const, PrimExpr, Unary, Var, cast, is_int
 from ..tir.functor import Mutator, substitute
 from ..tir.simplify import simplify
 from ..tir.stmt import BlockRealize, BufferRegion, BufferStore, Range
 from . import tree
-from .analysis import all_loop_ranges, reads_of, relax, writes_of
-from .cache import (_fresh_buffer, _writes, insert_cache_read, insert_cache_write,
-                    pick_buffer)
+from ._build import fresh_buffer
+from .analysis import reads_of, writes_any, writes_of
+from .cache import insert_cache_read, insert_cache_write, pick_buffer
 from .errors import ArgumentTypeError, UnsupportedError
 from .errors_data import BufferIndexError, IndexMapError, NonBijectiveMapError
 from .context import Context
@@ -285,7 +286,7 @@ def relayout(ctx: Context, buf: Buffer, imap: IndexMap, shape: tuple) -> None:
     """Replace ``buf`` (an allocated buffer) everywhere by a buffer of ``shape`` indexed
     through ``imap``."""
     new = Buffer(buf.name, shape, buf.dtype, buf.scope)
-    ranges = all_loop_ranges(ctx.func.body)
+    ranges = loop_ranges(ctx.func.body)
     ctx.set_func(ctx.func.with_body(_Relayout(buf, new, imap, ranges).visit(ctx.func.body)))
 
 
@@ -320,17 +321,17 @@ def transform_layout(ctx: Context, block: BlockRV, buffer, index_map) -> None:
     ctx.recorded_args["index_map"] = imap.text()
     shape = new_shape(ctx, realize, buf, imap)
     if any(buf is p for p in ctx.func.inputs):
-        packed = _fresh_buffer(ctx, f"{buf.name}_packed", buf, buf.scope)
+        packed = fresh_buffer(ctx.func, f"{buf.name}_packed", buf, buf.scope)
         root = ctx.func.body
         readers = [b for b in tree.child_blocks(root)
                    if any(x is buf for x in reads_of(b.block))]
         insert_cache_read(ctx, root, buf, readers, packed, "transform_layout")
         buf = packed
     elif any(buf is p for p in ctx.func.outputs):
-        packed = _fresh_buffer(ctx, f"{buf.name}_packed", buf, buf.scope)
+        packed = fresh_buffer(ctx.func, f"{buf.name}_packed", buf, buf.scope)
         # the innermost block storing to it; insert_cache_write refuses if there are others
-        writers = [b for b in tree.blocks_under(ctx.func.body) if _writes(b.block, buf)
-                   and not any(_writes(c.block, buf) for c in tree.blocks_under(b)[1:])]
+        writers = [b for b in collect_blocks(ctx.func.body) if writes_any(b.block, [buf])
+                   and not any(writes_any(c.block, [buf]) for c in collect_blocks(b)[1:])]
         writer = realize if any(w is realize for w in writers) else writers[0]
         insert_cache_write(ctx, writer, buf, packed, "transform_layout")
         buf = packed

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..tir.analysis import free_vars
+from ..tir.analysis import free_vars, loop_ranges
 from ..tir.expr import Const, PrimExpr, Var
 from ..tir.functor import substitute
 from ..tir.simplify import simplify
 from ..tir.stmt import BlockRealize, For, Stmt
 from . import tree
-from .analysis import all_loop_ranges
 from .deps import check_independent
 from .errors import (FactorError, LoopNotNestedError, NonConstantExtentError,
                      NotSingleChildError, UnsupportedError)
@@ -42,7 +41,7 @@ def _rebind(ctx: Context, body: Stmt, vmap: dict, new_ranges: dict,
     """``body`` with loop variables replaced per ``vmap`` and the bindings (and predicates)
     of the blocks directly inside simplified; ``extra_pred`` is and-ed into each predicate."""
     body = substitute(body, vmap)
-    ranges = {**all_loop_ranges(ctx.func.body), **new_ranges}
+    ranges = {**loop_ranges(ctx.func.body), **new_ranges}
 
     def fix(s: Stmt):
         if not isinstance(s, BlockRealize):

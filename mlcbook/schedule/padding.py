@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..tir.analysis import collect_blocks
 from ..tir.expr import (Binary, Buffer, BufferLoad, Cast, Const, PrimExpr, Select, Unary, Var,
                         select)
 from ..tir.functor import Mutator, post_order_visit, replace_buffers
@@ -138,7 +139,7 @@ def _require_alone(ctx: Context, realize: BlockRealize) -> tuple[BlockRealize, S
     name = realize.block.name
     scope = require_root_scope(ctx, realize, "pad_einsum")
     at = top_stmt(scope, realize)
-    others = [b for b in tree.blocks_under(at) if b is not realize] if at is not None else []
+    others = [b for b in collect_blocks(at) if b is not realize] if at is not None else []
     if others or at is None:
         other = others[0] if others else realize
         ctx.fail(SharedLoopError, f"pad_einsum: block {other.block.name!r} runs under the same "

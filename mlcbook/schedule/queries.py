@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+from ..tir.analysis import collect_blocks
 from . import tree
 from .analysis import consumers_of, producers_of
 from .errors import BlockNotFoundError
@@ -23,7 +24,7 @@ from .registry import schedule_primitive
 def get_block(ctx: Context, name: str, func_name: Optional[str] = None) -> BlockRV:
     """The block called ``name``: ``sch.get_block("C")``."""
     if tree.find_block(ctx.func.body, name) is None:
-        names = [b.block.name for b in tree.blocks_under(ctx.func.body) if b.block.name != "root"]
+        names = [b.block.name for b in collect_blocks(ctx.func.body) if b.block.name != "root"]
         removed = ctx.removed_by(name)
         extra = f" (it was removed by {removed})" if removed else ""
         raise BlockNotFoundError(

@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 from ..tir.regions import same_expr
-from ..tir.analysis import buffers_read, buffers_written, free_vars
+from ..tir.analysis import buffers_read, buffers_written, collect_blocks, free_vars
 from ..tir.expr import (Binary, Buffer, BufferLoad, Const, PrimExpr, Var, infinity, is_float,
                         neg_infinity)
 from ..tir.functor import post_order_visit, substitute
@@ -188,7 +188,7 @@ def decompose_reduction(ctx: Context, block: BlockRV, loop: LoopRV) -> BlockRV:
     # what it reads or writes, nor read what it writes before the update block does
     init_writes, init_reads = buffers_written(B.init), buffers_read(B.init)
     seen_update = False
-    for other in tree.blocks_under(node):
+    for other in collect_blocks(node):
         if other is realize:
             seen_update = True
         if other is realize or tree.path_to(realize, other) is not None:
@@ -232,7 +232,7 @@ def _spatial_loop(v: Var, block: Block, realize: BlockRealize) -> bool:
 def _require_single_block(ctx: Context, loop: For) -> BlockRealize:
     """``loop`` holds exactly one block; returns it."""
     lname = loop.loop_var.name
-    under = tree.blocks_under(loop)
+    under = collect_blocks(loop)
     if len(under) != 1:
         ctx.fail(RFactorLoopError, f"rfactor: loop {lname} holds {len(under)} blocks; it must "
                  "hold exactly one reduction block whose work it divides.",
@@ -312,7 +312,7 @@ def _require_alone_with(ctx: Context, realize: BlockRealize, buf: Buffer) -> tup
     name = realize.block.name
     scope = ctx.scope_of(realize)
     at = top_stmt(scope, realize)
-    for other in tree.blocks_under(at):
+    for other in collect_blocks(at):
         if other is not realize and any(x is buf for x in reads_of(other.block) +
                                         writes_of(other.block)):
             ctx.fail(SharedLoopError, f"rfactor: block {other.block.name!r} uses {buf.name} "

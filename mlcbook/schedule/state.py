@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from ..errors import ScheduleError
+from ..tir.analysis import collect_blocks
 from ..tir.expr import Var
 from ..tir.function import IRModule, PrimFunc
 from . import tree
@@ -355,8 +356,8 @@ class Schedule:
         for s in tree.loops_under(old.body):
             if s.loop_var not in new_vars:
                 self._removed_loops[s.loop_var] = step
-        new_blocks = {b.block.name for b in tree.blocks_under(new.body)}
-        for b in tree.blocks_under(old.body):
+        new_blocks = {b.block.name for b in collect_blocks(new.body)}
+        for b in collect_blocks(old.body):
             if b.block.name not in new_blocks:
                 self._removed_blocks[b.block.name] = step
         for name in new_blocks:

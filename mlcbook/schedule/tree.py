@@ -10,36 +10,12 @@ ancestors (:func:`replace_stmt`). Both work on object identity::
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
+from ..tir.analysis import child_stmts, walk  # noqa: F401 - the statement walk, used as tree.walk
 from ..tir.expr import Const, PrimExpr
 from ..tir.functor import Mutator
 from ..tir.stmt import Block, BlockRealize, For, IfThenElse, SeqStmt, Stmt, no_op
-
-#: statement types that hold other statements, and the fields that hold them
-_STMT_FIELDS = {
-    "For": ("body",), "BlockRealize": ("block",), "Block": ("init", "body"),
-    "SeqStmt": ("stmts",), "IfThenElse": ("then_case", "else_case"), "Allocate": ("body",),
-}
-
-
-def child_stmts(s: Stmt) -> list[Stmt]:
-    """The statements directly inside ``s`` (a Block's init comes before its body)."""
-    out: list[Stmt] = []
-    for name in _STMT_FIELDS.get(type(s).__name__, ()):
-        v = getattr(s, name)
-        if isinstance(v, tuple):
-            out.extend(v)
-        elif v is not None:
-            out.append(v)
-    return out
-
-
-def walk(s: Stmt) -> Iterator[Stmt]:
-    """Every statement under ``s`` (``s`` included) in program order, parents first."""
-    yield s
-    for c in child_stmts(s):
-        yield from walk(c)
 
 
 def path_to(root: Stmt, target: object) -> Optional[list[Stmt]]:
@@ -97,11 +73,6 @@ def child_blocks(s: Stmt) -> list[BlockRealize]:
         else:
             out.extend(child_blocks(c))
     return out
-
-
-def blocks_under(s: Stmt) -> list[BlockRealize]:
-    """Every BlockRealize under ``s`` (``s`` included when it is one), in program order."""
-    return [x for x in walk(s) if isinstance(x, BlockRealize)]
 
 
 def loops_under(s: Stmt) -> list[For]:

@@ -37,8 +37,8 @@ The dialect, statement by statement:
 
 from __future__ import annotations
 
-from . import dialect as T
-from .dialect import ir_module, prim_func
+from . import namespace as T
+from .parser import ir_module, prim_func
 from .parser import parse
 
 __all__ = ["T", "prim_func", "ir_module", "parse"]

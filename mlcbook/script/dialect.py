@@ -24,36 +24,9 @@ from typing import NamedTuple
 from ..errors import ScriptError
 from ..tir import expr as _e
 
-
-def prim_func(fn=None, *, num_outputs: int = 1, root: bool = True):
-    """Decorator: parse the decorated function's source into a :class:`~mlcbook.tir.PrimFunc`.
-
-    ``@T.prim_func(num_outputs=2)`` marks the last two parameters as outputs;
-    ``root=False`` takes the body as is instead of wrapping it in the root block.
-    """
-    from .parser import parse_python_function
-
-    def decorate(f):
-        return parse_python_function(f, num_outputs=num_outputs, root=root)
-
-    return decorate if fn is None else decorate(fn)
-
-
-def ir_module(cls):
-    """Class decorator: an :class:`~mlcbook.tir.IRModule` of the class's ``@T.prim_func`` methods."""
-    from ..tir.function import IRModule, PrimFunc
-    funcs = {}
-    for name, f in vars(cls).items():
-        if name.startswith("__"):
-            continue
-        if not isinstance(f, PrimFunc):
-            raise ScriptError(f"{cls.__name__}.{name} in an @T.ir_module class is not a "
-                              "@T.prim_func; decorate it with @T.prim_func or move it out")
-        funcs[name] = f
-    if not funcs:
-        raise ScriptError(f"class {cls.__name__!r} decorated with @T.ir_module has no "
-                          "@T.prim_func methods; decorate each function with @T.prim_func")
-    return IRModule(funcs)
+#: marks a module whose names are the dialect's (this one, and the namespace ``T`` users
+#: import): the parser resolves ``T.<name>`` through any module that carries it
+DIALECT = True
 
 
 class BufferType(NamedTuple):

@@ -27,7 +27,7 @@ from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
            ast.GtE: ">="}
@@ -83,6 +83,11 @@ def _lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+def _is_dialect(obj) -> bool:
+    """Whether ``obj`` is a module holding the dialect's names (``T``)."""
+    return isinstance(obj, types.ModuleType) and getattr(obj, "DIALECT", False) is True
+
+
 class ExprParser:
     """Scopes of names, and the expression half of the parser."""
 
@@ -126,10 +131,10 @@ class ExprParser:
             return None
         parts.reverse()
         k = 0
-        while obj is not dialect and k < len(parts) and isinstance(obj, types.ModuleType):
+        while not _is_dialect(obj) and k < len(parts) and isinstance(obj, types.ModuleType):
             obj = getattr(obj, parts[k], None)
             k += 1
-        return ".".join(parts[k:]) if obj is dialect else None
+        return ".".join(parts[k:]) if _is_dialect(obj) else None
 
     def unknown_t(self, node, name: str, what: str = "") -> ScriptError:
         if name in dialect.NAMES:
@@ -260,7 +265,7 @@ class ExprParser:
         if isinstance(node, ast.Name):
             return self._name(node)
         if isinstance(node, ast.BinOp):
-            op = _BINOPS.get(type(node.op))
+            op = BINOPS.get(type(node.op))
             if op is None:
                 raise self.err(node, f"operator {type(node.op).__name__} is not in the script "
                                      "dialect; use + - * / // % and T.max/T.min/T.pow")

@@ -34,7 +34,7 @@ from ..tir.stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, Fo
                         IterVar, Stmt, seq)
 from ..tir.verify import verify
 from . import dialect
-from .exprs import _BINOPS, ExprParser, Source
+from .exprs import BINOPS, ExprParser, Source
 from ..tir.regions import infer_regions
 
 _LOOP_KINDS = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
@@ -199,7 +199,7 @@ class _Parser(ExprParser):
         if isinstance(node, ast.Assign):
             return self._assign(node, ctx)
         if isinstance(node, ast.AugAssign):
-            op = _BINOPS.get(type(node.op))
+            op = BINOPS.get(type(node.op))
             if op is None or not isinstance(node.target, ast.Subscript):
                 raise self.err(node, "augmented assignment stores into a buffer, e.g. "
                                      "C[vi] += A[vi]")
@@ -481,3 +481,31 @@ class _Parser(ExprParser):
             if name is not None:
                 raise self.unknown_t(func, name, " as a function decorator")
         raise self.err(fndef, f"function {fndef.name!r} needs the @T.prim_func decorator")
+
+
+def prim_func(fn=None, *, num_outputs: int = 1, root: bool = True):
+    """Decorator: parse the decorated function's source into a :class:`~mlcbook.tir.PrimFunc`.
+
+    ``@T.prim_func(num_outputs=2)`` marks the last two parameters as outputs;
+    ``root=False`` takes the body as is instead of wrapping it in the root block.
+    """
+    def decorate(f):
+        return parse_python_function(f, num_outputs=num_outputs, root=root)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def ir_module(cls):
+    """Class decorator: an :class:`~mlcbook.tir.IRModule` of the class's ``@T.prim_func`` methods."""
+    funcs = {}
+    for name, f in vars(cls).items():
+        if name.startswith("__"):
+            continue
+        if not isinstance(f, PrimFunc):
+            raise ScriptError(f"{cls.__name__}.{name} in an @T.ir_module class is not a "
+                              "@T.prim_func; decorate it with @T.prim_func or move it out")
+        funcs[name] = f
+    if not funcs:
+        raise ScriptError(f"class {cls.__name__!r} decorated with @T.ir_module has no "
+                          "@T.prim_func methods; decorate each function with @T.prim_func")
+    return IRModule(funcs)

@@ -27,7 +27,7 @@ from dataclasses import fields
 from typing import Iterable, Optional
 
 from ..errors import TEError
-from ..tir.analysis import int_bounds
+from ..tir.arith import int_bounds
 from ..tir.expr import Binary, Buffer, BufferLoad, Const, PrimExpr, Var, select
 from ..tir.function import PrimFunc, root_block_realize
 from ..tir.functor import Mutator, post_order_visit, replace_buffers

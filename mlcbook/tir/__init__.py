@@ -15,7 +15,9 @@ from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Eva
                    IfThenElse, IterVar, Range, SeqStmt, Stmt, seq)
 from .function import IRModule, PrimFunc, root_block_realize
 from .functor import Mutator, Visitor, post_order_visit, replace_buffers, substitute
+from . import printer  # noqa: F401 - registers how IR nodes print
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .verify import verify
 from .interpreter import interpret
 from .reference import evaluate
+from . import analysis, arith  # noqa: E402 - mb.tir.analysis and mb.tir.arith, the facts passes share

@@ -1,128 +1,20 @@
-"""Facts about programs that passes and checks share: integer bounds, free variables, buffer uses.
+"""Facts about programs that passes and checks share: free variables, buffer uses, blocks, loops.
 
-    >>> i = Var("i")
-    >>> int_bounds(i * 4 + 3, {i: (0, 31)})
-    (3, 127)
+    >>> free_vars(A[i, j] + B[k]), buffers_read(A[i, j] + B[k])
+    ([i, j, k], [A, B])
+
+Integer facts (bounds, values, linear forms) are in :mod:`mlcbook.tir.arith`.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import warnings
+from typing import Iterator
 
-import numpy as np
-
-from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
-                   is_int)
+from . import arith
+from .expr import Buffer, BufferLoad, Const, Var
 from .functor import Visitor
-from .stmt import Block, BlockRealize, BufferStore, For
-
-Interval = Optional[tuple[int, int]]
-
-
-def int_bounds(e: PrimExpr, ranges: dict) -> Interval:
-    """Inclusive ``(lo, hi)`` that integer expression ``e`` can take when each variable in
-    ``ranges`` lies within its inclusive interval; ``None`` when it cannot be bounded."""
-    if isinstance(e, Const):
-        return (int(e.value), int(e.value)) if is_int(e.dtype) else None
-    if isinstance(e, Var):
-        return ranges.get(e)
-    if isinstance(e, Cast):
-        return int_bounds(e.value, ranges) if is_int(e.dtype) and is_int(e.value.dtype) else None
-    if isinstance(e, Unary) and e.op == "-":
-        b = int_bounds(e.a, ranges)
-        return None if b is None else (-b[1], -b[0])
-    if isinstance(e, Select):
-        t, f = int_bounds(e.true_value, ranges), int_bounds(e.false_value, ranges)
-        return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
-    if not isinstance(e, Binary) or not is_int(e.dtype):
-        return None
-    a, b = int_bounds(e.a, ranges), int_bounds(e.b, ranges)
-    if a is None or b is None:
-        return None
-    op = e.op
-    if op == "+":
-        return a[0] + b[0], a[1] + b[1]
-    if op == "-":
-        return a[0] - b[1], a[1] - b[0]
-    if op == "*":
-        ps = [x * y for x in a for y in b]
-        return min(ps), max(ps)
-    if op == "min":
-        return min(a[0], b[0]), min(a[1], b[1])
-    if op == "max":
-        return max(a[0], b[0]), max(a[1], b[1])
-    if op == "//" and b[0] == b[1] and b[0] != 0:
-        c = b[0]
-        qs = [a[0] // c, a[1] // c]
-        return min(qs), max(qs)
-    if op == "%" and b[0] == b[1] and b[0] > 0:
-        c = b[0]
-        if a[0] >= 0 and a[1] - a[0] < c and a[0] % c <= a[1] % c:
-            return a[0] % c, a[1] % c
-        return 0, c - 1
-    return None
-
-
-def int_values(e: PrimExpr, env: dict):
-    """Values of integer expression ``e`` with each variable bound in ``env`` to an int or a
-    numpy integer array (arrays broadcast, so one call evaluates many points); ``x // 0`` and
-    ``x % 0`` are 0, as everywhere in the loop IR. Raises ValueError for anything else (a
-    variable not in ``env``, a load, a float).
-
-        >>> int_values(i // 4 * 10 + i % 4, {i: np.arange(6)})
-        array([ 0,  1,  2,  3, 10, 11])
-    """
-    if isinstance(e, Var):
-        if e not in env:
-            raise ValueError(f"{e.name} has no value")
-        return env[e]
-    if isinstance(e, Const) and is_int(e.dtype):
-        return int(e.value)
-    if isinstance(e, Unary) and e.op == "-":
-        return -int_values(e.a, env)
-    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype):
-        return int_values(e.value, env)
-    if isinstance(e, Binary) and e.op in _INT_OPS:
-        a, b = int_values(e.a, env), int_values(e.b, env)
-        if e.op in ("//", "%"):
-            nonzero = np.not_equal(b, 0)
-            return np.where(nonzero, _INT_OPS[e.op](a, np.where(nonzero, b, 1)), 0)
-        return _INT_OPS[e.op](a, b)
-    raise ValueError(f"cannot evaluate {e}")
-
-
-_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide,
-            "%": np.mod, "min": np.minimum, "max": np.maximum}
-
-
-def expr_key(e: PrimExpr) -> tuple:
-    """A hashable key equal for expressions that are the same tree over the same variables."""
-    if isinstance(e, Var):
-        return ("v", id(e))
-    if isinstance(e, Const):
-        return ("c", e.dtype, e.value)
-    if isinstance(e, Binary):
-        return ("b", e.op, expr_key(e.a), expr_key(e.b))
-    if isinstance(e, Unary):
-        return ("u", e.op, expr_key(e.a))
-    if isinstance(e, Cast):
-        return ("cast", e.dtype, expr_key(e.value))
-    if isinstance(e, Select):
-        return ("s", expr_key(e.cond), expr_key(e.true_value), expr_key(e.false_value))
-    if isinstance(e, Call):
-        return ("call", e.name) + tuple(expr_key(a) for a in e.args)
-    if isinstance(e, BufferLoad):
-        return ("ld", id(e.buffer)) + tuple(expr_key(i) for i in e.indices)
-    return ("id", id(e))
-
-
-def loop_ranges(loops) -> dict:
-    """``{loop_var: (0, extent-1)}`` for loops with constant extents."""
-    out = {}
-    for lp in loops:
-        if isinstance(lp.extent, Const):
-            out[lp.loop_var] = (0, lp.extent.value - 1)
-    return out
+from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 
 def free_vars(node) -> list[Var]:
@@ -151,38 +43,78 @@ def free_vars(node) -> list[Var]:
 
 def buffers_read(node) -> list[Buffer]:
     """Buffers loaded anywhere in ``node``, in order of first load."""
-    out: dict[int, Buffer] = {}
-
-    class _V(Visitor):
-        def visit_BufferLoad(self, n: BufferLoad):
-            out.setdefault(id(n.buffer), n.buffer)
-            self.generic_visit(n)
-
-    _V().visit(node)
-    return list(out.values())
+    return _buffers(node, BufferLoad)
 
 
 def buffers_written(node) -> list[Buffer]:
     """Buffers stored to anywhere in ``node``, in order of first store."""
+    return _buffers(node, BufferStore)
+
+
+def _buffers(node, kind: type) -> list[Buffer]:
     out: dict[int, Buffer] = {}
 
     class _V(Visitor):
-        def visit_BufferStore(self, n: BufferStore):
-            out.setdefault(id(n.buffer), n.buffer)
+        def visit(self, n):
+            if isinstance(n, kind):
+                out.setdefault(id(n.buffer), n.buffer)
             self.generic_visit(n)
 
     _V().visit(node)
     return list(out.values())
 
 
-def collect_blocks(node) -> list[BlockRealize]:
-    """Every BlockRealize under ``node`` in program order (the root block included)."""
-    out: list[BlockRealize] = []
+#: statement types that hold other statements, and the fields that hold them
+_STMT_FIELDS = {
+    "For": ("body",), "BlockRealize": ("block",), "Block": ("init", "body"),
+    "SeqStmt": ("stmts",), "IfThenElse": ("then_case", "else_case"), "Allocate": ("body",),
+}
 
-    class _V(Visitor):
-        def visit_BlockRealize(self, n: BlockRealize):
-            out.append(n)
-            self.generic_visit(n)
 
-    _V().visit(node)
+def child_stmts(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s`` (a Block's init comes before its body)."""
+    out: list[Stmt] = []
+    for name in _STMT_FIELDS.get(type(s).__name__, ()):
+        v = getattr(s, name)
+        if isinstance(v, tuple):
+            out.extend(v)
+        elif v is not None:
+            out.append(v)
     return out
+
+
+def walk(s: Stmt) -> Iterator[Stmt]:
+    """Every statement under ``s`` (``s`` included) in program order, parents first."""
+    yield s
+    for c in child_stmts(s):
+        yield from walk(c)
+
+
+def collect_blocks(node: Stmt) -> list[BlockRealize]:
+    """Every BlockRealize under ``node`` in program order (``node`` included when it is one)."""
+    return [s for s in walk(node) if isinstance(s, BlockRealize)]
+
+
+def loop_ranges(node: Stmt) -> dict:
+    """``{var: (0, extent - 1)}`` for every loop and block iteration variable under ``node``
+    whose extent is a constant."""
+    out: dict = {}
+    for s in walk(node):
+        if isinstance(s, For) and isinstance(s.extent, Const):
+            out[s.loop_var] = (0, s.extent.value - 1)
+        elif isinstance(s, BlockRealize):
+            for iv in s.block.iter_vars:
+                if isinstance(iv.extent, Const):
+                    out[iv.var] = (0, iv.extent.value - 1)
+    return out
+
+
+_MOVED_TO_ARITH = ("expr_key", "int_bounds", "int_values")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_ARITH:
+        warnings.warn(f"mlcbook.tir.analysis.{name} moved to mlcbook.tir.arith.{name}; "
+                      "import it from there", DeprecationWarning, stacklevel=2)
+        return getattr(arith, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import numpy as np
+
+from ..printing import printer
 from ..errors import DTypeMismatchError, ShapeError
 
 # --- data types ----------------------------------------------------------------------------
@@ -97,8 +100,7 @@ class PrimExpr:
             "use mb.tir.select(cond, a, b) or `&`/`|`/`~` instead of if/and/or/not")
 
     def __str__(self) -> str:
-        from .printer import expr_to_str
-        return expr_to_str(self)
+        return printer("tir.expr")(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self})"
@@ -133,7 +135,15 @@ class Const(PrimExpr):
                 raise DTypeMismatchError(
                     f"constant {v!r} is not an integer but its dtype is {dtype}; "
                     "use a float dtype or round the value")
-            object.__setattr__(self, "value", int(v))
+            v = int(v)
+            info = np.iinfo(dtype)
+            if not info.min <= v <= info.max:
+                # compiled code would wrap it, the interpreter would not: refuse it here
+                raise DTypeMismatchError(
+                    f"integer constant {v} does not fit {dtype} ([{info.min}, {info.max}]); "
+                    f"Instead: make it smaller, or compute in int64 (e.g. T.int64({v}) with "
+                    "int64 operands)")
+            object.__setattr__(self, "value", v)
         else:
             object.__setattr__(self, "value", float(v))
 
@@ -290,6 +300,9 @@ class BufferLoad(PrimExpr):
 
 
 # --- buffers --------------------------------------------------------------------------------
+#: the largest buffer (bytes): offsets and sizes then never overflow 64-bit arithmetic
+MAX_BUFFER_BYTES = 1 << 48
+
 @dataclass(frozen=True, eq=False)
 class Buffer:
     """A multi-dimensional array of one dtype. ``A[i, j]`` reads it.
@@ -316,6 +329,11 @@ class Buffer:
                 raise ShapeError(
                     f"buffer {self.name!r} has shape {shape}; every dimension must be a "
                     "positive int (mlcbook compiles static shapes)")
+        nbytes = math.prod(shape) * np.dtype(self.dtype).itemsize
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ShapeError(
+                f"buffer {self.name!r} has shape {shape}: {nbytes} bytes, more than the "
+                f"{MAX_BUFFER_BYTES} (2**48) mlcbook addresses; Instead: use a smaller shape")
         object.__setattr__(self, "shape", shape)
 
     @property
@@ -354,7 +372,9 @@ def as_expr(value: Any, dtype: str | None = None) -> PrimExpr:
     if isinstance(value, bool):
         return Const(value, "bool")
     if isinstance(value, int):
-        return Const(value, dtype or "int32")
+        # a bare number too big for int32 is an int64 (it still must fit a given dtype)
+        wide = not -2**31 <= value < 2**31
+        return Const(value, dtype or ("int64" if wide else "int32"))
     if isinstance(value, float):
         if dtype is not None and not is_float(dtype):
             raise DTypeMismatchError(
@@ -441,14 +461,15 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil = (  # noqa: A0
 
 def infinity(dtype: str) -> Const:
     """The largest value of ``dtype`` (inf for floats), identity of ``min``."""
-    return Const(math.inf if is_float(dtype) else _int_range(dtype)[1], dtype)
+    return Const(math.inf if is_float(dtype) else int_range(dtype)[1], dtype)
 
 
 def neg_infinity(dtype: str) -> Const:
     """The smallest value of ``dtype``, identity of ``max``."""
-    return Const(-math.inf if is_float(dtype) else _int_range(dtype)[0], dtype)
+    return Const(-math.inf if is_float(dtype) else int_range(dtype)[0], dtype)
 
 
-def _int_range(dtype: str) -> tuple[int, int]:
+def int_range(dtype: str) -> tuple[int, int]:
+    """Inclusive ``(min, max)`` of an integer (or bool) dtype: ``int_range("int8") == (-128, 127)``."""
     return {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1),
             "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}[dtype]

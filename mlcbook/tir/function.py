@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from ..printing import printer
 from ..errors import DuplicateNameError, TIRError
 from .expr import Buffer, Const
-from .stmt import Block, BlockRealize, Stmt, _freeze_annotations
+from .stmt import Block, BlockRealize, Stmt, freeze_annotations
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -35,7 +36,7 @@ class PrimFunc:
 
     def __post_init__(self):
         object.__setattr__(self, "params", tuple(self.params))
-        object.__setattr__(self, "attrs", _freeze_annotations(self.attrs))
+        object.__setattr__(self, "attrs", freeze_annotations(self.attrs))
         if not 0 <= self.num_outputs <= len(self.params):
             raise TIRError(
                 f"function {self.name!r} declares {self.num_outputs} outputs but has only "
@@ -67,8 +68,7 @@ class PrimFunc:
 
     def script(self) -> str:
         """The function as mlcbook script text (what ``print(func)`` shows)."""
-        from .printer import func_to_str
-        return func_to_str(self)
+        return printer("tir.func")(self)
 
     def __str__(self) -> str:
         return self.script()
@@ -77,8 +77,7 @@ class PrimFunc:
         return f"<PrimFunc {self.name}({', '.join(p.name for p in self.params)})>"
 
     def _repr_html_(self) -> str:
-        from .printer import to_html
-        return to_html(self.script())
+        return printer("tir.html")(self.script())
 
 
 def root_block_realize(body: Stmt, alloc_buffers=()) -> BlockRealize:
@@ -142,8 +141,7 @@ class IRModule:
             "pick one with mod['name']")
 
     def script(self) -> str:
-        from .printer import module_to_str
-        return module_to_str(self)
+        return printer("tir.module")(self)
 
     def __str__(self) -> str:
         return self.script()
@@ -152,5 +150,4 @@ class IRModule:
         return f"<IRModule {', '.join(self.functions)}>"
 
     def _repr_html_(self) -> str:
-        from .printer import to_html
-        return to_html(self.script())
+        return printer("tir.html")(self.script())

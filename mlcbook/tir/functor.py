@@ -47,7 +47,7 @@ def _init_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _is_node(x: Any) -> bool:
+def is_node(x: Any) -> bool:
     return isinstance(x, NODE_TYPES)
 
 
@@ -56,10 +56,10 @@ def children(node) -> list:
     out = []
     for name in _init_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
+        if is_node(v):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if _is_node(x))
+            out.extend(x for x in v if is_node(x))
     return out
 
 
@@ -112,10 +112,10 @@ class Mutator:
         return self.generic_visit(node)
 
     def _visit_value(self, v):
-        if _is_node(v):
+        if is_node(v):
             return self.visit(v)
-        if isinstance(v, tuple) and any(_is_node(x) for x in v):
-            new = tuple(self.visit(x) if _is_node(x) else x for x in v)
+        if isinstance(v, tuple) and any(is_node(x) for x in v):
+            new = tuple(self.visit(x) if is_node(x) else x for x in v)
             return v if all(a is b for a, b in zip(new, v)) else new
         return v
 

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import TIRError
-from .analysis import int_bounds
-from .expr import (Binary, Buffer, BufferLoad, Cast, Const, Select, Unary, Var, is_float,
-                   is_int)
+from .arith import int_bounds
+from .expr import (Binary, Buffer, BufferLoad, Cast, Const, Select, Unary, Var, int_range,
+                   is_float, is_int)
 from .function import PrimFunc
 from .functor import ExprFunctor, StmtFunctor, post_order_visit
-from .scalar import MATH, POISON, VALUE, int_range, round_f16, round_f32
+from .scalar import MATH, POISON, VALUE, round_f16, round_f32
 from .stmt import Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse, SeqStmt
 
 __all__ = ["PySource", "translate", "to_flat", "from_flat"]

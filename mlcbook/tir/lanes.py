@@ -26,10 +26,10 @@ from itertools import product
 from math import gcd, prod
 from typing import Optional
 
-from .analysis import buffers_read, expr_key, free_vars, int_values
+from .analysis import buffers_read, free_vars
+from .arith import expr_key, int_values, linear
 from .expr import BufferLoad, Const, Var
 from .functor import Visitor
-from .simplify import _Simplifier
 from .stmt import BufferStore, For
 
 #: at most this many (lane, inner iteration) combinations are tried one by one when an
@@ -89,7 +89,7 @@ def _lanes_apart(index, v: Var, inner: set, sizes: dict) -> bool:
     """True when two different values of ``v`` never give the same ``index``, whatever
     the loops ``inner`` (inside the vectorized loop) are at. Outer variables are the same
     for all lanes, so only the terms that move with ``v`` or ``inner`` matter."""
-    lin = _Simplifier(None)._lin(index)
+    lin = linear(index)
     moving = []
     for c, atom in lin.terms.values():
         used = set(free_vars(atom))

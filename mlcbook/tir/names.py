@@ -3,11 +3,13 @@
     >>> taken = {"A", "A_1"}
     >>> fresh_name("A", taken), fresh_name("A", taken), fresh_name("B", taken)
     ('A_2', 'A_3', 'B')
+    >>> numbered_names("ax", 3, {"ax1"})
+    ['ax0', 'ax2', 'ax3']
 """
 
 from __future__ import annotations
 
-__all__ = ["fresh_name"]
+__all__ = ["fresh_name", "numbered_names"]
 
 
 def fresh_name(base: str, taken: set[str]) -> str:
@@ -19,3 +21,16 @@ def fresh_name(base: str, taken: set[str]) -> str:
         name = f"{base}_{k}"
     taken.add(name)
     return name
+
+
+def numbered_names(base: str, n: int, taken: set[str]) -> list[str]:
+    """``n`` names ``base0``, ``base1``, ... skipping those in ``taken``; the names returned
+    join ``taken``. New loops of a schedule step are named this way (``ax0``, ``ax1``)."""
+    out, k = [], 0
+    while len(out) < n:
+        name = f"{base}{k}"
+        if name not in taken:
+            out.append(name)
+            taken.add(name)
+        k += 1
+    return out

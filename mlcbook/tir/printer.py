@@ -39,6 +39,10 @@ import keyword
 import math
 import unicodedata
 
+import numpy as np
+
+from ..printing import register
+from .functor import post_order_visit
 from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
                    CMP_OPS)
 from .function import IRModule, PrimFunc
@@ -180,7 +184,6 @@ def _is_plain_loop(s) -> bool:
 
 
 def _uses_any(e: PrimExpr, var_ids: set) -> bool:
-    from .functor import post_order_visit
     found = []
     post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) and id(n) in var_ids
                      else None)
@@ -272,7 +275,8 @@ class _Printer:
         lo, ext = r.min, r.extent
         if isinstance(ext, Const) and ext.value == 1 and ext.dtype == lo.dtype:
             return self.expr(lo)  # a point
-        if isinstance(lo, Const) and isinstance(ext, Const):
+        if isinstance(lo, Const) and isinstance(ext, Const) and _fits(lo.value + ext.value,
+                                                                      ext.dtype):
             return f"{self.expr(lo)}:{self.expr(Const(lo.value + ext.value, ext.dtype))}"
         if isinstance(lo, Const) and lo.value == 0:
             return f"{self.expr(lo)}:{self.expr(ext)}"
@@ -449,3 +453,17 @@ def _float_text(v: float) -> str:
     if v.is_integer() and abs(v) < 1e15 and (v != 0 or math.copysign(1.0, v) > 0):
         return str(int(v))
     return repr(v)
+
+
+def _fits(value: int, dtype: str) -> bool:
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+register("tir.expr", expr_to_str)
+register("tir.stmt", stmt_to_str)
+register("tir.part", part_to_str)
+register("tir.func", func_to_str)
+register("tir.module", module_to_str)
+register("tir.html", to_html)
+

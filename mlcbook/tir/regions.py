@@ -12,8 +12,7 @@ loop inside the block, loads from a buffer, or differs between accesses).
 
 from __future__ import annotations
 
-from dataclasses import fields
-
+from .arith import expr_key
 from .expr import Buffer, BufferLoad, Const, PrimExpr, Var
 from .functor import Visitor, post_order_visit
 from .stmt import Allocate, Block, BufferRegion, BufferStore, IterVar, Range, Stmt
@@ -78,18 +77,7 @@ def _only_uses(e: PrimExpr, var_ids: set) -> bool:
     return not outside
 
 
-def same_expr(a, b) -> bool:
+def same_expr(a: PrimExpr, b: PrimExpr) -> bool:
     """The same expression over the same variables (unlike structural equality, which would
     let ``vi`` match ``vj``)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or isinstance(a, (Var, Buffer)):
-        return False
-    if isinstance(a, Const):
-        nans = a.value != a.value and b.value != b.value
-        return a.dtype == b.dtype and (a.value == b.value or nans)
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(same_expr(x, y) for x, y in zip(a, b))
-    if isinstance(a, PrimExpr):
-        return all(same_expr(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
-    return a == b
+    return a is b or expr_key(a) == expr_key(b)

@@ -16,18 +16,8 @@ import math
 import struct
 from array import array
 
-import numpy as np
-
 from ..errors import BindingMismatchError, IndexOutOfBoundsError
-
-
-def int_range(dtype: str) -> tuple[int, int]:
-    """The smallest and largest value of an integer dtype."""
-    return _INT_RANGES[dtype]
-
-
-_INT_RANGES = {dt: (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
-               for dt in ("int8", "uint8", "int32", "int64")}
+from .expr import int_range
 
 
 def wrap(value: int, dtype: str) -> int:

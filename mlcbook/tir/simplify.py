@@ -6,11 +6,11 @@
     >>> str(simplify((i * 8 + j) % 8, {j: (0, 7)}))
     'j'
 
-Integer expressions are put in a *linear form* (a sum of ``coefficient * atom`` plus a
-constant, where an atom is anything that is not ``+``, ``-`` or multiplication by a
-constant), so that ``i*4 + j - i*4`` cancels to ``j``. Floor division and modulo by a
-positive constant ``c`` split the linear form into the part that is a multiple of ``c``
-and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division whatever
+Integer expressions are put in a *linear form* (:class:`~mlcbook.tir.arith.Linear`: a sum
+of ``coefficient * atom`` plus a constant, where an atom is anything that is not ``+``,
+``-`` or multiplication by a constant), so that ``i*4 + j - i*4`` cancels to ``j``. Floor
+division and modulo by a positive constant ``c`` split the linear form into the part that
+is a multiple of ``c`` and the rest ``r``: ``(q*c + r) // c == q + r // c`` holds for floor division whatever
 ``r`` is, and when the bounds of the variables (``ranges``, inclusive ``(lo, hi)`` per
 variable, plus the extents of the loops and blocks around a statement) prove
 ``0 <= r < c``, ``r // c`` is 0 and ``(q*c + r) % c`` is ``r``.
@@ -31,9 +31,9 @@ from typing import Optional
 
 import numpy as np
 
-from .analysis import expr_key, int_bounds
-from .expr import (Binary, Call, Cast, Const, PrimExpr, Select, Unary, Var,
-                   _int_range, is_float, is_int)
+from .arith import Linear, expr_key, int_bounds, linear
+from .expr import (Binary, Call, Cast, Const, PrimExpr, Select, Unary, Var, int_range,
+                   is_float, is_int)
 from .function import PrimFunc
 from .functor import Mutator
 from .stmt import Block, Evaluate, For, IfThenElse, no_op
@@ -51,58 +51,8 @@ def simplify(node, ranges: Optional[dict] = None):
     return s.visit(node)
 
 
-# --- linear forms ------------------------------------------------------------------------------
-class _Lin:
-    """``sum(coef * atom) + const`` over an int dtype; atoms keyed by :func:`~mlcbook.tir.analysis.expr_key`."""
-
-    __slots__ = ("terms", "const", "dtype")
-
-    def __init__(self, dtype: str, terms=None, const: int = 0):
-        self.dtype = dtype
-        self.terms: dict = dict(terms or {})   # key -> [coef, atom]
-        self.const = const
-
-    def copy(self) -> "_Lin":
-        return _Lin(self.dtype, {k: [c, a] for k, (c, a) in self.terms.items()}, self.const)
-
-    def add(self, other: "_Lin", sign: int = 1) -> "_Lin":
-        out = self.copy()
-        for k, (c, a) in other.terms.items():
-            if k in out.terms:
-                out.terms[k][0] += sign * c
-                if out.terms[k][0] == 0:
-                    del out.terms[k]
-            else:
-                out.terms[k] = [sign * c, a]
-        out.const += sign * other.const
-        return out
-
-    def scale(self, f: int) -> "_Lin":
-        if f == 0:
-            return _Lin(self.dtype)
-        return _Lin(self.dtype, {k: [c * f, a] for k, (c, a) in self.terms.items()},
-                    self.const * f)
-
-    def split(self, c: int) -> tuple["_Lin", "_Lin"]:
-        """``(q, r)`` with ``self == q*c + r``, where q takes every multiple of ``c``."""
-        q, r = _Lin(self.dtype), _Lin(self.dtype)
-        for k, (coef, a) in self.terms.items():
-            if coef % c == 0:
-                q.terms[k] = [coef // c, a]
-            else:
-                r.terms[k] = [coef, a]
-        q.const, r.const = self.const // c, self.const % c
-        return q, r
-
-    def common_factor(self) -> int:
-        g = abs(self.const)
-        for coef, _ in self.terms.values():
-            g = gcd(g, abs(coef))
-        return g
-
-
 def _fits(value: int, dtype: str) -> bool:
-    lo, hi = _int_range(dtype)
+    lo, hi = int_range(dtype)
     return lo <= value <= hi
 
 
@@ -176,7 +126,7 @@ class _Simplifier(Mutator):
                 return a.a
             return e if a is e.a else Unary("not", a)
         if is_int(e.dtype):
-            return self._from_lin(self._lin(a).scale(-1))
+            return linear(a).scale(-1).to_expr()
         if isinstance(a, Const):
             return _float_const(-a.value, e.dtype)
         if isinstance(a, Unary) and a.op == "-":
@@ -238,11 +188,11 @@ class _Simplifier(Mutator):
                 return Const(r, dt) if _fits(r, dt) else None
             return None
         if op in ("+", "-", "*"):
-            la, lb = self._lin(a), self._lin(b)
+            la, lb = linear(a), linear(b)
             if op == "+":
-                lin = la.add(lb)
+                lin = la + lb
             elif op == "-":
-                lin = la.add(lb, -1)
+                lin = la - lb
             elif not lb.terms:
                 lin = la.scale(lb.const)
             elif not la.terms:
@@ -251,11 +201,11 @@ class _Simplifier(Mutator):
                 return None
             if not all(_fits(c, dt) for c, _ in lin.terms.values()) or not _fits(lin.const, dt):
                 return None
-            return self._from_lin(lin)
+            return lin.to_expr()
         if op in ("min", "max"):
             if isinstance(a, Const) and isinstance(b, Const):
                 return Const((min if op == "min" else max)(a.value, b.value), dt)
-            d = self._bounds_of(self._lin(a).add(self._lin(b), -1))
+            d = (linear(a) - linear(b)).bounds(self.ranges)
             if d is not None:
                 if d[1] <= 0:
                     return a if op == "min" else b
@@ -276,42 +226,41 @@ class _Simplifier(Mutator):
     def _floordiv(self, a: PrimExpr, c: int) -> PrimExpr:
         if isinstance(a, Binary) and a.op == "//" and isinstance(a.b, Const) and a.b.value > 0:
             return self._floordiv(a.a, a.b.value * c)   # (x // c1) // c2 == x // (c1*c2)
-        q, r = self._lin(a).split(c)
+        q, r = linear(a).split(c)
         rest = self._div_rest(r, c, "//")
-        return self._from_lin(q.add(self._lin(rest))) if q.terms or q.const else rest
+        return (q + linear(rest)).to_expr() if q.terms or q.const else rest
 
     def _floormod(self, a: PrimExpr, c: int) -> PrimExpr:
         if isinstance(a, Binary) and a.op == "%" and isinstance(a.b, Const) \
                 and a.b.value > 0 and a.b.value % c == 0:
             a = a.a                                       # (x % (k*c)) % c == x % c
-        _, r = self._lin(a).split(c)
+        _, r = linear(a).split(c)
         return self._div_rest(r, c, "%")
 
-    def _div_rest(self, r: _Lin, c: int, op: str) -> PrimExpr:
+    def _div_rest(self, r: Linear, c: int, op: str) -> PrimExpr:
         """``r // c`` or ``r % c`` for the non-multiple rest ``r`` of a split."""
         dt = r.dtype
-        b = self._bounds_of(r)
+        b = r.bounds(self.ranges)
         if b is not None and b[0] // c == b[1] // c:
             k = b[0] // c                                 # r lies in [k*c, (k+1)*c)
             if op == "//":
                 return Const(k, dt)
-            return self._from_lin(r.add(_Lin(dt, const=k * c), -1))
+            return (r - k * c).to_expr()
         g = gcd(r.common_factor(), c)
         if g > 1:
             # floor(g*r' / c) == floor(r' / (c/g)); (g*r') % c == g * (r' % (c/g))
-            rr = _Lin(dt, {k: [co // g, a] for k, (co, a) in r.terms.items()}, r.const // g)
-            inner = self._from_lin(rr)
+            inner = r.split(g)[0].to_expr()
             if op == "//":
                 return self._floordiv(inner, c // g)
-            return self._from_lin(self._lin(self._floormod(inner, c // g)).scale(g))
-        return Binary(op, self._from_lin(r), Const(c, dt))
+            return linear(self._floormod(inner, c // g)).scale(g).to_expr()
+        return Binary(op, r.to_expr(), Const(c, dt))
 
     def _compare(self, op, a, b) -> Optional[PrimExpr]:
         if isinstance(a, Const) and isinstance(b, Const):
             return Const(_CMP[op](a.value, b.value), "bool")
         if not is_int(a.dtype):
             return None
-        d = self._bounds_of(self._lin(a).add(self._lin(b), -1))
+        d = (linear(a) - linear(b)).bounds(self.ranges)
         if d is None:
             return None
         lo, hi = d
@@ -324,76 +273,6 @@ class _Simplifier(Mutator):
         if truth[1]:
             return Const(False, "bool")
         return None
-
-    # --- linear form helpers -------------------------------------------------------------------
-    def _lin(self, e: PrimExpr) -> _Lin:
-        dt = e.dtype
-        if isinstance(e, Const):
-            return _Lin(dt, const=int(e.value))
-        if isinstance(e, Binary) and e.op in ("+", "-"):
-            return self._lin(e.a).add(self._lin(e.b), 1 if e.op == "+" else -1)
-        if isinstance(e, Binary) and e.op == "*":
-            if isinstance(e.b, Const):
-                return self._lin(e.a).scale(int(e.b.value))
-            if isinstance(e.a, Const):
-                return self._lin(e.b).scale(int(e.a.value))
-        if isinstance(e, Unary) and e.op == "-":
-            return self._lin(e.a).scale(-1)
-        return _Lin(dt, {expr_key(e): [1, e]})
-
-    def _bounds_of(self, lin: _Lin):
-        lo = hi = lin.const
-        for coef, atom in lin.terms.values():
-            b = int_bounds(atom, self.ranges)
-            if b is None:
-                return None
-            lo += min(coef * b[0], coef * b[1])
-            hi += max(coef * b[0], coef * b[1])
-        return lo, hi
-
-    def _from_lin(self, lin: _Lin) -> PrimExpr:
-        lin = self._merge_div_mod(lin)
-        dt = lin.dtype
-        pos = [(c, a) for c, a in lin.terms.values() if c > 0]
-        neg = [(c, a) for c, a in lin.terms.values() if c < 0]
-        out: Optional[PrimExpr] = None
-        if not pos and lin.const > 0:
-            out, const = Const(lin.const, dt), 0
-        else:
-            const = lin.const
-        for c, a in pos:
-            t = a if c == 1 else Binary("*", a, Const(c, dt))
-            out = t if out is None else Binary("+", out, t)
-        for c, a in neg:
-            if out is None:
-                out = Binary("*", a, Const(c, dt))
-            else:
-                out = Binary("-", out, a if c == -1 else Binary("*", a, Const(-c, dt)))
-        if out is None:
-            return Const(const, dt)
-        if const > 0:
-            out = Binary("+", out, Const(const, dt))
-        elif const < 0:
-            out = Binary("-", out, Const(-const, dt))
-        return out
-
-    def _merge_div_mod(self, lin: _Lin) -> _Lin:
-        """``(x // c) * (k*c) + (x % c) * k`` is ``x * k``: undo a split that a fuse made."""
-        changed = True
-        while changed:
-            changed = False
-            for key, (coef, atom) in list(lin.terms.items()):
-                if not (isinstance(atom, Binary) and atom.op == "%" and isinstance(atom.b, Const)):
-                    continue
-                c = atom.b.value
-                dkey = ("b", "//", expr_key(atom.a), expr_key(atom.b))
-                if dkey in lin.terms and lin.terms[dkey][0] == coef * c:
-                    del lin.terms[key], lin.terms[dkey]
-                    lin = lin.add(self._lin(atom.a).scale(coef))
-                    changed = True
-                    break
-        return lin
-
 
 _INT_FOLD = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
              "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}

@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from ..printing import printer
 from ..errors import DTypeMismatchError, ShapeError, TIRError
 from .expr import Buffer, Const, PrimExpr, Var, as_expr, check_indices, is_int
 
 
 def _part_str(self) -> str:
-    from .printer import part_to_str
-    return part_to_str(self)
+    return printer("tir.part")(self)
 
 
 class Stmt:
@@ -34,8 +34,7 @@ class Stmt:
     __hash__ = object.__hash__
 
     def __str__(self) -> str:
-        from .printer import stmt_to_str
-        return stmt_to_str(self)
+        return printer("tir.stmt")(self)
 
 
 def _as_index(value) -> PrimExpr:
@@ -68,7 +67,7 @@ class BufferStore(Stmt):
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 
 
-def _freeze_annotations(ann) -> tuple[tuple[str, Any], ...]:
+def freeze_annotations(ann) -> tuple[tuple[str, Any], ...]:
     if ann is None:
         return ()
     items = ann.items() if isinstance(ann, dict) else ann
@@ -96,7 +95,7 @@ class For(Stmt):
         if isinstance(self.extent, Const) and self.extent.value <= 0:
             raise ShapeError(
                 f"loop {self.loop_var.name} has extent {self.extent.value}; extents must be positive")
-        object.__setattr__(self, "annotations", _freeze_annotations(self.annotations))
+        object.__setattr__(self, "annotations", freeze_annotations(self.annotations))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -182,7 +181,7 @@ class Block(Stmt):
     def __post_init__(self):
         for f in ("iter_vars", "reads", "writes", "alloc_buffers"):
             object.__setattr__(self, f, tuple(getattr(self, f)))
-        object.__setattr__(self, "annotations", _freeze_annotations(self.annotations))
+        object.__setattr__(self, "annotations", freeze_annotations(self.annotations))
 
 
 @dataclass(frozen=True, eq=False, repr=False)

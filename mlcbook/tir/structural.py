@@ -16,7 +16,7 @@ from dataclasses import fields
 from ..errors import StructuralMismatchError
 from .expr import Buffer, Const, Var
 from .function import IRModule, PrimFunc
-from .functor import _is_node
+from .functor import is_node
 
 
 class _Mismatch(Exception):
@@ -72,7 +72,7 @@ class _Equal:
                 self.path.append(f"[{k}]")
                 self.eq(x, y)
                 self.path.pop()
-        elif _is_node(a) or isinstance(a, PrimFunc) or _is_dataclass_node(a):
+        elif is_node(a) or isinstance(a, PrimFunc) or _is_dataclass_node(a):
             for f in fields(a):
                 if not f.init or (isinstance(a, PrimFunc) and f.name == "name"):
                     continue
@@ -146,7 +146,7 @@ def structural_hash(x) -> int:
             items.append(("(", len(v)))
             for y in v:
                 walk(y)
-        elif _is_node(v) or _is_dataclass_node(v):
+        elif is_node(v) or _is_dataclass_node(v):
             items.append(type(v).__name__)
             for f in fields(v):
                 if f.init and not (isinstance(v, PrimFunc) and f.name == "name"):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..errors import (BindingMismatchError, DuplicateNameError, IndexOutOfBoundsError,
                       ReadOnlyStoreError, TIRError, UndefinedVariableError)
-from .analysis import int_bounds
+from .arith import int_bounds
 from .expr import Buffer, BufferLoad, Const, Var
 from .function import IRModule, PrimFunc
 from .functor import Visitor

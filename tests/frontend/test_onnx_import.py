@@ -196,3 +196,38 @@ def test_a_single_conversion_error_names_its_node():
     model = make([_bad_gemm("mm1", "x", "a")], [vi("x", [2, 3])], [vi("a", [2, 5])], inits)
     with pytest.raises(OpShapeError, match=r"^\[MLC-G002\] node 'mm1' \(Gemm\): "):
         mb.from_onnx(model)
+
+
+def test_an_opset_newer_than_onnx_knows_is_refused():
+    m = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], opset=99)
+    with pytest.raises(UnsupportedModelError, match=r"opset 99, which does not exist yet"):
+        mb.from_onnx(m)
+
+
+@pytest.mark.parametrize("pads,ok", [([1, 2, 0, 2], True), ([0, 3, 0, 0], False),
+                                     ([0, 0, 0, 3], False), ([2, 0, 0, 0], False)])
+def test_pad_reflect_at_most_length_minus_one_as_onnxruntime(pads, ok):
+    import onnxruntime as ort
+    out = [2 + pads[0] + pads[2], 3 + pads[1] + pads[3]]
+    m = make([helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+             [vi("x", [2, 3])], [vi("y", out)],
+             [numpy_helper.from_array(np.array(pads, "int64"), "pads")], opset=18)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    if ok:
+        want = ort.InferenceSession(m.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(mb.compile(mb.from_onnx(m))(x), want)
+    else:
+        with pytest.raises(GraphError, match="mode 'reflect' pads axis .* Instead"):
+            mb.from_onnx(m)
+
+
+def test_max_pool_propagates_nan_in_the_reference_and_compiled_alike():
+    # documented choice (numpy's): a NaN in a window gives NaN; onnxruntime skips NaN
+    m = make([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])],
+             [vi("x", [1, 1, 2, 4])], [vi("y", [1, 1, 1, 3])])
+    x = np.array([[[[np.nan, 1, 2, np.inf], [0, 1, 2, 3]]]], "float32")
+    mod = mb.from_onnx(m)
+    got, want = mb.compile(mod)(x), interpret(mod, x)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[0, 0, 0, 0]) and got[0, 0, 0, 2] == np.inf

@@ -50,13 +50,6 @@ def test_current_opsets_import_without_a_log_line(caplog):
     assert caplog.text == ""
 
 
-def test_opset_newer_than_onnx_knows_is_refused():
-    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
-                 opset=99)
-    with pytest.raises(UnsupportedModelError, match="opset 99.*knows opsets up to.*Instead"):
-        mb.from_onnx(model)
-
-
 def test_a_model_the_converter_cannot_convert_is_refused_with_the_fix(monkeypatch):
     from onnx import version_converter
 

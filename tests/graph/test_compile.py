@@ -46,3 +46,18 @@ def test_a_planned_executable_saves_and_loads(tmp_path):
 def test_dump_dir_writes_the_graph_after_each_pass(tmp_path):
     mb.compile(model("mlp"), dump_dir=tmp_path)
     assert (tmp_path / "01_fold_constants.txt").read_text().startswith("def main(")
+
+
+def test_a_main_function_with_another_name_is_compiled_whole():
+    x = mb.graph.Var("x", mb.graph.TensorType((4, 4)))
+    f = mb.graph.Function([x], mb.graph.op.relu(mb.graph.op.exp(x)), name="loss_grad")
+    a = np.ones((4, 4), "float32")
+    np.testing.assert_allclose(mb.compile(f)(a), np.exp(a))
+
+
+def test_a_fused_group_ending_in_a_0d_value():
+    w = mb.graph.Var("w", mb.graph.TensorType((4,)))
+    op = mb.graph.op
+    f = mb.graph.Function([w], op.exp(op.sum(op.mul(w, w), keepdims=0)))
+    a = np.arange(4, dtype="float32") / 4
+    np.testing.assert_allclose(mb.compile(f)(a), np.exp(np.sum(a * a)), rtol=1e-6)

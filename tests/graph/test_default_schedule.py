@@ -92,3 +92,28 @@ def _matmul_then_mirror():
     c = te.compute((8, 32), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     t = te.compute((8, 32), lambda i, j: c[i, j] + c[i, 31 - j], name="T")
     return a, b, t
+
+
+def test_a_long_sum_is_computed_in_two_levels_close_to_float64():
+    # one running float32 total over 2**20 terms drifts ~1e-5 from the exact mean; block
+    # sums of ~sqrt(n) terms then a sum of the blocks stay within float32's own rounding
+    from mlcbook.graph import Function, TensorType, Var, op
+    from mlcbook.ops.legalize import legalize_call
+    n = 1 << 20
+    scheduled = default_schedule(legalize_call("mean", [TensorType((1, n))],
+                                               {"axes": (1,), "keepdims": 0}))
+    assert "mean_sum_rf" in str(scheduled)
+    x = Var("x", TensorType((1, n)))
+    exe = mb.compile(Function([x], op.mean(x, axes=(1,), keepdims=0)))
+    a = (np.random.default_rng(0).random((1, n)) + 1).astype("float32")
+    exact = a.astype(np.float64).mean(axis=1)
+    assert abs(exe(a)[0] - exact[0]) / exact[0] < 1e-6      # one level: ~1e-5
+
+
+def test_short_and_integer_sums_stay_one_level():
+    from mlcbook.ops.legalize import legalize_call
+    from mlcbook.ops.types import TensorType
+    short = default_schedule(legalize_call("sum", [TensorType((4, 4096))], {"axes": (1,)}))
+    ints = default_schedule(legalize_call("sum", [TensorType((1, 1 << 16), "int32")],
+                                          {"axes": (1,)}))
+    assert "_rf" not in str(short) and "_rf" not in str(ints)

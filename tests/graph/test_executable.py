@@ -72,3 +72,91 @@ def test_model_returning_an_input_and_a_constant():
     f = Function([x], Tuple([x, Constant(np.arange(2, dtype="int64"))]))
     a, b = mb.compile(f)(np.ones(3, "float32"))
     assert a.tolist() == [1, 1, 1] and b.tolist() == [0, 1]
+
+
+def test_one_executable_called_from_four_threads_agrees_exactly():
+    # each call's input differs, so a call that read or returned another thread's
+    # intermediates would give a different answer than the same call alone
+    import threading
+    x = Var("x", TensorType((2, 8)))
+    w = Constant(np.random.default_rng(3).standard_normal((8, 8)).astype("float32"))
+    exe = mb.compile(Function([x], op.sum(op.relu(op.matmul(x, w)), axes=(1,), keepdims=0)))
+    inputs = np.random.default_rng(4).standard_normal((64, 2, 8)).astype("float32")
+    want = [exe(a) for a in inputs]
+    wrong = []
+
+    def worker(seed: int):
+        for k in range(2500):
+            i = (seed * 7 + k) % len(inputs)
+            if not np.array_equal(exe(inputs[i]), want[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_big_endian_inputs_give_the_same_answer(model):
+    _, exe = model
+    x = np.random.default_rng(6).standard_normal((4, 12)).astype("float32")
+    for a, b in zip(exe(x.astype(">f4")), exe(x)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("data_shape,axis", [((5, 3), 0), ((5, 3), 1), ((5,), 0)])
+def test_gather_with_a_scalar_index_compiles(data_shape, axis):
+    data = Var("data", TensorType(data_shape))
+    idx = Var("idx", TensorType((), "int64"))
+    f = Function([data, idx], op.gather(data, idx, axis=axis))
+    d = np.arange(np.prod(data_shape), dtype="float32").reshape(data_shape)
+    for i in (0, 2, -1):
+        want = interpret(f, d, np.array(i, "int64"))
+        np.testing.assert_array_equal(mb.compile(f)(d, np.array(i, "int64")), want)
+
+
+def test_gather_out_of_range_raises_in_the_reference_and_compiled_alike(tmp_path):
+    data = Var("data", TensorType((5, 3)))
+    idx = Var("idx", TensorType((2,), "int64"))
+    f = Function([data, idx], op.relu(op.gather(data, op.relu(idx), axis=0)))
+    exe = mb.compile(f)
+    loaded = mb.load(exe.save(tmp_path / "g.mlcb"))
+    d = np.ones((5, 3), "float32")
+    ok = np.array([4, 0], "int64")
+    np.testing.assert_array_equal(exe(d, ok), interpret(f, d, ok))
+    for bad in ([5, 0], [2**40, 1]):          # 2**40 would wrap to 0 as an int32
+        for run in (lambda *a: interpret(f, *a), exe, loaded):
+            with pytest.raises(ArgumentError, match=r"gather: an index is outside \[-5, 4\]"):
+                run(d, np.array(bad, "int64"))
+
+
+def test_a_tensor_beyond_int32_indexing_is_refused_by_name():
+    from mlcbook.errors import LegalizeError
+    x = Var("image", TensorType((3_000_000, 1, 28, 28)))
+    with pytest.raises(LegalizeError, match=r"input 'image' has shape .* more than the "
+                       r"2147483647 .* smaller batch size"):
+        mb.compile(Function([x], op.relu(x)))
+
+
+def test_intermediates_beyond_memory_are_a_clear_error():
+    # four 1 GiB intermediates under a 3 GiB address-space limit: np.empty fails
+    import subprocess
+    import sys
+    code = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import mlcbook as mb
+from mlcbook.graph import Function, TensorType, Var, op
+x = Var("x", TensorType((2**28,)))
+y = op.exp(op.relu(op.sigmoid(op.tanh(x))))
+try:
+    mb.compile(Function([x], y), opt_level=0)  # no fusion: four intermediates of 1 GiB
+except mb.errors.MLCError as e:
+    print(e)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "[MLC-A001] the model's intermediate buffers need 4.0 GiB" in proc.stdout

@@ -8,7 +8,7 @@ from ._models import MODELS, model
 
 
 def _nbytes(slot):
-    return max(ALIGN, -(-slot.size_bytes // ALIGN) * ALIGN)
+    return max(ALIGN, -(-slot.nbytes // ALIGN) * ALIGN)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

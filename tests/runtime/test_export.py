@@ -82,3 +82,12 @@ def test_cross_compiled_object_can_be_exported(tmp_path):
     path = k.export_object(tmp_path / "add_arm.o")
     data = open(path, "rb").read()
     assert data[:4] == b"\x7fELF" and data[18] == 183  # e_machine = EM_AARCH64
+
+
+def test_a_malformed_object_is_refused_before_llvm_loads_it(tmp_path):
+    from mlcbook.errors import ArtifactError
+    good = open(mb.build(mb.script.parse(ADD)).export_object(tmp_path / "add.o"), "rb").read()
+    for name, data in [("junk.o", b"\x7fELF" + bytes(200)), ("short.o", good[:len(good) // 2])]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ArtifactError, match="is not a usable object file"):
+            load_kernel(tmp_path / name)

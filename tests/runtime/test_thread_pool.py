@@ -141,3 +141,19 @@ def test_more_threads_without_posix_threads_is_an_error(monkeypatch):
     with pytest.raises(mb.errors.ArgumentError, match="need POSIX threads"):
         set_num_threads(2)
     assert set_num_threads(1) == 1
+
+
+@pytest.mark.parametrize("n", [2**31, 2**16, 1025])
+def test_too_many_threads_is_an_error_not_a_wrapped_count(n):
+    with pytest.raises(mb.errors.ArgumentError, match="at most 1024"):
+        set_num_threads(n)
+    assert get_num_threads() > 0
+
+
+@pytest.mark.parametrize("value", ["2147483648", "0", "-3", "two"])
+def test_a_bad_mlcbook_num_threads_is_named_in_the_error(value):
+    code = "import mlcbook.runtime as r; r.get_num_threads()"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "MLCBOOK_NUM_THREADS": value}, timeout=120)
+    assert proc.returncode != 0
+    assert f"MLCBOOK_NUM_THREADS={value!r}" in proc.stderr and "[MLC-A001]" in proc.stderr

@@ -286,3 +286,39 @@ def test_hand_marked_loop_codegen_refuses_does_not_block_other_steps():
                        "cannot run as SIMD lanes: every lane reads and writes the same element "
                        "of 'S'"):
         mb.build(sch.func)
+
+
+def test_nested_unrolls_are_bounded_by_the_copies_of_the_body():
+    # each loop alone is below the limit; i, j and k_1 together would copy the body
+    # 32 * 24 * 16 = 12288 times, and LLVM then takes many minutes to compile
+    from mlcbook.schedule.errors import UnrollTooLargeError
+    from mlcbook.schedule.for_kind import MAX_UNROLLED_COPIES
+    A = mb.te.placeholder((32, 16), "float32", name="A")
+    B = mb.te.placeholder((16, 24), "float32", name="B")
+    k = mb.te.reduce_axis(16, name="k")
+    C = mb.te.compute((32, 24), lambda i, j: mb.te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = mb.Schedule(mb.te.create_prim_func([A, B, C]))
+    i, j, kk = sch.get_loops(sch.get_block("C"))
+    _, k1 = sch.split(kk, [None, 16])
+    sch.unroll(k1)
+    sch.unroll(j)
+    with pytest.raises(UnrollTooLargeError, match=r"copied 12288 times .* more than 4096"):
+        sch.unroll(i)
+    _, i1 = sch.split(i, [None, 8])
+    sch.unroll(i1)                                  # 8 * 24 * 16 copies: allowed
+    assert 8 * 24 * 16 <= MAX_UNROLLED_COPIES < 32 * 24 * 16
+
+
+def test_codegen_refuses_nested_unrolled_loops_written_by_hand():
+    from mlcbook.errors import UnrollError
+    src = """
+@T.prim_func
+def f(A: T.Buffer((64, 128), "float32")):
+    for i in T.unroll(64):
+        for j in T.unroll(128):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = T.float32(1)
+"""
+    with pytest.raises(UnrollError, match="copy the body 8192 times"):
+        mb.build(mb.script.parse(src))

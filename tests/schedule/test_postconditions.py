@@ -3,8 +3,9 @@
 import pytest
 
 import mlcbook as mb
-from mlcbook.schedule import Schedule, postconditions, tree
+from mlcbook.schedule import Schedule, postconditions
 from mlcbook.schedule.errors import VectorLaneError
+from mlcbook.tir.analysis import collect_blocks
 
 from ._util import assert_same_result, mm_relu
 from .test_for_kind import LAYER_NORM_ROWS, parse
@@ -16,7 +17,7 @@ def lowered(monkeypatch):
     seen = []
 
     def recording_lower(func):
-        seen.append((sorted(b.block.name for b in tree.blocks_under(func.body)),
+        seen.append((sorted(b.block.name for b in collect_blocks(func.body)),
                      [p.name for p in func.params]))
         return mb.lower(func)
 

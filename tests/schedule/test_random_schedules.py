@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import mlcbook as mb
 from mlcbook.errors import ScheduleError
 from mlcbook.schedule import Schedule, tree
+from mlcbook.tir.analysis import collect_blocks
 
 from ._util import assert_roundtrip
 
@@ -87,7 +88,7 @@ def check_result(func, inputs, expected) -> None:
 
 
 def _block_names(sch) -> list[str]:
-    return [b.block.name for b in tree.blocks_under(sch.func.body) if b is not sch.func.body]
+    return [b.block.name for b in collect_blocks(sch.func.body) if b is not sch.func.body]
 
 
 ACTIONS = ["split", "sample_split", "fuse", "reorder", "parallel", "vectorize", "unroll",

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlcbook.errors import ScheduleError
-from mlcbook.schedule import Schedule, tree
+from mlcbook.schedule import Schedule
 from mlcbook.schedule.analysis import reads_of, writes_of
+from mlcbook.tir.analysis import collect_blocks
 
 from ._util import assert_roundtrip
 from .test_random_schedules import WORKLOADS, check_result, random_step, workload
@@ -23,7 +24,7 @@ DATA_ACTIONS = ["cache_read", "cache_write", "decompose_reduction", "rfactor",
 
 
 def _blocks(sch) -> list[str]:
-    return [b.block.name for b in tree.blocks_under(sch.func.body) if b is not sch.func.body]
+    return [b.block.name for b in collect_blocks(sch.func.body) if b is not sch.func.body]
 
 
 def _maps(ndim: int, data) -> object:

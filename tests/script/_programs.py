@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mlcbook.tir import (Allocate, Binary, Block, BlockRealize, Buffer, BufferLoad, BufferRegion,
                          BufferStore, Call, Cast, Const, Evaluate, For, IfThenElse, IterVar,
                          PrimFunc, Range, Select, Unary, Var, root_block_realize, seq)
-from mlcbook.tir.analysis import int_bounds
+from mlcbook.tir.arith import int_bounds
 from mlcbook.tir.expr import MATH_FUNCS
 from mlcbook.tir.stmt import LOOP_KINDS
 

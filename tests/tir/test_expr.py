@@ -110,3 +110,23 @@ def test_non_integer_int_constant_refused():
 def test_infinities():
     assert mb.tir.neg_infinity("float32").value == -math.inf
     assert mb.tir.infinity("int32").value == 2**31 - 1
+
+
+@pytest.mark.parametrize("value,dtype", [(2**31, "int32"), (-2**31 - 1, "int32"), (256, "uint8"),
+                                         (-1, "uint8"), (2**63, "int64")])
+def test_integer_constants_must_fit_their_dtype(value, dtype):
+    # compiled code would wrap the value and the interpreter would not: refuse it
+    with pytest.raises(DTypeMismatchError, match=f"constant {value} does not fit {dtype}"):
+        Const(value, dtype)
+
+
+def test_a_bare_number_beyond_int32_is_an_int64():
+    assert Const(2**31 - 1, "int32").value == 2**31 - 1
+    assert mb.tir.as_expr(2**31).dtype == "int64"
+    with pytest.raises(DTypeMismatchError, match="does not fit int32"):
+        Var("i", "int32") // 2**31
+
+
+def test_a_buffer_beyond_the_addressable_size_is_a_shape_error():
+    with pytest.raises(ShapeError, match=r"more than the .* \(2\*\*48\)"):
+        Buffer("A", (2**63,), "float32")

@@ -10,7 +10,7 @@ import pytest
 from mlcbook.tir import (Binary, Buffer, BufferStore, Const, For, IfThenElse, PrimFunc, Var, cast,
                          const, exp, interpret, max as tmax, min as tmin, select, seq)
 from mlcbook.tir.expr import Select
-from mlcbook.tir.analysis import expr_key
+from mlcbook.tir.arith import expr_key
 from mlcbook.tir.simplify import simplify
 
 

@@ -252,7 +252,9 @@ def gather(data: Tensor, indices: Tensor, axis: int = 0, name: str = "gather") -
     def body(*idx):
         ix = indices[idx[axis:axis + indices.ndim]]
         ix = _e.cast("int32", ix)
-        ix = clamp(_e.select(ix < 0, ix + n, ix), n)  # out-of-range indices read the edge
+        # out of range reads the edge here, so the kernel never reads outside ``data``; a
+        # compiled model checks the indices before (mlcbook.graph.legalize.index_bounds)
+        ix = clamp(_e.select(ix < 0, ix + n, ix), n)
         return data[idx[:axis] + (ix,) + idx[axis + indices.ndim:]]
 
     return compute_named(shape, axis_names(len(shape)), body, name)

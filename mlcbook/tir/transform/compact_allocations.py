@@ -24,10 +24,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..analysis import free_vars, int_values
+from ..analysis import free_vars, loop_ranges
+from ..arith import int_values, linear
 from ..expr import Buffer, BufferLoad, Const, PrimExpr
-from ..functor import Mutator, Visitor
-from ..simplify import _Lin, _Simplifier, simplify
+from ..functor import Mutator, Visitor, post_order_visit
+from ..simplify import simplify
 from ..stmt import Allocate, BufferStore, For, IfThenElse, SeqStmt, Stmt
 
 
@@ -113,46 +114,35 @@ _FIELDS = {For: ("loop_var", "extent", "body", "kind", "annotations"),
            IfThenElse: ("cond", "then_case", "else_case"), Allocate: ("buffer", "body")}
 
 
-def _loop_ranges(node) -> dict:
-    """``{var: (0, extent - 1) or None}`` for every loop inside ``node`` (None: the extent
-    is not a constant)."""
-    ranges: dict = {}
-
-    class _V(Visitor):
-        def visit_For(self, f: For):
-            ranges[f.loop_var] = (0, f.extent.value - 1) if isinstance(f.extent, Const) else None
-            self.generic_visit(f)
-
-    _V().visit(node)
-    return ranges
+def _inner_loops(node) -> tuple[set, dict]:
+    """The variables of the loops inside ``node``, and the ranges of those whose extent is
+    a constant."""
+    loop_vars: set = set()
+    post_order_visit(node, lambda n: loop_vars.add(n.loop_var) if isinstance(n, For) else None)
+    return loop_vars, loop_ranges(node)
 
 
-def _split(index: PrimExpr, inner: dict) -> Optional[tuple]:
-    """``index`` as ``(outer part key, outer part, inner lin)``, or None when a term mixes
-    variables from inside and outside."""
-    lin = _Simplifier(None)._lin(simplify(index))
-    outer, inner_lin = _Lin(lin.dtype), _Lin(lin.dtype, const=lin.const)
-    for key, (c, atom) in lin.terms.items():
+def _split(index: PrimExpr, loops: set) -> Optional[tuple]:
+    """``index`` as ``(outer part key, outer part, inner part)`` with the inner part over the
+    ``loops`` inside (and the constant), or None when a term mixes variables from inside and
+    outside."""
+    lin = linear(simplify(index))
+    outer_atoms = set()
+    for _, atom in lin.terms.values():
         fv = set(free_vars(atom))
-        if fv & inner.keys():
-            if not fv <= inner.keys():
-                return None
-            inner_lin.terms[key] = [c, atom]
-        else:
-            outer.terms[key] = [c, atom]
+        if not fv & loops:
+            outer_atoms.add(id(atom))
+        elif not fv <= loops:
+            return None
+    outer = lin.part(lambda atom: id(atom) in outer_atoms)
     okey = tuple(sorted((k, c) for k, (c, _) in outer.terms.items()))
-    return okey, outer, inner_lin
+    return okey, outer, lin - outer
 
 
-def _span(lin: _Lin, inner: dict) -> Optional[tuple[int, int]]:
-    """Bounds of ``lin`` over the inner loops (None if a loop's extent is not constant)."""
-    return _Simplifier({k: r for k, r in inner.items() if r is not None})._bounds_of(lin)
-
-
-def _split_by_var(index: PrimExpr, inner: dict, v) -> Optional[tuple]:
+def _split_by_var(index: PrimExpr, loops: set, v) -> Optional[tuple]:
     """``index`` as ``(key of its part in v, that part's terms, key of the rest outside,
-    inner lin)``; None when a term mixes the loops inside with those outside."""
-    parts = _split(index, inner)
+    inner part)``; None when a term mixes the loops inside with those outside."""
+    parts = _split(index, loops)
     if parts is None:
         return None
     _, outer, inner_lin = parts
@@ -171,11 +161,11 @@ def _disjoint_iterations(buf: Buffer, loop: For) -> bool:
     if isinstance(loop.extent, Const) and loop.extent.value == 1:
         return True
     v = loop.loop_var
-    inner = _loop_ranges(loop.body)
+    loops, inner = _inner_loops(loop.body)
     accesses = _accesses(buf, loop.body)
     separating = []
     for dim in range(buf.ndim):
-        parts = [_split_by_var(idx[dim], inner, v) for idx in accesses]
+        parts = [_split_by_var(idx[dim], loops, v) for idx in accesses]
         if any(p is None for p in parts):
             continue
         if len({p[0] for p in parts}) != 1 or len({p[2] for p in parts}) != 1:
@@ -183,7 +173,7 @@ def _disjoint_iterations(buf: Buffer, loop: For) -> bool:
         vterms = parts[0][1]
         if len(vterms) != 1:
             continue
-        spans = [_span(p[3], inner) for p in parts]
+        spans = [p[3].bounds(inner) for p in parts]
         if any(sp is None for sp in spans):
             continue
         lo, hi = min(sp[0] for sp in spans), max(sp[1] for sp in spans)
@@ -213,14 +203,14 @@ def _tell_apart(atoms: list, v, extent) -> bool:
 
 # --- how big it needs to be ---------------------------------------------------------------------
 def _compact(buf: Buffer, node: Stmt) -> tuple[Buffer, Stmt]:
-    inner = _loop_ranges(node)
+    loops, inner = _inner_loops(node)
     accesses = _accesses(buf, node)
     shape, shifts = [], []
     for dim, size in enumerate(buf.shape):
-        parts = [_split(idx[dim], inner) for idx in accesses]
+        parts = [_split(idx[dim], loops) for idx in accesses]
         new = None
         if parts and all(p is not None for p in parts) and len({p[0] for p in parts}) == 1:
-            spans = [_span(p[2], inner) for p in parts]
+            spans = [p[2].bounds(inner) for p in parts]
             if all(sp is not None for sp in spans):
                 lo, hi = min(sp[0] for sp in spans), max(sp[1] for sp in spans)
                 if hi - lo + 1 < size:
@@ -234,7 +224,6 @@ def _compact(buf: Buffer, node: Stmt) -> tuple[Buffer, Stmt]:
     if all(s is None for s in shifts):
         return buf, node
     new_buf = Buffer(buf.name, tuple(shape), buf.dtype, buf.scope)
-    s = _Simplifier(None)
 
     def reindex(indices):
         out = []
@@ -243,9 +232,7 @@ def _compact(buf: Buffer, node: Stmt) -> tuple[Buffer, Stmt]:
                 out.append(idx)
             else:
                 outer, lo = shift
-                lin = s._lin(simplify(idx)).add(outer, -1)
-                lin.const -= lo
-                out.append(s._from_lin(lin))
+                out.append((linear(simplify(idx)) - outer - lo).to_expr())
         return tuple(out)
 
     class _Reindex(Mutator):

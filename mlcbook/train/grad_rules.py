@@ -1,0 +1,365 @@
+"""Gradient rules of the elementwise, broadcasting, reduction, matrix and data-movement ops,
+each written in graph ops. A rule gets the forward call ``c`` (its inputs are ``c.args``;
+``c`` itself is the output value) and ``g``, the gradient of the loss with respect to ``c``;
+it returns one gradient per input, None where there is none (an integer index, a mask).
+
+    >>> @register_gradient("tanh")
+    ... def _tanh(c, g):                  # d tanh(x) = 1 - tanh(x)**2
+    ...     return (mul(g, sub(1, mul(c, c))),)
+
+Importing this module registers the rules.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import NoGradientError
+from ..graph.expr import Call, Constant, Expr
+from ..ops.reduce import reduce_axes
+from ..ops.transform import slice_ranges
+from .autodiff import register_gradient
+from .graph_math import (as_float, broadcast_to, call, concat, pad_axis, reshape, scalar,
+                         scatter_strided, unbroadcast)
+
+
+def _k(value: float, like: Expr) -> Constant:
+    return scalar(value, like.dtype)
+
+
+def _mul(a, b):
+    return call("mul", a, b)
+
+
+# --- unary ---------------------------------------------------------------------------------
+@register_gradient("neg")
+def _neg(c, g):
+    return (call("neg", g),)
+
+
+@register_gradient("abs")
+def _abs(c, g):
+    x = c.args[0]
+    return (call("where", call("less", x, _k(0, x)), call("neg", g), g),)
+
+
+@register_gradient("exp")
+def _exp(c, g):
+    return (_mul(g, c),)
+
+
+@register_gradient("log")
+def _log(c, g):
+    return (call("div", g, c.args[0]),)
+
+
+@register_gradient("sqrt")
+def _sqrt(c, g):
+    return (call("div", g, _mul(_k(2, c), c)),)
+
+
+@register_gradient("reciprocal")
+def _reciprocal(c, g):
+    return (call("neg", _mul(g, _mul(c, c))),)
+
+
+@register_gradient("relu")
+def _relu(c, g):
+    x = c.args[0]
+    return (call("where", call("greater", x, _k(0, x)), g, _k(0, g)),)
+
+
+@register_gradient("leaky_relu")
+def _leaky_relu(c, g):
+    x = c.args[0]
+    return (call("where", call("less", x, _k(0, x)), _mul(g, _k(c.attrs["alpha"], g)), g),)
+
+
+@register_gradient("sigmoid")
+def _sigmoid(c, g):
+    return (_mul(g, _mul(c, call("sub", _k(1, c), c))),)
+
+
+@register_gradient("tanh")
+def _tanh(c, g):
+    return (_mul(g, call("sub", _k(1, c), _mul(c, c))),)
+
+
+@register_gradient("erf")
+def _erf(c, g):
+    x = c.args[0]
+    d = _mul(_k(2 / math.sqrt(math.pi), x), call("exp", call("neg", _mul(x, x))))
+    return (_mul(g, d),)
+
+
+@register_gradient("gelu")
+def _gelu(c, g):
+    x = c.args[0]
+    if c.attrs["approximate"] == "tanh":
+        k, a = math.sqrt(2 / math.pi), 0.044715
+        x2 = _mul(x, x)
+        t = call("tanh", _mul(_k(k, x), _mul(x, call("add", _k(1, x), _mul(_k(a, x), x2)))))
+        dt = _mul(call("sub", _k(1, x), _mul(t, t)),
+                  _mul(_k(k, x), call("add", _k(1, x), _mul(_k(3 * a, x), x2))))
+        d = call("add", _mul(_k(0.5, x), call("add", _k(1, x), t)), _mul(_mul(_k(0.5, x), x), dt))
+        return (_mul(g, d),)
+    cdf = _mul(_k(0.5, x), call("add", _k(1, x), call("erf", _mul(x, _k(1 / math.sqrt(2), x)))))
+    pdf = _mul(_k(1 / math.sqrt(2 * math.pi), x),
+               call("exp", _mul(_k(-0.5, x), _mul(x, x))))
+    return (_mul(g, call("add", cdf, _mul(x, pdf))),)
+
+
+@register_gradient("clip")
+def _clip(c, g):
+    if c.attrs.get("min") is None and c.attrs.get("max") is None:
+        return (g,)
+    return (call("where", _outside(c.args[0], c), _k(0, g), g),)
+
+
+def _outside(x: Expr, c: Call) -> Expr:
+    lo, hi = c.attrs.get("min"), c.attrs.get("max")
+    masks = [call(t, x, _k(b, x)) for b, t in ((lo, "less"), (hi, "greater")) if b is not None]
+    if len(masks) == 1:
+        return masks[0]
+    return call("greater", call("add", as_float(masks[0], x.dtype), as_float(masks[1], x.dtype)),
+                _k(0, x))
+
+
+@register_gradient("cast")
+def _cast(c, g):
+    x = c.args[0]
+    if not x.dtype.startswith("float"):
+        return (None,)
+    return (call("cast", g, dtype=x.dtype),)
+
+
+# --- binary --------------------------------------------------------------------------------
+def _two(c, ga, gb):
+    a, b = c.args
+    return (None if ga is None else unbroadcast(ga, a.shape),
+            None if gb is None else unbroadcast(gb, b.shape))
+
+
+@register_gradient("add")
+def _add(c, g):
+    return _two(c, g, g)
+
+
+@register_gradient("sub")
+def _sub(c, g):
+    return _two(c, g, call("neg", g))
+
+
+@register_gradient("mul")
+def _mul_rule(c, g):
+    a, b = c.args
+    return _two(c, _mul(g, b), _mul(g, a))
+
+
+@register_gradient("div")
+def _div(c, g):
+    a, b = c.args
+    return _two(c, call("div", g, b), call("neg", call("div", _mul(g, c), b)))
+
+
+@register_gradient("maximum")
+def _maximum(c, g):
+    a, b = c.args
+    b_wins = call("less", a, b)    # ties go to the first input
+    zero = _k(0, g)
+    return _two(c, call("where", b_wins, zero, g), call("where", b_wins, g, zero))
+
+
+@register_gradient("minimum")
+def _minimum(c, g):
+    a, b = c.args
+    b_wins = call("greater", a, b)
+    zero = _k(0, g)
+    return _two(c, call("where", b_wins, zero, g), call("where", b_wins, g, zero))
+
+
+@register_gradient("pow")
+def _pow(c, g):
+    x, y = c.args
+    yx = y if y.dtype == x.dtype else call("cast", y, dtype=x.dtype)
+    gx = _mul(g, _mul(yx, call("pow", x, call("sub", yx, _k(1, yx)))))
+    gy = None
+    if y.dtype.startswith("float"):
+        gy = _mul(g, _mul(c, call("log", x)))
+    return _two(c, gx, gy)
+
+
+@register_gradient("where")
+def _where(c, g):
+    cond, a, b = c.args
+    zero = _k(0, g)
+    return (None, unbroadcast(call("where", cond, g, zero), a.shape),
+            unbroadcast(call("where", cond, zero, g), b.shape))
+
+
+# --- reductions ----------------------------------------------------------------------------
+def _kept(c: Call, g: Expr) -> tuple[Expr, tuple[int, ...]]:
+    """``g`` reshaped with the reduced axes kept as size 1, and the reduced axes."""
+    x = c.args[0]
+    axes = reduce_axes(c.op, x.type.ndim, c.attrs.get("axes"))
+    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return reshape(g, keep), axes
+
+
+@register_gradient("sum")
+def _sum(c, g):
+    gk, _ = _kept(c, g)
+    return (broadcast_to(gk, c.args[0].shape),)
+
+
+@register_gradient("mean")
+def _mean(c, g):
+    x = c.args[0]
+    gk, axes = _kept(c, g)
+    count = math.prod(x.shape[a] for a in axes)
+    return (broadcast_to(_mul(gk, _k(1 / max(count, 1), g)), x.shape),)
+
+
+def _extremum(c, g):
+    x = c.args[0]
+    gk, axes = _kept(c, g)
+    yk, _ = _kept(c, c)
+    hit = as_float(call("equal", x, yk), x.dtype)      # ties share the gradient
+    share = call("div", hit, call("sum", hit, axes=axes, keepdims=1))
+    return (_mul(share, gk),)
+
+
+register_gradient("max")(_extremum)
+register_gradient("min")(_extremum)
+
+
+# --- matrix products -----------------------------------------------------------------------
+def _swap_last(x: Expr) -> Expr:
+    nd = x.type.ndim
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return call("transpose", x, perm=perm)
+
+
+def _t(x: Expr) -> Expr:
+    return call("transpose", x, perm=(1, 0))
+
+
+@register_gradient("matmul")
+def _matmul(c, g):
+    a, b = c.args
+    a2 = reshape(a, (1,) + a.shape) if a.type.ndim == 1 else a
+    b2 = reshape(b, b.shape + (1,)) if b.type.ndim == 1 else b
+    out = c.shape
+    out = out[:-1] + (1,) + out[-1:] if a.type.ndim == 1 and b.type.ndim > 1 else out
+    out = out + (1,) if b.type.ndim == 1 else out
+    out = (1,) + out if a.type.ndim == 1 and b.type.ndim == 1 else out
+    g2 = reshape(g, out)
+    ga = unbroadcast(call("matmul", g2, _swap_last(b2)), a2.shape)
+    gb = unbroadcast(call("matmul", _swap_last(a2), g2), b2.shape)
+    return reshape(ga, a.shape), reshape(gb, b.shape)
+
+
+@register_gradient("gemm")
+def _gemm(c, g):
+    a, b = c.args[:2]
+    ta, tb, alpha = c.attrs["trans_a"], c.attrs["trans_b"], c.attrs["alpha"]
+    if c.attrs["b_panel"]:
+        raise NoGradientError(
+            f"grad: gemm {c.name!r} reads B packed in panels (b_panel), an inference-only "
+            "layout. Instead: take gradients of the model before mb.compile packs it")
+    # B operands are transposed by an explicit op, not trans_b=1: mlcbook's gemm kernel
+    # reads a transposed B across rows, several times slower than the transpose itself
+    if ta:
+        ga = call("gemm", _t(b) if tb else b, _t(g), alpha=alpha)
+    else:
+        ga = call("gemm", g, _t(b) if not tb else b, alpha=alpha)
+    if tb:
+        gb = call("gemm", g, _t(a) if ta else a, trans_a=1, alpha=alpha)
+    else:
+        gb = call("gemm", a, g, trans_a=1 - ta, alpha=alpha)
+    if len(c.args) == 2:
+        return ga, gb
+    cg = unbroadcast(g, c.args[2].shape)
+    beta = c.attrs["beta"]
+    return ga, gb, cg if beta == 1 else _mul(cg, _k(beta, g))
+
+
+# --- data movement -------------------------------------------------------------------------
+def _reshape_back(c, g):
+    return (reshape(g, c.args[0].shape),)
+
+
+for _name in ("reshape", "flatten", "squeeze", "unsqueeze"):
+    register_gradient(_name)(_reshape_back)
+
+
+@register_gradient("transpose")
+def _transpose(c, g):
+    nd = c.args[0].type.ndim
+    perm = c.attrs.get("perm") or tuple(reversed(range(nd)))
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return (call("transpose", g, perm=inverse),)
+
+
+@register_gradient("concat")
+def _concat(c, g):
+    axis = c.attrs["axis"] % c.type.ndim
+    out, off = [], 0
+    for a in c.args:
+        n = a.shape[axis]
+        out.append(call("slice", g, starts=(off,), ends=(off + n,), axes=(axis,)))
+        off += n
+    return tuple(out)
+
+
+@register_gradient("split")
+def _split(c, grads):
+    parts = [gi if gi is not None else Constant(np.zeros(t.shape, t.dtype))
+             for gi, t in zip(grads, c.type.fields)]
+    return (concat(parts, axis=c.attrs["axis"]),)
+
+
+@register_gradient("slice")
+def _slice(c, g):
+    x = c.args[0]
+    ranges = slice_ranges(x.shape, c.attrs["starts"], c.attrs["ends"], c.attrs.get("axes"),
+                          c.attrs.get("steps"))
+    for axis, (start, step, _n) in enumerate(ranges):
+        if (start, step) != (0, 1) or g.shape[axis] != x.shape[axis]:
+            g = scatter_strided(g, axis, start, step, x.shape[axis])
+    return (g,)
+
+
+@register_gradient("pad")
+def _pad(c, g):
+    x = c.args[0]
+    if c.attrs["mode"] != "constant":
+        raise NoGradientError(
+            f"grad: pad {c.name!r} uses mode={c.attrs['mode']!r}; only mode='constant' has a "
+            "gradient rule. Instead: pad with zeros, or register a rule for this mode")
+    nd = x.type.ndim
+    pads = c.attrs["pads"]
+    for axis in range(nd):
+        g = pad_axis(g, axis, -pads[axis], -pads[nd + axis])
+    return (g,)
+
+
+@register_gradient("gather")
+def _gather(c, g):
+    data, idx = c.args
+    axis = c.attrs["axis"] % data.type.ndim
+    n = data.shape[axis]
+    flat = reshape(idx, (idx.type.size,))
+    flat = call("where", call("less", flat, scalar(0, idx.dtype)),
+                call("add", flat, scalar(n, idx.dtype)), flat)
+    rows = Constant(np.arange(n, dtype=idx.dtype).reshape(n, 1))
+    onehot = as_float(call("equal", rows, reshape(flat, (1, idx.type.size))), data.dtype)
+    pre = math.prod(data.shape[:axis])
+    post = math.prod(data.shape[axis + 1:])
+    g3 = reshape(g, (pre, idx.type.size, post))
+    return reshape(call("matmul", onehot, g3), data.shape), None
+
+
+__all__: list[str] = []

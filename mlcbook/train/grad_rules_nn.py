@@ -1,0 +1,236 @@
+"""Gradient rules of the neural-network ops, in graph ops: convolution (backward data is a
+convolution of the stride-dilated gradient with the flipped, transposed weights; backward
+weights a convolution of the input with the gradient), pooling (each kernel offset's strided
+window, put back where it came from), normalizations and softmax.
+
+    >>> dx, dw, db = gradient_rule("conv")(conv_call, g)      # three graph expressions
+
+Importing this module registers the rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..errors import NoGradientError
+from ..graph.expr import Call, Constant, Expr
+from .autodiff import register_gradient
+from .graph_math import (as_float, broadcast_to, call, concat, dilate, pad_axis, reshape, scalar,
+                         unbroadcast, unwindow, window)
+
+
+def _spatial(c: Call, kernel) -> tuple:
+    nsp = c.args[0].type.ndim - 2
+    strides = tuple(c.attrs.get("strides") or (1,) * nsp)
+    dilations = tuple(c.attrs.get("dilations") or (1,) * nsp)
+    pads = tuple(c.attrs.get("pads") or (0,) * (2 * nsp))
+    return nsp, strides, dilations, pads, tuple(kernel)
+
+
+def _flip(w: Expr, axes) -> Expr:
+    n = [w.shape[a] for a in axes]
+    return call("slice", w, starts=tuple(k - 1 for k in n), ends=tuple(-k - 1 for k in n),
+                axes=tuple(axes), steps=(-1,) * len(axes))
+
+
+def _conv_data_grad(c: Call, g: Expr) -> Expr:
+    x, w = c.args[:2]
+    nsp, s, d, pads, k = _spatial(c, w.shape[2:])
+    group = c.attrs["group"]
+    m, cg = w.shape[0], w.shape[1]
+    sp = 2 + np.arange(nsp)
+    wt = reshape(w, (group, m // group, cg) + k)
+    wt = call("transpose", wt, perm=(0, 2, 1) + tuple(range(3, 3 + nsp)))
+    wt = _flip(reshape(wt, (group * cg, m // group) + k), tuple(int(a) for a in sp))
+    gd = g
+    for i in range(nsp):
+        gd = pad_axis(dilate(gd, 2 + i, s[i]), 2 + i, 0, -(s[i] - 1))
+    conv_pads, crops = [0] * (2 * nsp), []
+    for i in range(nsp):
+        span = d[i] * (k[i] - 1)
+        full = x.shape[2 + i] + pads[i] + pads[nsp + i]
+        extra = full - (gd.shape[2 + i] + span)      # rows no window reached: gradient 0
+        lo, hi = span - pads[i], span + extra - pads[nsp + i]
+        conv_pads[i], conv_pads[nsp + i] = max(lo, 0), max(hi, 0)
+        crops.append((min(lo, 0), min(hi, 0)))
+    dx = call("conv", gd, wt, pads=tuple(conv_pads), dilations=d, group=group)
+    for i, (lo, hi) in enumerate(crops):
+        dx = pad_axis(dx, 2 + i, lo, hi)
+    return dx
+
+
+def _im2col(xp: Expr, k, s, d, out) -> Expr:
+    """The windows of ``xp`` (N, C, *spatial) as an (N * prod(out), C * prod(k)) matrix,
+    columns in (channel, kernel offset) order: one window per kernel offset, stacked."""
+    n, c = xp.shape[:2]
+    nsp, kk, oo = len(k), math.prod(k), math.prod(out)
+    wins = [reshape(window(xp, o, s, out), (n, c, 1) + tuple(out)) for o in _offsets(k, d)]
+    cols = call("transpose", concat(wins, axis=2), perm=(0,) + tuple(range(3, 3 + nsp)) + (1, 2))
+    return reshape(cols, (n * oo, c * kk))
+
+
+def _conv_weight_grad(c: Call, g: Expr) -> Expr:
+    """``dW[m, c, k] = sum_{n, o} g[n, m, o] * xp[n, c, o * s + k * d]``: one gemm of the
+    gradient with the input's windows (im2col), per group."""
+    x, w = c.args[:2]
+    nsp, s, d, pads, k = _spatial(c, w.shape[2:])
+    group = c.attrs["group"]
+    xp = x
+    if any(pads):
+        xp = call("pad", x, pads=(0, 0) + pads[:nsp] + (0, 0) + pads[nsp:])
+    out = g.shape[2:]
+    cg, mg = x.shape[1] // group, w.shape[0] // group
+    swap = (1, 0) + tuple(range(2, 2 + nsp))
+    parts = []
+    for j in range(group):
+        xj, gj = xp, g
+        if group > 1:
+            xj = call("slice", xp, starts=(j * cg,), ends=((j + 1) * cg,), axes=(1,))
+            gj = call("slice", g, starts=(j * mg,), ends=((j + 1) * mg,), axes=(1,))
+        gm = reshape(call("transpose", gj, perm=swap), (mg, g.shape[0] * math.prod(out)))
+        dw = call("gemm", gm, _im2col(xj, k, s, d, out))
+        parts.append(reshape(dw, (mg, cg) + k))
+    return concat(parts, axis=0)
+
+
+@register_gradient("conv")
+def conv_gradients(c, g):
+    """Gradients of a conv call ``c`` (data, weight, and bias if it has one) given the
+    gradient ``g`` of its output."""
+    out = [_conv_data_grad(c, g), _conv_weight_grad(c, g)]
+    if len(c.args) == 3:
+        out.append(call("sum", g, axes=(0,) + tuple(range(2, c.type.ndim)), keepdims=0))
+    return tuple(out)
+
+
+def _pool_geometry(c: Call):
+    x = c.args[0]
+    nsp, s, d, pads, k = _spatial(c, c.attrs["kernel_shape"])
+    out = c.shape[2:]
+    extra = [max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1
+                 - x.shape[2 + i] - pads[i] - pads[nsp + i]) for i in range(nsp)]
+    widths = [(pads[i], pads[nsp + i] + extra[i]) for i in range(nsp)]
+    return nsp, s, d, k, out, widths
+
+
+def _unpad(dxp: Expr, widths) -> Expr:
+    for i, (lo, hi) in enumerate(widths):
+        dxp = pad_axis(dxp, 2 + i, -lo, -hi)
+    return dxp
+
+
+def _offsets(k, d):
+    return [tuple(o * di for o, di in zip(off, d)) for off in itertools.product(*map(range, k))]
+
+
+@register_gradient("max_pool")
+def _max_pool(c, g):
+    x = c.args[0]
+    nsp, s, d, k, out, widths = _pool_geometry(c)
+    pads = tuple(w[0] for w in widths) + tuple(w[1] for w in widths)
+    low = float(np.finfo(x.dtype).min)
+    xp = call("pad", x, pads=(0, 0) + pads[:nsp] + (0, 0) + pads[nsp:], value=low) \
+        if any(pads) else x
+    offs = _offsets(k, d)
+    hits = [as_float(call("equal", window(xp, o, s, out), c), x.dtype) for o in offs]
+    count = hits[0]
+    for h in hits[1:]:
+        count = call("add", count, h)
+    share = call("div", g, count)            # ties in one window share its gradient
+    sizes = xp.shape[2:]
+    dxp = None
+    for o, h in zip(offs, hits):
+        part = unwindow(call("mul", h, share), o, s, sizes)
+        dxp = part if dxp is None else call("add", dxp, part)
+    return (_unpad(dxp, widths),)
+
+
+@register_gradient("avg_pool")
+def _avg_pool(c, g):
+    x = c.args[0]
+    nsp, s, d, k, out, widths = _pool_geometry(c)
+    pads = tuple(c.attrs.get("pads") or (0,) * (2 * nsp))
+    if c.attrs["count_include_pad"]:   # explicit padding counts, ceil_mode's extra does not
+        inner = [x.shape[2 + i] + pads[i] + pads[nsp + i] for i in range(nsp)]
+        counted = np.pad(np.ones(inner), [(0, hi - pads[nsp + i])
+                                          for i, (_, hi) in enumerate(widths)])
+    else:
+        counted = np.pad(np.ones(x.shape[2:]), widths)
+    offs = _offsets(k, d)
+    count = sum(counted[tuple(slice(o, o + si * (n - 1) + 1, si)
+                              for o, si, n in zip(off, s, out))] for off in offs)
+    share = call("mul", g, Constant((1 / count).astype(x.dtype)))
+    sizes = tuple(x.shape[2 + i] + a + b for i, (a, b) in enumerate(widths))
+    dxp = None
+    for o in offs:
+        part = unwindow(share, o, s, sizes)
+        dxp = part if dxp is None else call("add", dxp, part)
+    return (_unpad(dxp, widths),)
+
+
+@register_gradient("global_avg_pool")
+def _global_avg_pool(c, g):
+    x = c.args[0]
+    n = math.prod(x.shape[2:])
+    return (broadcast_to(call("mul", g, scalar(1 / n, x.dtype)), x.shape),)
+
+
+@register_gradient("softmax")
+def _softmax(c, g):
+    dot = call("sum", call("mul", g, c), axes=(c.attrs["axis"],), keepdims=1)
+    return (call("mul", c, call("sub", g, dot)),)
+
+
+@register_gradient("log_softmax")
+def _log_softmax(c, g):
+    total = call("sum", g, axes=(c.attrs["axis"],), keepdims=1)
+    return (call("sub", g, call("mul", call("exp", c), total)),)
+
+
+@register_gradient("batch_norm")
+def _batch_norm(c, g):
+    x, scale, _bias, mean, var = c.args
+    shape = (1, x.shape[1]) + (1,) * (x.type.ndim - 2)
+    axes = (0,) + tuple(range(2, x.type.ndim))
+    inv = call("reciprocal", call("sqrt", call("add", var, scalar(c.attrs["epsilon"], x.dtype))))
+    xc = call("sub", x, reshape(mean, shape))
+    dx = call("mul", g, reshape(call("mul", scale, inv), shape))
+    gsum = call("sum", g, axes=axes, keepdims=0)
+    gxc = call("sum", call("mul", g, xc), axes=axes, keepdims=0)
+    dscale = call("mul", gxc, inv)
+    dmean = call("neg", call("mul", gsum, call("mul", scale, inv)))
+    inv3 = call("mul", inv, call("mul", inv, inv))
+    dvar = call("mul", call("mul", gxc, scale), call("mul", inv3, scalar(-0.5, x.dtype)))
+    return dx, dscale, gsum, dmean, dvar
+
+
+@register_gradient("layer_norm")
+def _layer_norm(c, g):
+    if isinstance(g, tuple):
+        if any(gi is not None for gi in g[1:]):
+            raise NoGradientError(
+                f"grad: the loss depends on the mean or 1/std output of layer_norm "
+                f"{c.name!r}; only its first output has a gradient rule")
+        g = g[0]
+    x, scale = c.args[:2]
+    axis = c.attrs["axis"] % x.type.ndim
+    red = tuple(range(axis, x.type.ndim))
+    mean = call("mean", x, axes=red, keepdims=1)
+    xc = call("sub", x, mean)
+    var = call("mean", call("mul", xc, xc), axes=red, keepdims=1)
+    inv = call("reciprocal", call("sqrt", call("add", var, scalar(c.attrs["epsilon"], x.dtype))))
+    xhat = call("mul", xc, inv)
+    gx = call("mul", g, scale)
+    m1 = call("mean", gx, axes=red, keepdims=1)
+    m2 = call("mean", call("mul", gx, xhat), axes=red, keepdims=1)
+    dx = call("mul", inv, call("sub", call("sub", gx, m1), call("mul", xhat, m2)))
+    out = [dx, unbroadcast(call("mul", g, xhat), scale.shape)]
+    if len(c.args) == 3:
+        out.append(unbroadcast(g, c.args[2].shape))
+    return tuple(out)
+
+
+__all__: list[str] = []

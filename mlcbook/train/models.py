@@ -1,0 +1,65 @@
+"""Small trainable models as graph functions, initialized by seed (He-normal weights, zero
+biases): a multilayer perceptron and a small convolutional network.
+
+    >>> model = mlp((64, 128, 10), batch=32)        # gemm + relu layers, weights (out, in)
+    >>> model.weights["fc1.weight"].shape
+    (128, 64)
+    >>> model = cnn(batch=32)                       # 1x8x8 digits -> 10 classes
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..graph.expr import Call, Constant, Function, Var
+from ..ops.types import Attrs, TensorType
+
+
+def _he(rng, shape, fan_in) -> np.ndarray:
+    return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+
+def _call(op, *args, name="", **attrs) -> Call:
+    return Call(op, args, Attrs(attrs), name)
+
+
+def mlp(sizes: Sequence[int] = (64, 128, 10), batch: int = 64, seed: int = 0) -> Function:
+    """``fc1 -> relu -> fc2 -> ... -> fcK`` on ``(batch, sizes[0])`` inputs; logits out."""
+    rng = np.random.default_rng(seed)
+    x = Var("input", TensorType((batch, sizes[0]), "float32"))
+    h = x
+    layers = list(zip(sizes[:-1], sizes[1:]))
+    for k, (i, o) in enumerate(layers, 1):
+        w = Constant(_he(rng, (o, i), i), f"fc{k}.weight")
+        b = Constant(np.zeros(o, np.float32), f"fc{k}.bias")
+        h = _call("gemm", h, w, b, trans_b=1, name=f"fc{k}")
+        if k < len(layers):
+            h = _call("relu", h, name=f"relu{k}")
+    return Function((x,), h, "mlp")
+
+
+def cnn(batch: int = 64, channels: Sequence[int] = (16, 32), image: int = 8, classes: int = 10,
+        seed: int = 0) -> Function:
+    """(3x3 conv, relu) per entry of ``channels``, a 2x2 max pool, then a linear layer, on
+    ``(batch, 1, image, image)`` inputs. (The convolutions keep the full 8x8 resolution:
+    mlcbook's default conv schedule is slow on tiny images.)"""
+    rng = np.random.default_rng(seed)
+    x = Var("input", TensorType((batch, 1, image, image), "float32"))
+    h, c_in = x, 1
+    for k, c_out in enumerate(channels, 1):
+        w = Constant(_he(rng, (c_out, c_in, 3, 3), c_in * 9), f"conv{k}.weight")
+        b = Constant(np.zeros(c_out, np.float32), f"conv{k}.bias")
+        h = _call("conv", h, w, b, pads=(1, 1, 1, 1), name=f"conv{k}")
+        h = _call("relu", h, name=f"relu{k}")
+        c_in = c_out
+    h = _call("max_pool", h, kernel_shape=(2, 2), strides=(2, 2), name="pool")
+    h = _call("flatten", h, axis=1, name="flatten")
+    features = c_in * (image // 2) ** 2
+    w = Constant(_he(rng, (classes, features), features), "fc.weight")
+    b = Constant(np.zeros(classes, np.float32), "fc.bias")
+    return Function((x,), _call("gemm", h, w, b, trans_b=1, name="fc"), "cnn")
+
+
+__all__ = ["mlp", "cnn"]

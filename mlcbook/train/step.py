@@ -1,0 +1,123 @@
+"""The training step as one graph function: forward, loss, backward and the optimizer's
+update, with the parameters and their optimizer state as inputs and their next values as
+outputs. Who owns which state is recorded in the function's attributes.
+
+    >>> ts = build_step(model, "cross_entropy", Adam(lr=1e-3))
+    >>> ts.function.params        # input, labels, lr, fc1.weight, ..., fc1.weight.m, ...
+    >>> ts.state["fc1.weight.m"]  # StateLink(owner='fc1.weight', slot='m')
+    >>> ts.function.attrs["state_owners"][0]
+    ('fc1.weight.m', 'fc1.weight', 'm')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import TrainingError
+from ..graph.expr import Call, Function, Tuple, Var
+from ..graph.functor import ExprMutator
+from ..ops import OpKind
+from ..ops import get as get_op
+from ..ops.types import Attrs, TensorType
+from .autodiff import backward, lift_weights
+from .losses import get_loss
+from .optim import Optimizer, state_name
+
+#: the name of the labels input and of the learning-rate input of a step function
+LABELS, LR = "labels", "lr"
+
+
+@dataclass(frozen=True)
+class StateLink:
+    """A state tensor belongs to parameter ``owner``; it is the optimizer's ``slot``."""
+
+    owner: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """``function(*data, labels, lr, *params, *state) -> (loss, *new params, *new state)``."""
+
+    function: Function
+    data_inputs: tuple[str, ...]
+    params: tuple[str, ...]
+    state: dict[str, StateLink]
+
+    def owned_by(self, param: str) -> dict[str, str]:
+        """``{slot: state name}`` of the state tensors ``param`` owns."""
+        return {link.slot: name for name, link in self.state.items() if link.owner == param}
+
+
+def _labels_type(loss: str, out: TensorType) -> TensorType:
+    if loss == "cross_entropy":
+        return TensorType(out.shape[:1], "int64")
+    return out
+
+
+class _UntransposeB(ExprMutator):
+    """``gemm(a, W, trans_b=1)`` with a parameter ``W`` -> ``gemm(a, transpose(W))``:
+    mlcbook's gemm kernel reads a transposed, unpacked B slowly, and in training ``W``
+    changes every step, so ``mb.compile`` cannot pre-pack it as it does for inference."""
+
+    def visit_Call(self, call: Call):
+        call = self.generic_visit(call)
+        if call.op != "gemm" or not call.attrs["trans_b"] or not isinstance(call.args[1], Var):
+            return call
+        b = Call("transpose", (call.args[1],), Attrs(perm=(1, 0)))
+        return Call("gemm", (call.args[0], b) + call.args[2:],
+                    Attrs(dict(call.attrs, trans_b=0)), call.name)
+
+
+def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
+    """The training step of ``model`` (a graph function whose float weights are the
+    parameters) under ``loss`` (a name from :data:`~mlcbook.train.losses.LOSSES`)."""
+    if not isinstance(model, Function):
+        raise TrainingError(f"build_step takes a graph Function, got {type(model).__name__}")
+    if not isinstance(model.ret_type, TensorType):
+        raise TrainingError(f"model {model.name!r} returns {model.ret_type}; a trainable model "
+                            "returns one tensor (the logits or the prediction)")
+    loss_fn = get_loss(loss)
+    lifted = lift_weights(model)
+    n_data = len(model.params)
+    data, params = lifted.params[:n_data], lifted.params[n_data:]
+    if not params:
+        raise TrainingError(f"model {model.name!r} has no float weights to train")
+    labels = Var(LABELS, _labels_type(loss, model.ret_type))
+    lr = Var(LR, TensorType((), params[0].dtype))
+    value = loss_fn(lifted.body, labels)
+    grads = backward(value, params)
+    state_vars, new_params, new_state, links = [], [], [], {}
+    for p, g in zip(params, grads):
+        inits = optimizer.init_state_types(p.type)
+        svars = {slot: Var(state_name(p.name, slot), t) for slot, t in inits.items()}
+        new_p, new_s = optimizer.update(p, g, svars, lr)
+        _check_in_place(p, new_p)
+        new_params.append(new_p)
+        for slot, v in svars.items():
+            _check_in_place(v, new_s[slot])
+            state_vars.append(v)
+            new_state.append(new_s[slot])
+            links[v.name] = StateLink(p.name, slot)
+    attrs = Attrs(params=tuple(p.name for p in params),
+                  state_owners=tuple((n, ln.owner, ln.slot) for n, ln in links.items()))
+    # after differentiating: the backward gemms of a trans_b=1 layer need no transposes
+    body = _UntransposeB().visit(Tuple([value] + new_params + new_state))
+    func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars), body,
+                    "train_step", attrs)
+    return TrainStep(func, tuple(d.name for d in data), tuple(p.name for p in params), links)
+
+
+def _check_in_place(old: Var, new) -> None:
+    """The next value must come from an elementwise op of the old value's shape, so that its
+    kernel can write over the old value."""
+    ok = isinstance(new, Call) and new.type == old.type and \
+        get_op(new.op).kind in (OpKind.ELEMWISE, OpKind.BROADCAST)
+    if not ok:
+        raise TrainingError(
+            f"the optimizer's update of {old.name!r} does not end in an elementwise op of its "
+            f"type {old.type}, so it cannot be applied in place. Instead: end the update with "
+            "an elementwise op (e.g. sub(p, mul(lr, step)))")
+
+
+__all__ = ["build_step", "TrainStep", "StateLink", "LABELS", "LR"]

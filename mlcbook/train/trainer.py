@@ -1,0 +1,192 @@
+"""A compiled training step and the loop around it: ``compile_step(model, loss, optimizer)``
+returns a :class:`Trainer` whose ``step(x, y)`` runs forward, backward and update as native
+kernels, updating the parameters and optimizer state in place.
+
+    >>> trainer = compile_step(model, loss="cross_entropy", optimizer=SGD(0.1, momentum=0.9))
+    >>> loss = trainer.step(x, y)                  # one step on one batch
+    >>> trainer.data = Batches(x_train, y_train, 64); losses = trainer.fit(100)
+    >>> trainer.save("ckpt.zip"); same = mb.train.load("ckpt.zip")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TrainingError
+from ..graph.compile import compile as compile_graph
+from ..graph.expr import Constant, Function
+from ..graph.functor import ExprMutator
+from ..graph.serialize import function_from_json, function_to_json
+from .autodiff import lift_weights
+from .checkpoint import read_checkpoint, write_checkpoint
+from .data import Batches
+from .inplace import update_in_place
+from .optim import Optimizer, optimizer_from_json
+from .step import LABELS, LR, TrainStep, build_step
+
+
+class _SetWeights(ExprMutator):
+    def __init__(self, values: dict[str, np.ndarray]):
+        super().__init__()
+        self.values = values
+
+    def visit_Constant(self, c: Constant):
+        if c.name in self.values:
+            return Constant(self.values[c.name].copy(), c.name, c.owner)
+        return c
+
+
+class Trainer:
+    """Parameters, optimizer state and a compiled step. ``params`` and ``state`` are the
+    arrays the kernels update in place (read them; copy before keeping a snapshot);
+    ``executable`` is the compiled step (its ``plan`` lists the kernel calls), and
+    ``train_step`` the graph it was compiled from."""
+
+    def __init__(self, model: Function, loss: str, optimizer: Optimizer,
+                 data: Batches | None = None):
+        if not isinstance(optimizer, Optimizer):
+            raise TrainingError(f"optimizer must be mb.train.SGD, Adam or AdamW, got "
+                                f"{optimizer!r}")
+        self.model_ir, self.loss, self.optimizer, self.data = model, loss, optimizer, data
+        self.train_step: TrainStep = build_step(model, loss, optimizer)
+        weights = model.weights
+        self.params = {n: np.array(weights[n].data) for n in self.train_step.params}
+        self.state: dict[str, np.ndarray] = {}
+        for p in self.train_step.params:
+            fresh = optimizer.init_state(self.params[p])
+            for slot, name in self.train_step.owned_by(p).items():
+                self.state[name] = fresh[slot]
+        self.step_count = 0
+        names = list(self.params) + list(self.state)
+        exe = compile_graph(self.train_step.function)
+        self.executable = update_in_place(exe, {1 + k: n for k, n in enumerate(names)})
+        self._forward = None
+
+    # --- training ------------------------------------------------------------------------
+    def step(self, *inputs: np.ndarray) -> float:
+        """One training step on a batch: ``step(x, labels)``; returns the loss before it."""
+        data = self.train_step.data_inputs
+        if len(inputs) != len(data) + 1:
+            raise TrainingError(f"trainer.step takes {len(data)} data input(s) "
+                                f"({', '.join(data)}) and the labels, got {len(inputs)} arrays")
+        feed = dict(zip(data, inputs))
+        feed[LABELS] = inputs[-1]
+        lr = self.optimizer.schedule(self.step_count)
+        feed[LR] = np.asarray(lr, self.train_step.function.params[len(data) + 1].dtype)
+        feed.update(self.params)
+        feed.update(self.state)
+        loss = self.executable.run(feed)
+        self.step_count += 1
+        return float(loss)
+
+    def fit(self, steps: int) -> list[float]:
+        """``steps`` steps on batches from ``self.data``; the losses."""
+        if self.data is None:
+            raise TrainingError("trainer.fit needs batches: set trainer.data = "
+                                "mb.train.Batches(x, y, batch_size) first")
+        return [self.step(*self.data.next()) for _ in range(steps)]
+
+    # --- using the model -----------------------------------------------------------------
+    def model(self) -> Function:
+        """The model's graph with the current parameters as its weights (for inference,
+        ``mb.compile`` or ONNX export)."""
+        return _SetWeights(self.params).visit_function(self.model_ir)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The model's output on ``x`` of any number of rows (run in the model's batch size,
+        the last chunk padded)."""
+        if self._forward is None:
+            self._forward = compile_graph(lift_weights(self.model_ir, list(self.params)))
+        batch = self.model_ir.params[0].type.shape[0]
+        outs = []
+        for i in range(0, len(x), batch):
+            chunk = x[i:i + batch]
+            pad = np.zeros((batch - len(chunk),) + chunk.shape[1:], chunk.dtype)
+            outs.append(self._forward(np.concatenate([chunk, pad]), *self.params.values())
+                        [:len(chunk)])
+        return np.concatenate(outs)
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        """The fraction of rows whose largest output is at their label."""
+        return float((self.predict(x).argmax(axis=1) == y).mean())
+
+    # --- checkpoints ---------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Copies of everything a continuation needs: parameters, optimizer state, the step
+        number, and the data iterator's position and random state."""
+        return {"step": self.step_count,
+                "params": {k: v.copy() for k, v in self.params.items()},
+                "state": {k: v.copy() for k, v in self.state.items()},
+                "data": None if self.data is None else self.data.state_dict()}
+
+    def load_state_dict(self, d: dict) -> None:
+        """Continue from :meth:`state_dict` (arrays copied into the trainer's buffers)."""
+        for group, mine in (("params", self.params), ("state", self.state)):
+            theirs = d[group]
+            if set(theirs) != set(mine):
+                raise TrainingError(f"load_state_dict: the {group} differ: expected "
+                                    f"{sorted(mine)}, got {sorted(theirs)}")
+            for k, v in theirs.items():
+                if np.shape(v) != mine[k].shape:
+                    raise TrainingError(f"load_state_dict: {k!r} has shape {np.shape(v)}, "
+                                        f"the trainer's is {mine[k].shape}")
+                np.copyto(mine[k], v)
+        self.step_count = int(d["step"])
+        if d.get("data") is not None:
+            if self.data is None:
+                raise TrainingError("load_state_dict: the state has a data position but the "
+                                    "trainer has no data; set trainer.data first")
+            self.data.load_state_dict(d["data"])
+
+    def save(self, path) -> str:
+        """Write a checkpoint: the model's IR, the loss, the optimizer (with its schedule),
+        parameters, optimizer state, step number, and the data (arrays, position, random
+        state). :func:`load` continues from it bit for bit."""
+        doc, arrays = function_to_json(self.model_ir)
+        arrays = {f"model/{k}": v for k, v in arrays.items()}
+        sd = self.state_dict()
+        arrays.update({f"param/{k}": v for k, v in sd["params"].items()})
+        arrays.update({f"state/{k}": v for k, v in sd["state"].items()})
+        data = sd["data"]
+        if data is not None:
+            arrays.update({"data/x": self.data.x, "data/y": self.data.y,
+                           "data/order": data.pop("order")})
+        return write_checkpoint(path, {"model": doc, "loss": self.loss,
+                                       "optimizer": self.optimizer.to_json(),
+                                       "step": sd["step"], "data": data}, arrays)
+
+    def __repr__(self) -> str:
+        return (f"<Trainer {self.model_ir.name}: {len(self.params)} parameters, "
+                f"{len(self.state)} state tensors, {type(self.optimizer).__name__}, "
+                f"step {self.step_count}>")
+
+
+def compile_step(model: Function, loss: str = "cross_entropy",
+                 optimizer: Optimizer | None = None, data: Batches | None = None) -> Trainer:
+    """A :class:`Trainer` for ``model`` (a graph function; its float weights are trained)."""
+    if optimizer is None:
+        raise TrainingError("compile_step needs an optimizer, e.g. "
+                            "optimizer=mb.train.SGD(lr=0.1, momentum=0.9)")
+    return Trainer(model, loss, optimizer, data)
+
+
+def load(path) -> Trainer:
+    """The trainer a checkpoint written by :meth:`Trainer.save` describes, ready to continue."""
+    doc, arrays = read_checkpoint(path)
+    model = function_from_json(doc["model"], {k[len("model/"):]: v for k, v in arrays.items()
+                                              if k.startswith("model/")})
+    data = None
+    if doc["data"] is not None:
+        d = doc["data"]
+        data = Batches(arrays["data/x"], arrays["data/y"], d["batch_size"], d["seed"],
+                       d["shuffle"])
+    trainer = Trainer(model, doc["loss"], optimizer_from_json(doc["optimizer"]), data)
+    state = {"step": doc["step"],
+             "params": {k[6:]: v for k, v in arrays.items() if k.startswith("param/")},
+             "state": {k[6:]: v for k, v in arrays.items() if k.startswith("state/")},
+             "data": None if data is None else dict(doc["data"], order=arrays["data/order"])}
+    trainer.load_state_dict(state)
+    return trainer
+
+
+__all__ = ["Trainer", "compile_step", "load"]

@@ -1,0 +1,45 @@
+"""mb.to_onnx: exported models run in onnxruntime with mlcbook's results."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import UnsupportedModelError
+from mlcbook.graph import Function, Var, op
+from mlcbook.ops.types import TensorType
+
+
+def run_ort(model, *inputs):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, inputs)))
+
+
+@pytest.mark.parametrize("build", [lambda: mb.train.mlp((64, 32, 10), batch=4),
+                                   lambda: mb.train.cnn(batch=2, channels=(4, 8))])
+def test_models_run_in_onnxruntime(build):
+    func = build()
+    x = np.random.default_rng(0).random(func.params[0].shape).astype(np.float32)
+    (got,) = run_ort(mb.to_onnx(func), x)
+    np.testing.assert_allclose(got, mb.graph.interpret(func, x), rtol=1e-4, atol=1e-5)
+    back = mb.from_onnx(mb.to_onnx(func))
+    np.testing.assert_allclose(mb.graph.interpret(back, x), got, rtol=1e-4, atol=1e-5)
+
+
+def test_more_ops():
+    x = Var("x", TensorType((2, 3, 4)))
+    body = op.softmax(op.transpose(op.reshape(op.sum(op.mul(x, x), axes=(2,), keepdims=1),
+                                              shape=(3, 2)), perm=(1, 0)), axis=1)
+    f = Function((x,), op.cast(op.mean(body, axes=(1,), keepdims=0), dtype="float64"))
+    xv = np.random.default_rng(1).random((2, 3, 4)).astype(np.float32)
+    (got,) = run_ort(mb.to_onnx(f), xv)
+    np.testing.assert_allclose(got, mb.graph.interpret(f, xv), rtol=1e-5)
+
+
+def test_unsupported_op_is_named():
+    x = Var("x", TensorType((4,)))
+    with pytest.raises(UnsupportedModelError, match="'gelu'"):
+        mb.to_onnx(Function((x,), op.gelu(x)))

@@ -1,0 +1,222 @@
+"""Every gradient rule against central finite differences, in float64, on random shapes and
+inputs (hypothesis draws the shapes, the seed and the attributes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mlcbook as mb
+from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.ops.types import TensorType
+from mlcbook.train import has_gradient
+from mlcbook.train.gradcheck import max_gradient_error
+
+SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+dims = st.integers(1, 4)
+
+
+def check(build, arrays: dict, wrt=None, seed=0, tol=1e-5, eps=1e-6):
+    """loss = sum(build(*vars) * R) for a random R; its gradients vs finite differences."""
+    xs = [Var(n, TensorType(a.shape, a.dtype.name)) for n, a in arrays.items()]
+    y = build(*xs)
+    r = np.random.default_rng(seed + 1).standard_normal(y.shape)
+    loss = op.sum(op.mul(y, Constant(r)), keepdims=0)
+    f = Function(xs, loss)
+    wrt = wrt or [n for n, a in arrays.items() if a.dtype.kind == "f"]
+    assert max_gradient_error(f, arrays, wrt, eps) < tol
+
+
+def rand(rng, shape, low=None, away=0.0):
+    x = rng.standard_normal(shape)
+    if low is not None:
+        x = rng.uniform(low, low + 2, shape)
+    if away:
+        x = np.where(np.abs(x) < away, np.sign(x + 1e-12) * away + x, x)
+    return x
+
+
+UNARY = {"neg": {}, "abs": {"away": 0.1}, "exp": {}, "log": {"low": 0.5}, "sqrt": {"low": 0.5},
+         "reciprocal": {"low": 0.5}, "relu": {"away": 0.1}, "sigmoid": {}, "tanh": {},
+         "erf": {}, "leaky_relu": {"away": 0.1}, "gelu": {}}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@SETTINGS
+@given(shape=st.lists(dims, min_size=0, max_size=3), seed=st.integers(0, 99))
+def test_unary(name, shape, seed):
+    rng = np.random.default_rng(seed)
+    check(lambda x: getattr(op, name)(x), {"x": rand(rng, shape, **UNARY[name])}, seed=seed)
+
+
+def test_gelu_tanh_and_clip():
+    rng = np.random.default_rng(0)
+    check(lambda x: op.gelu(x, approximate="tanh"), {"x": rng.standard_normal((3, 4))})
+    x = rng.uniform(-2, 2, (5, 6))
+    x = np.where(np.abs(np.abs(x) - 1) < 0.05, 0.5, x)
+    check(lambda x: op.clip(x, min=-1.0, max=1.0), {"x": x})
+    check(lambda x: op.clip(x, max=1.0), {"x": x})
+
+
+def test_cast_between_floats():
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    check(lambda x: op.cast(op.mul(op.cast(x, dtype="float32"), op.cast(x, dtype="float32")),
+                            dtype="float64"), {"x": x}, tol=1e-3, eps=1e-2)
+
+
+@st.composite
+def broadcast_pair(draw):
+    shape = draw(st.lists(dims, min_size=1, max_size=3))
+    other = [d if draw(st.booleans()) else 1 for d in shape]
+    other = other[draw(st.integers(0, len(other))):]
+    return (shape, other) if draw(st.booleans()) else (other, shape)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "pow"])
+@SETTINGS
+@given(shapes=broadcast_pair(), seed=st.integers(0, 99))
+def test_binary(name, shapes, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rand(rng, shapes[0]), rand(rng, shapes[1])
+    if name in ("div", "pow"):
+        a, b = rng.uniform(0.5, 2, shapes[0]), rng.uniform(0.5, 2, shapes[1])
+    check(lambda x, y: getattr(op, name)(x, y), {"a": a, "b": b}, seed=seed)
+
+
+@SETTINGS
+@given(shapes=broadcast_pair(), seed=st.integers(0, 99))
+def test_where(shapes, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rand(rng, shapes[0]), rand(rng, shapes[1])
+    cond = Constant(rng.random(np.broadcast_shapes(shapes[0], shapes[1])) > 0.5)
+    check(lambda x, y: op.where(cond, x, y), {"a": a, "b": b}, seed=seed)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+@SETTINGS
+@given(shape=st.lists(dims, min_size=1, max_size=3), data=st.data())
+def test_reduce(name, shape, data):
+    axes = data.draw(st.none() | st.lists(st.integers(0, len(shape) - 1), min_size=1,
+                                          unique=True).map(tuple))
+    keep = data.draw(st.integers(0, 1))
+    x = np.random.default_rng(len(shape)).standard_normal(shape)
+    check(lambda v: getattr(op, name)(v, axes=axes, keepdims=keep), {"x": x})
+
+
+@SETTINGS
+@given(m=dims, k=dims, n=dims, batch=st.sampled_from([(), (2,), (2, 1)]),
+       vec=st.sampled_from(["", "a", "b"]))
+def test_matmul(m, k, n, batch, vec):
+    rng = np.random.default_rng(m * 16 + k * 4 + n)
+    a = rng.standard_normal((k,) if vec == "a" else batch + (m, k))
+    b = rng.standard_normal((k,) if vec == "b" else (k, n))
+    check(lambda x, y: op.matmul(x, y), {"a": a, "b": b})
+
+
+@SETTINGS
+@given(m=dims, k=dims, n=dims, ta=st.integers(0, 1), tb=st.integers(0, 1),
+       c_shape=st.sampled_from([None, "n", "mn", "1"]))
+def test_gemm(m, k, n, ta, tb, c_shape):
+    rng = np.random.default_rng(m + 5 * k + 25 * n)
+    arrays = {"a": rng.standard_normal((k, m) if ta else (m, k)),
+              "b": rng.standard_normal((n, k) if tb else (k, n))}
+    if c_shape:
+        arrays["c"] = rng.standard_normal({"n": (n,), "mn": (m, n), "1": (1,)}[c_shape])
+    check(lambda *xs: op.gemm(*xs, trans_a=ta, trans_b=tb, alpha=0.5, beta=2.0), arrays)
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(2, 4), min_size=3, max_size=3), seed=st.integers(0, 99),
+       perm=st.permutations([0, 1, 2]))
+def test_data_movement(shape, seed, perm):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    a, b, c = shape
+    check(lambda v: op.reshape(v, shape=(a * b, c)), {"x": x}, seed=seed)
+    check(lambda v: op.flatten(v, axis=2), {"x": x}, seed=seed)
+    check(lambda v: op.squeeze(op.unsqueeze(v, axes=(0,)), axes=(0,)), {"x": x}, seed=seed)
+    check(lambda v: op.transpose(v, perm=tuple(perm)), {"x": x}, seed=seed)
+    check(lambda v: op.concat(v, op.mul(v, v), axis=int(perm[0])), {"x": x}, seed=seed)
+    check(lambda v: op.split(v, sizes=(1, c - 1), axis=2)[1], {"x": x}, seed=seed)
+    pads = tuple(int(p) for p in rng.integers(-1, 3, 6))
+    check(lambda v: op.pad(v, pads=pads), {"x": x}, seed=seed)
+    idx = Constant(rng.integers(-b, b, (2, 3)))
+    check(lambda v: op.gather(v, idx, axis=1), {"x": x}, seed=seed)
+
+
+@SETTINGS
+@given(n=st.integers(2, 7), data=st.data())
+def test_slice(n, data):
+    step = data.draw(st.sampled_from([1, 2, 3, -1, -2]))
+    start = data.draw(st.integers(-n, n - 1))
+    end = data.draw(st.integers(-n - 1, n))
+    x = np.random.default_rng(n).standard_normal((3, n))
+    check(lambda v: op.slice(v, starts=(start,), ends=(end,), axes=(1,), steps=(step,)),
+          {"x": x})
+
+
+@SETTINGS
+@given(stride=st.integers(1, 2), dil=st.integers(1, 2), pad=st.integers(0, 2),
+       group=st.sampled_from([1, 2]), size=st.integers(4, 6), bias=st.booleans())
+def test_conv(stride, dil, pad, group, size, bias):
+    rng = np.random.default_rng(stride * 100 + dil * 10 + pad + size)
+    arrays = {"x": rng.standard_normal((2, 2, size, size + 1)),
+              "w": rng.standard_normal((4, 2 // group, 2, 3))}
+    if bias:
+        arrays["b"] = rng.standard_normal((4,))
+    check(lambda *xs: op.conv(*xs, strides=(stride, 1), dilations=(1, dil),
+                              pads=(pad, 0, 0, pad), group=group), arrays)
+
+
+@pytest.mark.parametrize("name", ["max_pool", "avg_pool"])
+@SETTINGS
+@given(k=st.integers(1, 3), stride=st.integers(1, 2), pad=st.integers(0, 1),
+       ceil=st.integers(0, 1), include=st.integers(0, 1))
+def test_pool(name, k, stride, pad, ceil, include):
+    pad = min(pad, k - 1)
+    x = np.random.default_rng(k * 7 + stride).permutation(2 * 30).reshape(1, 2, 5, 6) / 7.0
+    attrs = dict(kernel_shape=(k, 2), strides=(stride, 2), pads=(pad, 0, pad, 1),
+                 ceil_mode=ceil)
+    if name == "avg_pool":
+        attrs["count_include_pad"] = include
+    check(lambda v: getattr(op, name)(v, **attrs), {"x": x})
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=3, max_size=4), seed=st.integers(0, 99),
+       data=st.data())
+def test_normalizations_and_softmax(shape, seed, data):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    check(lambda v: op.softmax(v, axis=axis), {"x": x}, seed=seed)
+    check(lambda v: op.log_softmax(v, axis=axis), {"x": x}, seed=seed)
+    check(lambda v: op.global_avg_pool(v), {"x": x}, seed=seed)
+    ax = axis % len(shape)
+    if any(d > 1 for d in shape[ax:]):      # layer norm of one element is constant
+        tail = tuple(shape[ax:])
+        check(lambda *xs: op.layer_norm(*xs, axis=axis),
+              {"x": x, "s": rng.standard_normal(tail), "b": rng.standard_normal(tail[-1:])},
+              seed=seed, tol=1e-4)
+    c = shape[1]
+    check(lambda *xs: op.batch_norm(*xs),
+          {"x": x, "s": rng.standard_normal(c), "b": rng.standard_normal(c),
+           "m": rng.standard_normal(c), "v": rng.uniform(0.5, 2, c)}, seed=seed)
+
+
+def test_every_differentiable_op_has_a_rule():
+    for name in mb.ops.list_ops():
+        if name not in ("equal", "less", "greater"):   # bool results: no gradient
+            assert has_gradient(name), name
+
+
+def test_blocked_layout_ops_have_the_gradients_of_the_plain_layout():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 16, 5, 4)), rng.standard_normal((2, 2, 3, 3, 8, 8))
+    check(lambda v: op.to_blocked(v, block=8), {"x": x})
+    check(lambda v: op.from_blocked(v), {"x": rng.standard_normal((1, 2, 3, 3, 8))})
+    check(lambda a, b: op.conv_nchwc(op.to_blocked(a, block=8), b, pads=(1, 0, 1, 2),
+                                     strides=(2, 1)), {"x": x, "w": w})
