@@ -112,12 +112,51 @@ def upgrade_opset(model) -> Any:
         return model
     logger.warning("the model uses ONNX opset %d: converting it to opset %d with "
                    "onnx.version_converter", opset, MIN_OPSET)
+    light, weights = _weights_apart(model)
     try:
-        return version_converter.convert_version(model, MIN_OPSET)
+        converted = version_converter.convert_version(light, MIN_OPSET)
     except Exception as e:  # the converter raises RuntimeError/ConvertError with its reason
         raise UnsupportedModelError(
             f"onnx.version_converter cannot bring the model from opset {opset} to {MIN_OPSET}: "
             f"{e}. Instead: re-export the model at opset {MIN_OPSET} or newer") from None
+    return _weights_back(converted, weights)
+
+
+#: initializers from this many elements on are weights: no conversion adapter reads them
+_BIG = 4096
+
+
+def _weights_apart(model) -> tuple[Any, list]:
+    """A copy of ``model`` without its big initializers (each left as a graph input of its
+    type, as IR version 3 lists them anyway), and those initializers: the converter copies
+    the whole model through protobuf twice, which for VGG's 550 MB of weights takes most of
+    an import."""
+    import onnx
+    from onnx import helper
+    big = [t for t in model.graph.initializer if int(np.prod(t.dims)) >= _BIG]
+    if not big:
+        return model, []
+    names = {t.name for t in big}
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    light.graph.ClearField("initializer")
+    light.graph.initializer.extend(t for t in model.graph.initializer if t.name not in names)
+    listed = {vi.name for vi in light.graph.input}
+    light.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in big if t.name not in listed)
+    return light, [(t, t.name in listed) for t in big]
+
+
+def _weights_back(model, weights: list) -> Any:
+    """``model`` with the initializers :func:`_weights_apart` took out put back."""
+    if not weights:
+        return model
+    added = {t.name for t, listed in weights if not listed}
+    keep = [vi for vi in model.graph.input if vi.name not in added]
+    model.graph.ClearField("input")
+    model.graph.input.extend(keep)
+    model.graph.initializer.extend(t for t, _ in weights)
+    return model
 
 
 class Context:

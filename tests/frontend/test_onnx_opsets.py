@@ -60,3 +60,19 @@ def test_a_model_the_converter_cannot_convert_is_refused_with_the_fix(monkeypatc
     with pytest.raises(UnsupportedModelError,
                        match="from opset 9 to 13: No Adapter For Foo. Instead: re-export"):
         mb.from_onnx(model)
+
+
+def test_big_weights_survive_the_conversion_and_stay_weights():
+    # weights of 4096 elements and more skip the converter (it copies the model twice);
+    # IR 7 does not list initializers as inputs, so the import must not leave them as inputs
+    w = np.random.default_rng(0).standard_normal((64, 64)).astype("float32")
+    node = helper.make_node("MatMul", ["x", "w"], ["y"])
+    model = make([node], [vi("x", [1, 64])], [vi("y", [1, 64])],
+                 [numpy_helper.from_array(w, "w")], opset=9)
+    model.ir_version = 7
+    mod = mb.from_onnx(model)
+    assert [p.name for p in mod["main"].params] == ["x"]
+    assert list(mod["main"].weights) == ["w"]
+    x = np.ones((1, 64), "float32")
+    np.testing.assert_allclose(interpret(mod, x=x), x @ w, rtol=1e-5)
+    assert [i.name for i in model.graph.initializer] == ["w"]   # the caller's model is untouched
