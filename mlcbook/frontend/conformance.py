@@ -274,7 +274,8 @@ def summarize(results: Sequence[CaseResult]) -> str:
 
 
 def _rate_line(who: str, suite: str, passed: int, total: int) -> str:
-    return f"{who:<12} {suite:<18} {passed:>5} of {total:>5} cases pass ({100 * passed / total:.1f}%)"
+    rate = 100 * passed / total
+    return f"{who:<12} {suite:<18} {passed:>5} of {total:>5} cases pass ({rate:.1f}%)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

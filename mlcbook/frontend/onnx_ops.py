@@ -149,6 +149,11 @@ def _cast(cx, ins, attrs):
     return cx.call("cast", ins[0], dtype=dtype)
 
 
+@converter("Identity")
+def _identity(cx, ins, attrs):
+    return ins[0]
+
+
 # --- linear algebra and nn -------------------------------------------------------------------------
 @converter("MatMul")
 @_guard_dtype

@@ -1,5 +1,5 @@
 """Converters for the ops real exported models lean on beyond the core set: inference-time
-``Dropout``, variadic ``Sum``, ``LRN``, ``Identity``, and the constant-producing and
+``Dropout``, variadic ``Sum``, ``LRN``, and the constant-producing and
 shape-reading ops ``ConstantOfShape``, ``Shape``, ``Size`` and ``Range``.
 
 The last four become calls of the graph ops of :mod:`mlcbook.ops.shape`; the importer folds
@@ -17,11 +17,6 @@ import numpy as np
 
 from .onnx import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter
-
-
-@converter("Identity")
-def _identity(cx, ins, attrs):
-    return ins[0]
 
 
 @converter("Dropout", attrs=("ratio", "seed", "is_test"), static=(2,), outputs=2)
