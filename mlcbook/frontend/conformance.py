@@ -1,9 +1,17 @@
-"""Run ONNX's own node test suite (``onnx.backend.test``, offline) through mlcbook.
+"""Run ONNX's own test suites (``onnx.backend.test``, offline) through mlcbook: the node
+suite (one op per case) and the small models exported from PyTorch (``pytorch-converted``,
+``pytorch-operator``).
 
     python -m mlcbook.frontend.conformance                # every supported op, reference evaluator
     python -m mlcbook.frontend.conformance --runner legalized   # loop IR, run by the interpreter
     python -m mlcbook.frontend.conformance --runner compiled --ops Relu Conv
     python -m mlcbook.frontend.conformance --show-skips   # why each skipped case was skipped
+    python -m mlcbook.frontend.conformance --onnxruntime  # onnxruntime's rates on the same cases
+
+Besides the per-op table of the supported node cases, the command prints pass rates with
+*every* case of a suite as the denominator (a case mlcbook does not support counts as not
+passed): the node suite's 1,884 cases of onnx 1.23 and both PyTorch suites. With
+``--onnxruntime`` it runs every case through onnxruntime too and prints its rates beside.
 
 Each case is imported with :func:`from_onnx` and run with the graph reference evaluator
 (``--runner interpret``), legalized to loop IR and run by the loop-IR interpreter
@@ -26,6 +34,8 @@ Everything else that goes wrong is a failure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 import sys
 import warnings
 from dataclasses import dataclass
@@ -52,6 +62,38 @@ def node_tests() -> tuple:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return tuple(load_model_tests(kind="node"))
+
+
+#: onnx's suites of small models exported from PyTorch (a directory of cases each)
+MODEL_SUITES = ("pytorch-converted", "pytorch-operator")
+
+
+@lru_cache(maxsize=None)
+def model_tests(kind: str) -> tuple:
+    """Every case of one of :data:`MODEL_SUITES`, with its model and data read from disk."""
+    import glob
+    import os
+
+    import onnx
+    from onnx.backend.test.loader import load_model_tests
+    out = []
+    for case in load_model_tests(kind=kind):
+        model = onnx.load(os.path.join(case.model_dir, "model.onnx"))
+        data = [(_tensors(d, "input"), _tensors(d, "output"))
+                for d in sorted(glob.glob(os.path.join(case.model_dir, "test_data_set_*")))]
+        out.append(dataclasses.replace(case, model=model, data_sets=data))
+    return tuple(out)
+
+
+def _tensors(folder: str, kind: str) -> list:
+    """``kind_0.pb, kind_1.pb, ...`` of a test-data folder, in index order."""
+    import os
+
+    import onnx
+    out = []
+    while os.path.exists(path := os.path.join(folder, f"{kind}_{len(out)}.pb")):
+        out.append(onnx.load_tensor(path))
+    return out
 
 
 def case_op(case) -> str:
@@ -127,6 +169,54 @@ def run_case(case, runner: str = "interpret") -> CaseResult:
     return CaseResult(name, op, "pass")
 
 
+def run_case_onnxruntime(case) -> CaseResult:
+    """Run one case through onnxruntime and check it the same way (a case onnxruntime cannot
+    load or run is a failure: the rate is onnxruntime's on this machine)."""
+    import onnxruntime as ort
+    name, op = case.name, case_op(case)
+    graph_inputs = [vi.name for vi in case.model.graph.input
+                    if vi.name not in {i.name for i in case.model.graph.initializer}]
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    try:
+        sess = ort.InferenceSession(case.model.SerializeToString(), opts,
+                                    providers=["CPUExecutionProvider"])
+        for ins, expected in case.data_sets or []:
+            feed = dict(zip(graph_inputs, (_array(v) for v in ins)))
+            got = sess.run(None, feed)
+            problem = compare(got, [np.asarray(_array(e)) for e in expected], case.rtol,
+                              case.atol)
+            if problem:
+                return CaseResult(name, op, "fail", problem)
+    except Exception as e:  # onnxruntime raises its own exception types for every failure
+        return CaseResult(name, op, "fail", f"onnxruntime: {str(e).splitlines()[0][:200]}")
+    return CaseResult(name, op, "pass")
+
+
+def suite_cases(suite: str) -> tuple:
+    """Every case of ``suite``: ``"node"`` or one of :data:`MODEL_SUITES`."""
+    if suite == "node":
+        return node_tests()
+    if suite not in MODEL_SUITES:
+        raise ValueError(f"unknown suite {suite!r}; use 'node' or one of {MODEL_SUITES}")
+    return model_tests(suite)
+
+
+def suite_rate(suite: str, runner: str = "interpret") -> tuple[int, int]:
+    """(cases passed, all cases) of ``suite`` for mlcbook (``runner``) or onnxruntime
+    (``runner="onnxruntime"``). A node case using an unsupported op is not run by mlcbook
+    and counts as not passed."""
+    from .onnx_ops import CONVERTERS
+    cases = suite_cases(suite)
+    passed = 0
+    for case in cases:
+        if runner == "onnxruntime":
+            passed += run_case_onnxruntime(case).status == "pass"
+        elif suite != "node" or case_ops(case) <= set(CONVERTERS):
+            passed += run_case(case, runner).status == "pass"
+    return passed, len(cases)
+
+
 def _array(value):
     """Test data come as numpy arrays or as TensorProtos."""
     from onnx import TensorProto, numpy_helper
@@ -183,6 +273,11 @@ def summarize(results: Sequence[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+def _rate_line(who: str, suite: str, passed: int, total: int) -> str:
+    rate = 100 * passed / total
+    return f"{who:<12} {suite:<18} {passed:>5} of {total:>5} cases pass ({rate:.1f}%)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mlcbook.frontend.conformance",
                                  description="Run onnx's node tests for the supported ops.")
@@ -191,12 +286,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                     choices=("interpret", "legalized", "compiled"))
     ap.add_argument("--show-skips", action="store_true", help="list skipped cases and why")
     ap.add_argument("--quiet", action="store_true", help="do not list failing cases")
+    ap.add_argument("--onnxruntime", action="store_true",
+                    help="also run every case through onnxruntime and print its pass rates")
     args = ap.parse_args(argv)
+    # the PyTorch suites are opset 6-9: the importer's line about each conversion is expected
+    logging.getLogger("mlcbook.frontend.onnx").setLevel(logging.ERROR)
     results = run_all(args.ops, args.runner, progress=sys.stderr.isatty())
     print(summarize(results))
     for r in results:
         if (r.status == "fail" and not args.quiet) or (r.status == "skip" and args.show_skips):
             print(f"{r.status.upper():5} {r.name}: {r.reason}")
+    if args.ops is None:
+        print("\nPass rates over every case of each suite:")
+        passed = sum(r.status == "pass" for r in results)
+        print(_rate_line("mlcbook", "node", passed, len(node_tests())))
+        for suite in MODEL_SUITES:
+            print(_rate_line("mlcbook", suite, *suite_rate(suite, args.runner)))
+        if args.onnxruntime:
+            for suite in ("node",) + MODEL_SUITES:
+                print(_rate_line("onnxruntime", suite, *suite_rate(suite, "onnxruntime")))
     return 1 if any(r.status == "fail" for r in results) else 0
 
 

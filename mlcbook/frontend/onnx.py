@@ -12,25 +12,31 @@
 * Anything unsupported is reported all at once: one :class:`UnsupportedModelError` lists
   every offending node with its op type, name and the reason.
 
-Opsets 13-21 are the target; newer opsets that the installed onnx knows are accepted too,
-since their changes to the supported ops only add dtypes and attributes, and unknown ones
-are reported. An opset beyond the installed onnx's newest is refused.
+The converters speak opset 13 and newer. An older model is converted to opset 13 with
+``onnx.version_converter`` first (a log line says so); an opset newer than the installed
+onnx knows, or a model the converter cannot convert, is an error.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import GraphError, InvalidModelError, UnsupportedModelError
+from ..errors import GraphError, InvalidModelError, OpDTypeError, UnsupportedModelError
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule
 from ..graph.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, post_order
 from ..graph.interpret import evaluate
+from ..graph.passes.fold import fold_expr
+from ..ops import get as get_op
 
+#: the opset the converters are written for; older models are converted up to it
 MIN_OPSET = 13
+
+logger = logging.getLogger(__name__)
 
 #: ONNX element types mlcbook supports, by TensorProto number
 _DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
@@ -85,12 +91,82 @@ def model_opset(model) -> int:
     raise UnsupportedModelError("the model imports no version of the default ONNX domain")
 
 
+def upgrade_opset(model) -> Any:
+    """``model`` at an opset the converters read: unchanged from opset 13 up to the newest
+    the installed onnx knows, converted with ``onnx.version_converter`` from older opsets
+    (the onnx test models exported from PyTorch are opset 6 to 9, the model zoo's 7 to 9).
+
+    Older IR versions need nothing of their own here: initializers listed among the graph
+    inputs (IR < 4) are read as weights, not inputs, by :func:`from_onnx`.
+    """
+    import onnx
+    from onnx import version_converter
+    opset = model_opset(model)
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise UnsupportedModelError(
+            f"the model uses ONNX opset {opset}, which does not exist yet: the installed onnx "
+            f"{onnx.__version__} knows opsets up to {newest}, so the meaning of its ops is "
+            f"unknown. Instead: export the model with an opset up to {newest}, or upgrade onnx")
+    if opset >= MIN_OPSET:
+        return model
+    logger.warning("the model uses ONNX opset %d: converting it to opset %d with "
+                   "onnx.version_converter", opset, MIN_OPSET)
+    light, weights = _weights_apart(model)
+    try:
+        converted = version_converter.convert_version(light, MIN_OPSET)
+    except Exception as e:  # the converter raises RuntimeError/ConvertError with its reason
+        raise UnsupportedModelError(
+            f"onnx.version_converter cannot bring the model from opset {opset} to {MIN_OPSET}: "
+            f"{e}. Instead: re-export the model at opset {MIN_OPSET} or newer") from None
+    return _weights_back(converted, weights)
+
+
+#: initializers from this many elements on are weights: no conversion adapter reads them
+_BIG = 4096
+
+
+def _weights_apart(model) -> tuple[Any, list]:
+    """A copy of ``model`` without its big initializers (each left as a graph input of its
+    type, as IR version 3 lists them anyway), and those initializers: the converter copies
+    the whole model through protobuf twice, which for VGG's 550 MB of weights takes most of
+    an import."""
+    import onnx
+    from onnx import helper
+    big = [t for t in model.graph.initializer if int(np.prod(t.dims)) >= _BIG]
+    if not big:
+        return model, []
+    names = {t.name for t in big}
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    light.graph.ClearField("initializer")
+    light.graph.initializer.extend(t for t in model.graph.initializer if t.name not in names)
+    listed = {vi.name for vi in light.graph.input}
+    light.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in big if t.name not in listed)
+    return light, [(t, t.name in listed) for t in big]
+
+
+def _weights_back(model, weights: list) -> Any:
+    """``model`` with the initializers :func:`_weights_apart` took out put back."""
+    if not weights:
+        return model
+    added = {t.name for t, listed in weights if not listed}
+    keep = [vi for vi in model.graph.input if vi.name not in added]
+    model.graph.ClearField("input")
+    model.graph.input.extend(keep)
+    model.graph.initializer.extend(t for t, _ in weights)
+    return model
+
+
 class Context:
     """State of one import: ONNX value names -> graph values; the node being converted."""
 
     def __init__(self, opset: int):
         self.opset = opset
         self.values: dict[str, Expr] = {}
+        #: ids of the values bound to ONNX names (folded already when they were bound)
+        self.bound: set[int] = set()
         self.node = None
 
     def call(self, op: str, *args: Expr, suffix: str = "", **attrs: Any) -> Call:
@@ -174,21 +250,10 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     example a Reshape's target shape passed as an input).
     """
     from onnx import numpy_helper
-    from onnx.defs import onnx_opset_version
 
     from .onnx_ops import CONVERTERS, static_problems
-    model = load_model(model)
+    model = upgrade_opset(load_model(model))
     opset = model_opset(model)
-    if opset < MIN_OPSET:
-        raise UnsupportedModelError(
-            f"the model uses ONNX opset {opset}; mlcbook imports opset {MIN_OPSET} and newer. "
-            f"Convert it: onnx.version_converter.convert_version(model, {MIN_OPSET})")
-    newest = onnx_opset_version()
-    if opset > newest:
-        raise UnsupportedModelError(
-            f"the model uses ONNX opset {opset}, which does not exist yet: the installed onnx "
-            f"knows opsets up to {newest}, so the meaning of its ops is unknown. Instead: "
-            f"export the model with an opset from {MIN_OPSET} to {newest}")
     graph = model.graph
     shapes, constants = dict(shapes or {}), dict(constants or {})
     input_names = {vi.name for vi in graph.input}
@@ -208,7 +273,10 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
             continue
         cx.values[init.name] = Constant(numpy_helper.to_array(init), name=init.name)
     for name, value in constants.items():
-        cx.values[name] = Constant(np.asarray(value))
+        try:
+            cx.values[name] = Constant(np.asarray(value))
+        except OpDTypeError as e:  # bfloat16 and friends: a limitation, reported with the rest
+            problems.append(f"input {name!r}: {e.message}")
     types = _input_types(graph, shapes, batch_size, init_names | set(constants), problems)
     params = []
     for name, ty in types.items():
@@ -280,19 +348,31 @@ def _bind_outputs(cx: Context, node, outs) -> None:
             outs = [outs]
     for name, value in zip(node.output, outs):
         if name and value is not None:
-            cx.values[name] = _fold(value)
+            cx.values[name] = folded = _fold(cx, value)
+            cx.bound.add(id(folded))
 
 
-def _fold(value: Expr) -> Expr:
-    """Evaluate a call whose inputs are all anonymous constants (shape arithmetic, mostly);
-    weights are never folded away, since training needs them as they are."""
+def _fold(cx: Context, value: Expr) -> Expr:
+    """``value`` folded by the graph's constant folding when it is computed from anonymous
+    constants and types alone (ConstantOfShape, Shape, shape arithmetic); weights are never
+    folded away, since training needs them as they are."""
     if not isinstance(value, (Call, TupleGetItem)) or not isinstance(value.type, TensorType):
         return value
-    nodes = post_order(value)
-    leaves = [n for n in nodes if not isinstance(n, (Call, TupleGetItem, Tuple))]
-    if not all(isinstance(n, Constant) and not n.name for n in leaves):
-        return value
-    return Constant(np.asarray(evaluate(Function((), value, "fold"), [])))
+    return fold_expr(value) if _foldable(value, cx.bound) else value
+
+
+def _foldable(e: Expr, bound: set[int]) -> bool:
+    # a value bound already was folded when it was bound, so it stops the walk (which
+    # therefore only looks at the calls the current node made)
+    if isinstance(e, Constant):
+        return not e.name
+    if id(e) in bound:
+        return False
+    if isinstance(e, Call):
+        return get_op(e.op).reads_type_only or all(_foldable(a, bound) for a in e.args)
+    if isinstance(e, TupleGetItem):
+        return _foldable(e.tuple_value, bound)
+    return False
 
 
 def static_input_names(model) -> set[str]:
@@ -318,7 +398,7 @@ def static_input_names(model) -> set[str]:
         if name in inputs:
             out.add(name)
         node = producer.get(name)
-        # Shape reads only the static shape of its input, never its value
-        if node is not None and node.op_type != "Shape":
+        # Shape and Size read only the static shape of their input, never its value
+        if node is not None and node.op_type not in ("Shape", "Size"):
             todo.extend(i for i in node.input if i)
     return out

@@ -380,11 +380,4 @@ def _constant(cx, ins, attrs):
     raise Unsupported("the Constant node has no value")
 
 
-@converter("Shape", attrs=("start", "end"))
-def _shape(cx, ins, attrs):
-    shape = ins[0].shape
-    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
-    return Constant(np.asarray(shape[start:end], np.int64))
-
-
 __all__ = ["CONVERTERS", "Converter", "converter", "static_problems"]

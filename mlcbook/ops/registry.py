@@ -55,6 +55,9 @@ class Op:
     #: the output is the input's memory reinterpreted (reshape, flatten, ...): an executable
     #: gives it no kernel, only a view of its input
     is_view: bool = False
+    #: the output depends on the input's type (shape, dtype) only, never on its values
+    #: (shape, size): constant folding evaluates it even when the input is not a constant
+    reads_type_only: bool = False
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
         """``attrs`` with defaults filled in; unknown or missing attributes raise."""
@@ -99,12 +102,12 @@ _REGISTRY: dict[str, Op] = {}
 
 
 def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
-             doc: str = "", is_view: bool = False) -> Op:
+             doc: str = "", is_view: bool = False, reads_type_only: bool = False) -> Op:
     """Add an op to the registry (re-registering a name is an error: names are global)."""
     if name in _REGISTRY:
         raise GraphError(f"op {name!r} is already registered; pick another name")
     op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc,
-            is_view=is_view)
+            is_view=is_view, reads_type_only=reads_type_only)
     _REGISTRY[name] = op
     return op
 

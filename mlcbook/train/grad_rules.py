@@ -363,3 +363,16 @@ def _gather(c, g):
 
 
 __all__: list[str] = []
+
+
+# --- ops whose value never depends on input values: no gradient flows -------------------------
+@register_gradient("shape")
+@register_gradient("size")
+def _type_only(c, g):
+    return (None,)
+
+
+@register_gradient("constant_of_shape")
+@register_gradient("range")
+def _no_inputs(c, g):
+    return ()

@@ -290,11 +290,21 @@ def test_full_reduction_to_a_0d_tensor():
     check(compiled([x], out, [a]), a.astype("float64").sum(), SUMS)
 
 
+def test_lrn_sums_squares_over_neighbouring_channels_that_exist():
+    x = te.placeholder((2, 5, 3, 3), name="x")
+    a = randn(2, 5, 3, 3)
+    a64 = a.astype("float64")
+    sq = np.stack([(a64[:, max(0, c - 1):c + 2] ** 2).sum(axis=1) for c in range(5)], axis=1)
+    check(compiled([x], ops.lrn(x, size=3, alpha=0.3, beta=0.75, bias=2.0), [a]),
+          a64 / (2.0 + 0.1 * sq) ** 0.75, SUMS)
+
+
 def test_every_operator_is_covered():
     covered = set(UNARY) | set(BINARY) | {
         "cast", "clip", "bias_add", "matmul", "batch_matmul", "conv2d", "max_pool2d",
         "avg_pool2d", "softmax", "layer_norm", "transpose", "reshape", "pad", "sum",
         "mean", "max", "min", "leaky_relu", "gelu", "equal", "less",
         "greater", "where", "div", "gemm", "conv", "max_pool", "avg_pool",
-        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather"}
+        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather",
+        "lrn"}
     assert set(ops.__all__) <= covered, set(ops.__all__) - covered

@@ -50,3 +50,32 @@ def test_node_case_compiled(case):
     if result.status == "skip":
         pytest.skip(result.reason)
     assert result.status == "pass", result.reason
+
+
+MODEL_CASES = [c for suite in conformance.MODEL_SUITES for c in conformance.model_tests(suite)]
+
+
+@pytest.mark.parametrize("case", MODEL_CASES, ids=[f"{c.kind}-{c.name}" for c in MODEL_CASES])
+def test_pytorch_model_case_with_reference_evaluator(case):
+    result = conformance.run_case(case, "interpret")
+    if result.status == "skip":
+        pytest.skip(result.reason)
+    assert result.status == "pass", result.reason
+
+
+def test_onnxruntime_runner_passes_a_case_and_fails_a_wrong_expectation():
+    import dataclasses
+
+    import numpy as np
+    case = next(c for c in conformance.node_tests() if c.name == "test_relu")
+    assert conformance.run_case_onnxruntime(case).status == "pass"
+    (ins, outs), = case.data_sets
+    wrong = dataclasses.replace(case, data_sets=[(ins, [np.asarray(outs[0]) + 1])])
+    result = conformance.run_case_onnxruntime(wrong)
+    assert result.status == "fail" and "output 0" in result.reason
+
+
+def test_suite_rate_counts_every_case_of_the_suite():
+    passed, total = conformance.suite_rate("pytorch-operator")
+    assert total == len(conformance.model_tests("pytorch-operator")) == 35
+    assert 0 < passed <= total

@@ -126,13 +126,6 @@ def test_unreadable_file(tmp_path):
         mb.from_onnx(str(tmp_path / "none.onnx"))
 
 
-def test_old_opset_is_rejected_with_the_fix():
-    node = helper.make_node("Relu", ["x"], ["y"])
-    model = make([node], [vi("x", [2])], [vi("y", [2])], opset=11)
-    with pytest.raises(UnsupportedModelError, match="convert_version"):
-        mb.from_onnx(model)
-
-
 def test_opset_differences_split_reduce_clip():
     # opset 13: Split sizes and ReduceSum axes are inputs; opset 18: num_outputs
     for opset in (13, 18):

@@ -43,6 +43,13 @@ CASES = [
     ("pad", [T((3, 4))], {"pads": (2, 1, 1, 2), "mode": "reflect"}),
     ("pad", [T((3, 4))], {"pads": (1, -1, 0, 3), "value": 7.0}),
     ("reshape", [T((2, 6))], {"shape": (3, -1)}),
+    ("lrn", [T((2, 7, 3, 3))], {"size": 3, "alpha": 0.01, "beta": 0.75, "bias": 2.0}),
+    ("lrn", [T((1, 5, 4))], {"size": 4}),
+    ("shape", [T((2, 3, 4))], {"start": 1}),
+    ("size", [T((2, 3))], {}),
+    ("constant_of_shape", [], {"shape": (2, 3), "value": 1.5}),
+    ("range", [], {"start": 1, "limit": 10, "delta": 3, "dtype": "int64"}),
+    ("range", [], {"start": 1.0, "limit": 2.0, "delta": 0.25, "dtype": "float32"}),
 ]
 
 

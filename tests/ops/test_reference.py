@@ -5,7 +5,7 @@ import numpy as np
 
 import pytest
 
-from mlcbook.errors import OpShapeError
+from mlcbook.errors import OpAttributeError, OpShapeError
 from mlcbook.ops import get
 from mlcbook.ops.linalg import pack_panels
 
@@ -103,3 +103,22 @@ def test_pack_panels_puts_each_panels_columns_together():
                                                       [[3, 4, 5], [9, 10, 11]]])
     with pytest.raises(OpShapeError, match="6 columns do not split into panels of 4"):
         pack_panels(b, 4)
+
+
+def test_lrn_matches_the_onnx_formula_at_the_channel_edges():
+    x = np.arange(1, 9, dtype="float32").reshape(1, 4, 2, 1)
+    got = get("lrn").reference(x, size=3, alpha=0.3, beta=0.5, bias=1.0)
+    sq = x.astype(np.float64) ** 2
+    # channel 0 sees channels 0 and 1 (size 3, one before and one after); channel 3 sees 2, 3
+    want0 = x[0, 0] / np.sqrt(1.0 + 0.1 * (sq[0, 0] + sq[0, 1]))
+    want3 = x[0, 3] / np.sqrt(1.0 + 0.1 * (sq[0, 2] + sq[0, 3]))
+    np.testing.assert_allclose(got[0, 0], want0, rtol=1e-6)
+    np.testing.assert_allclose(got[0, 3], want3, rtol=1e-6)
+
+
+def test_range_counts_up_and_down_and_rejects_a_zero_step():
+    assert get("range").reference(10, 4, -3, "int32").tolist() == [10, 7]
+    assert get("range").infer_type([], {"start": 0, "limit": 5, "delta": 2,
+                                            "dtype": "int64"}).shape == (3,)
+    with pytest.raises(OpAttributeError, match="delta=0"):
+        get("range").infer_type([], {"start": 0, "limit": 5, "delta": 0, "dtype": "int64"})

@@ -3,7 +3,9 @@
 * :func:`fold_constants` evaluates every op call whose inputs are all constants (with the
   op's numpy reference, the same semantics a compiled kernel must have) and puts the result
   in its place. A weight stored transposed, a shape computed by ``shape``/``concat``
-  arithmetic, a scale multiplied into a bias: all become plain constants.
+  arithmetic, a scale multiplied into a bias: all become plain constants. An op that reads
+  only its input's type (``shape``, ``size``: ``Op.reads_type_only``) folds whatever its
+  input is, and an op without inputs (``constant_of_shape``, ``range``) always folds.
 * :func:`fold_batch_norm` rewrites inference BatchNormalization, whose statistics are
   constants, as a per-channel scale and shift, and moves both into the weights and bias of
   the convolution before it when nothing else reads that convolution.
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops import get as get_op
 from ...ops.types import Attrs, TupleType
-from ..expr import Call, Constant, Function, Tuple, children, post_order
+from ..expr import Call, Constant, Expr, Function, Tuple, children, post_order
 from ..functor import ExprMutator
 from ..interpret import evaluate
 
@@ -38,7 +41,12 @@ class _FoldConstants(ExprMutator):
 
     def visit_Call(self, call: Call):
         new = self.generic_visit(call)
-        if not new.args or not all(isinstance(a, Constant) for a in new.args):
+        op = get_op(new.op)
+        if op.reads_type_only:
+            # a zero-strided stand-in of the input's shape and dtype: the values are never read
+            args = [np.broadcast_to(np.zeros((), a.type.dtype), a.type.shape) for a in new.args]
+            return Constant(op.reference(*args, **dict(new.attrs)))
+        if not all(isinstance(a, Constant) for a in new.args):
             return new
         value = evaluate(Function((), new, "fold"), [])
         if isinstance(new.type, TupleType):
@@ -57,6 +65,14 @@ class _FoldConstants(ExprMutator):
 def fold_constants(func: Function) -> Function:
     """``func`` with every op call whose arguments are all constants replaced by its value."""
     return _FoldConstants(use_counts(func)).visit_function(func)
+
+
+def fold_expr(expr: Expr) -> Expr:
+    """:func:`fold_constants` on one expression (a graph being built, say by an importer)::
+
+        fold_expr(Call("shape", (x,)))     # Constant([2, 3, 4]) when x is (2, 3, 4)
+    """
+    return _FoldConstants({}).visit(expr)
 
 
 def _bn_scale_shift(bn: Call) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 2-D forms of ``conv``/``max_pool``/``avg_pool`` with PyTorch-style arguments. Families:
 elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
-pooling), normalization (softmax, log_softmax, layer_norm, batch_norm), transform
+pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather) and reduce (sum, mean, max, min).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
@@ -28,6 +28,7 @@ from .elementwise import (abs, add, cast, ceil, clip, div, equal, erf, exp, floo
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
+from .lrn import lrn
 from .normalization import batch_norm, layer_norm, log_softmax, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
@@ -37,7 +38,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "reciprocal", "relu", "rsqrt", "sigmoid", "sqrt", "sub", "tanh", "where",
            "batch_matmul", "gemm", "matmul", "avg_pool", "avg_pool2d", "bias_add", "conv",
            "conv2d", "global_avg_pool", "max_pool", "max_pool2d", "batch_norm", "layer_norm",
-           "log_softmax", "softmax", "max", "mean", "min", "sum", "concat", "gather", "pad",
+           "log_softmax", "softmax", "lrn", "max", "mean", "min", "sum", "concat", "gather", "pad",
            "reshape", "slice", "split", "transpose"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)

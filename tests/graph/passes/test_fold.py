@@ -85,3 +85,15 @@ def test_fold_batch_norm_keeps_a_conv_that_something_else_reads():
     a = rng.standard_normal((1, 2, 5, 5)).astype("float32")
     np.testing.assert_allclose(mb.graph.interpret(g, a), mb.graph.interpret(f, a), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_fold_constants_folds_shape_of_a_variable_and_calls_without_inputs():
+    x = Var("x", mb.graph.TensorType((2, 3, 4)))
+    target = op.concat(op.shape(x, end=1), Constant(np.array([-1], "int64")), axis=0)
+    fill = op.constant_of_shape(shape=(2, 12), value=0.5)
+    f = Function([x], op.add(op.reshape(x, shape=(2, 12)), fill))
+    g = fold_constants(Function([x], target))
+    assert isinstance(g.body, Constant) and g.body.data.tolist() == [2, -1]
+    h = fold_constants(f)
+    assert _calls(h) == ["reshape", "add"]
+    assert h.body.args[1].data.tolist() == [[0.5] * 12] * 2

@@ -1,0 +1,91 @@
+"""Converters for the ops real exported models lean on beyond the core set: inference-time
+``Dropout``, variadic ``Sum``, ``LRN``, and the constant-producing and
+shape-reading ops ``ConstantOfShape``, ``Shape``, ``Size`` and ``Range``.
+
+The last four become calls of the graph ops of :mod:`mlcbook.ops.shape`; the importer folds
+them with the graph's constant folding as it binds each value, so a ``Reshape`` whose target
+shape is computed by ``Shape -> Gather -> Concat`` sees a constant, and weights produced by
+``ConstantOfShape`` (as in onnx's model-zoo test models) are constants.
+
+    >>> CONVERTERS["ConstantOfShape"].static_inputs
+    (0,)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx import Unsupported, onnx_dtype
+from .onnx_ops import CONVERTERS, converter
+
+
+@converter("Dropout", attrs=("ratio", "seed", "is_test"), static=(2,), outputs=2)
+def _dropout(cx, ins, attrs):
+    training = cx.static(2, "training_mode")
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]):
+        raise Unsupported("training_mode=True is not supported (models are imported for "
+                          "inference, where Dropout passes its input through)")
+    x = ins[0]
+    outs = [x]
+    if len(cx.node.output) > 1 and cx.node.output[1]:
+        # in inference every element is kept: the mask is all True
+        outs.append(cx.call("constant_of_shape", suffix="_mask", shape=x.shape, value=True,
+                            dtype="bool"))
+    return outs
+
+
+@converter("Sum")
+def _sum(cx, ins, attrs):
+    acc = ins[0]
+    for k, x in enumerate(ins[1:]):
+        last = k == len(ins) - 2
+        acc = cx.call("add", acc, x, suffix="" if last else f"_{k}")
+    return acc
+
+
+@converter("LRN", attrs=("alpha", "beta", "bias", "size"))
+def _lrn(cx, ins, attrs):
+    return cx.call("lrn", ins[0], size=attrs["size"], alpha=attrs.get("alpha", 1e-4),
+                   beta=attrs.get("beta", 0.75), bias=attrs.get("bias", 1.0))
+
+
+@converter("ConstantOfShape", attrs=("value",), static=(0,))
+def _constant_of_shape(cx, ins, attrs):
+    from onnx import numpy_helper
+    shape = tuple(int(s) for s in cx.static(0, "shape").reshape(-1))
+    if "value" in attrs:
+        dtype = onnx_dtype(attrs["value"].data_type, "the value")
+        value = numpy_helper.to_array(attrs["value"]).reshape(-1)[0].item()
+    else:
+        dtype, value = "float32", 0.0
+    return cx.call("constant_of_shape", shape=shape, value=value, dtype=dtype)
+
+
+@converter("Shape", attrs=("start", "end"))
+def _shape(cx, ins, attrs):
+    return cx.call("shape", ins[0], start=attrs.get("start", 0), end=attrs.get("end"))
+
+
+@converter("Size")
+def _size(cx, ins, attrs):
+    return cx.call("size", ins[0])
+
+
+def _scalar(cx, index: int, what: str):
+    v = cx.static(index, what)
+    if v.size != 1:
+        raise Unsupported(f"{what} must be a scalar, got shape {v.shape}")
+    return v.reshape(()).item(), v.dtype.name
+
+
+@converter("Range", static=(0, 1, 2))
+def _range(cx, ins, attrs):
+    (start, dtype), (limit, _), (delta, _) = (_scalar(cx, k, w) for k, w in
+                                              enumerate(("start", "limit", "delta")))
+    if dtype not in ("float32", "float64", "int32", "int64"):
+        raise Unsupported(f"start has dtype {dtype}; mlcbook's Range takes float32, float64, "
+                          "int32 or int64")
+    return cx.call("range", start=start, limit=limit, delta=delta, dtype=dtype)
+
+
+__all__ = ["CONVERTERS"]
