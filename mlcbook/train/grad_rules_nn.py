@@ -234,3 +234,33 @@ def _layer_norm(c, g):
 
 
 __all__: list[str] = []
+
+
+def _channel_window_sum(z: Expr, before: int, after: int) -> Expr:
+    """``out[:, c] = sum(z[:, c - before : c + after + 1])`` (channels outside count 0)."""
+    channels = z.shape[1]
+    padded = pad_axis(z, 1, before, after)
+    total = None
+    for k in range(before + after + 1):
+        part = call("slice", padded, starts=(k,), ends=(k + channels,), axes=(1,))
+        total = part if total is None else call("add", total, part)
+    return total
+
+
+@register_gradient("lrn")
+def _lrn(c, g):
+    # y = x * d**-beta with d = bias + alpha/size * (window sum of x**2 over [c-lo, c+hi]);
+    # dx_j = g_j d_j**-beta - 2 alpha beta / size * x_j * sum over the windows that hold j
+    # (channels [j-hi, j+lo]) of g * x * d**(-beta-1)
+    x = c.args[0]
+    size, alpha, beta, bias = (c.attrs["size"], c.attrs["alpha"], c.attrs["beta"],
+                               c.attrs["bias"])
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    dt = x.dtype
+    d = call("add", call("mul", _channel_window_sum(call("mul", x, x), lo, hi),
+                         scalar(alpha / size, dt)), scalar(bias, dt))
+    direct = call("mul", g, call("pow", d, scalar(-beta, dt)))
+    inner = call("mul", call("mul", g, x), call("pow", d, scalar(-beta - 1, dt)))
+    spread = call("mul", call("mul", x, _channel_window_sum(inner, hi, lo)),
+                  scalar(-2 * alpha * beta / size, dt))
+    return (call("add", direct, spread),)

@@ -220,3 +220,10 @@ def test_blocked_layout_ops_have_the_gradients_of_the_plain_layout():
     check(lambda v: op.from_blocked(v), {"x": rng.standard_normal((1, 2, 3, 3, 8))})
     check(lambda a, b: op.conv_nchwc(op.to_blocked(a, block=8), b, pads=(1, 0, 1, 2),
                                      strides=(2, 1)), {"x": x, "w": w})
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_lrn_gradient(size):
+    rng = np.random.default_rng(size)
+    check(lambda v: op.lrn(v, size=size, alpha=0.3, beta=0.75, bias=1.5),
+          {"x": rng.standard_normal((2, 6, 3, 2))})
