@@ -8,7 +8,7 @@ import numpy as np
 import mlcbook as mb
 from mlcbook.graph.expr import Call, Constant, Function, Var
 from mlcbook.ops.types import Attrs, TensorType
-from mlcbook.train.rewrite.transport import SetWeights, weight_arrays
+from mlcbook.train.rewrite.transport import SetWeights, weight_arrays, with_weights
 
 
 def to64(func: Function) -> Function:
@@ -84,3 +84,51 @@ def inputs(func: Function, seed=0):
 
 def run(func: Function, x):
     return mb.graph.interpret(func, x)
+
+
+LABELS_SEED = 7
+
+
+def labels(func: Function):
+    n = func.params[0].type.shape[0]
+    return np.random.default_rng(LABELS_SEED).integers(0, func.ret_type.shape[1], n)
+
+
+def gradients(func: Function, x) -> dict:
+    """d cross_entropy / d every weight, by the library's autodiff, in float64."""
+    y = Var("labels", TensorType(func.ret_type.shape[:1], "int64"))
+    loss = Function(func.params + (y,), mb.train.cross_entropy(func.body, y), "loss")
+    names = list(func.weights)
+    out = mb.graph.interpret(mb.train.grad(loss, names), x, labels(func))
+    return dict(zip(names, out[1:]))
+
+
+def fresh_state(func: Function, optimizer) -> dict:
+    state = {}
+    for k, c in func.weights.items():
+        for slot, v in optimizer.init_state(np.array(c.data)).items():
+            state[f"{k}.{slot}"] = v
+    return state
+
+
+def step(func: Function, optimizer, state: dict, x, lr=0.1):
+    """One optimizer step of ``func`` by the library's compiled-step graph, interpreted:
+    (new weights, new state)."""
+    ts = mb.train.build_step(func, "cross_entropy", optimizer)
+    feed = {"input": x, "labels": labels(func), "lr": np.float64(lr)}
+    feed.update(weight_arrays(func))
+    feed.update(state)
+    outs = mb.graph.interpret(ts.function, **feed)
+    n = len(ts.params)
+    names = [v.name for v in ts.function.params[len(ts.data_inputs) + 2 + n:]]
+    return dict(zip(ts.params, outs[1:1 + n])), dict(zip(names, outs[1 + n:]))
+
+
+def trained_state(func: Function, optimizer, x, steps=3):
+    """Optimizer state after a few steps on ``x`` (so moments are not zero)."""
+    state = fresh_state(func, optimizer)
+    f = func
+    for _ in range(steps):
+        w, state = step(f, optimizer, state, x)
+        f = with_weights(f, w)
+    return f, state
