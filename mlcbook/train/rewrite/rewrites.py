@@ -72,6 +72,7 @@ def _apply(func: Function, umap: UnitMap, state, noise: float, seed) -> tuple[Fu
 def _zero_sum_noise(a, s, umap: UnitMap, scale, rng):
     """Add noise to the replicas' slices of ``a`` that sums to zero over each unit's
     replicas (so their total, the old outgoing weight, is unchanged)."""
+    dtype = a.dtype
     a = np.array(a, dtype=np.float64)
     moved = np.moveaxis(a, s.axis, 0)
     sd = float(moved.std()) or 1.0
@@ -81,7 +82,7 @@ def _zero_sum_noise(a, s, umap: UnitMap, scale, rng):
         eps = rng.standard_normal((len(reps),) + moved[rows[0]].shape) * scale * sd
         eps -= eps.mean(axis=0, keepdims=True)
         moved[rows] += eps
-    return np.moveaxis(moved, 0, s.axis)
+    return np.moveaxis(moved, 0, s.axis).astype(dtype)
 
 
 def _check_norms(func: Function, group, umap: UnitMap) -> str:
