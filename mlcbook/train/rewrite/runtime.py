@@ -39,6 +39,9 @@ class Runtime:
         self.losses: list[float] = []
         self.widths: list[int] = []
         self._pending: dict | None = None
+        # the compiled step of every structure this run has had, by its IR (a rollback to
+        # a structure seen before rebinds its trainer instead of building a new one)
+        self.compiled: dict[int, Trainer] = {id(trainer.model_ir): trainer}
 
     # --- the loop --------------------------------------------------------------------------
     @property
@@ -89,6 +92,7 @@ class Runtime:
         new.load_state_dict({"step": old.step_count, "params": new.params, "state": r.state,
                              "data": None})
         self.trainer = new
+        self.compiled[id(new.model_ir)] = new
         rec = self.record(event, action=r.kind, observed=observed, **r.summary(model),
                           recompile_seconds=round(time.perf_counter() - t0, 3))
         self._pending = rec
@@ -106,7 +110,8 @@ class Runtime:
         """Continue from ``snap`` (default: the newest), skipping the next ``skip`` batches."""
         snap = snap or self.ring.latest()
         at = self.step_count
-        self.trainer = snap.restore(self.trainer)
+        self.trainer = snap.restore(self.trainer, self.compiled)
+        self.compiled[id(self.trainer.model_ir)] = self.trainer
         for _ in range(skip):
             self.trainer.data.next()
         self.record(event, action="restore", restored_step=snap.step, from_step=at,

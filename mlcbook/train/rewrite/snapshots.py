@@ -33,12 +33,14 @@ class Snapshot:
     def of(trainer: Trainer) -> "Snapshot":
         return Snapshot(trainer.model_ir, copy.deepcopy(trainer.state_dict()))
 
-    def restore(self, trainer: Trainer) -> Trainer:
+    def restore(self, trainer: Trainer, compiled: dict | None = None) -> Trainer:
         """A trainer continuing from this snapshot: ``trainer`` itself if it has the same
-        structure, else a new one compiled from the snapshot's IR (its kernels come from
-        the compile cache when that structure was compiled before)."""
+        structure, else the one in ``compiled`` (``{id(model IR): trainer}``) for the
+        snapshot's IR, else a new one compiled from it (its kernels come from the compile
+        cache when that structure was compiled before)."""
         if trainer.model_ir is not self.model:
-            trainer = Trainer(self.model, trainer.loss, trainer.optimizer, trainer.data)
+            trainer = (compiled or {}).get(id(self.model)) or \
+                Trainer(self.model, trainer.loss, trainer.optimizer, trainer.data)
         trainer.load_state_dict(copy.deepcopy(self.state))
         return trainer
 
