@@ -241,6 +241,12 @@ class NoGradientError(TrainingError):
     code = "MLC-D002"
 
 
+class RewriteError(TrainingError):
+    """A structural rewrite of a training model cannot be applied as asked."""
+
+    code = "MLC-D003"
+
+
 # --- grading and the book (B) --------------------------------------------------------------
 class GradingError(MLCError):
     code = "MLC-B001"

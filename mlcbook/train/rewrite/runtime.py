@@ -1,0 +1,139 @@
+"""The training-aware runtime: train, observe, and at discrete points pause, rewrite the
+model's IR, rebind the optimizer state, recompile and resume.
+
+    >>> rt = Runtime(trainer, policies=[GrowOnPlateau("fc1", max_width=64)],
+    ...              snapshot_every=50)
+    >>> losses = rt.run(600)
+    >>> rt.log                 # one record per decision: what was seen, what changed
+
+Recompiling builds a new step for the rewritten IR; ``mb.compile`` caches kernels by the
+structural hash of their loop IR, so only kernels whose shapes changed are compiled anew.
+:meth:`Runtime.restore` rolls back to a snapshot bit for bit (optionally skipping the
+batches since it); :meth:`Runtime.fork` runs branches from one snapshot and keeps the best.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from ..trainer import Trainer
+from .observers import LossStats
+from .rewrites import Rewritten
+from .snapshots import Snapshot, SnapshotRing
+from .transport import parameter_count
+
+
+class Runtime:
+    """Runs ``trainer`` (its ``data`` set) under ``policies`` (objects with
+    ``step(runtime, loss) -> None``), keeping a ring of snapshots and a decision log."""
+
+    def __init__(self, trainer: Trainer, policies=(), ring: int = 4,
+                 snapshot_every: int | None = None):
+        self.trainer, self.policies = trainer, list(policies)
+        self.ring, self.snapshot_every = SnapshotRing(ring), snapshot_every
+        self.loss_stats = LossStats()
+        self.log: list[dict] = []
+        self.losses: list[float] = []
+        self.widths: list[int] = []
+        self._pending: dict | None = None
+        # the compiled step of every structure this run has had, by its IR (a rollback to
+        # a structure seen before rebinds its trainer instead of building a new one)
+        self.compiled: dict[int, Trainer] = {id(trainer.model_ir): trainer}
+
+    # --- the loop --------------------------------------------------------------------------
+    @property
+    def step_count(self) -> int:
+        return self.trainer.step_count
+
+    @property
+    def epoch(self) -> int:
+        return self.trainer.data.epoch
+
+    def run(self, steps: int) -> list[float]:
+        """``steps`` training steps, consulting the policies after each; the losses."""
+        out = []
+        for _ in range(steps):
+            if self.snapshot_every and self.step_count % self.snapshot_every == 0:
+                self.snapshot()
+            loss = self.trainer.step(*self.trainer.data.next())
+            if self._pending is not None:
+                self._pending["loss_after"] = loss
+                self._pending = None
+            self.loss_stats.update(loss)
+            self.losses.append(loss)
+            self.widths.append(parameter_count(self.trainer.model_ir))
+            out.append(loss)
+            for policy in self.policies:
+                policy.step(self, loss)
+        return out
+
+    def record(self, event: str, **fields) -> dict:
+        """Append a decision record (step, event, the loss statistics, ``fields``)."""
+        rec = {"step": self.step_count, "event": event, **self.loss_stats.summary(), **fields}
+        self.log.append(rec)
+        return rec
+
+    # --- rewriting -------------------------------------------------------------------------
+    def current_model(self):
+        """The model's IR with the current parameters as its weights."""
+        return self.trainer.model()
+
+    def apply(self, rewrite: Callable[..., Rewritten], event: str = "manual", **observed):
+        """Pause, rewrite the current model (``rewrite(model, state=...) -> Rewritten``),
+        rebind the transported optimizer state, recompile, resume."""
+        old = self.trainer
+        model = old.model()
+        r = rewrite(model, state=old.state)
+        t0 = time.perf_counter()
+        new = Trainer(r.model, old.loss, old.optimizer, old.data)
+        new.load_state_dict({"step": old.step_count, "params": new.params, "state": r.state,
+                             "data": None})
+        self.trainer = new
+        self.compiled[id(new.model_ir)] = new
+        rec = self.record(event, action=r.kind, observed=observed, **r.summary(model),
+                          recompile_seconds=round(time.perf_counter() - t0, 3))
+        self._pending = rec
+        return r
+
+    # --- snapshots -------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Take a snapshot of the run now and keep it in the ring."""
+        snap = Snapshot.of(self.trainer)
+        self.ring.push(snap)
+        return snap
+
+    def restore(self, snap: Snapshot | None = None, skip: int = 0, event: str = "rollback",
+                **observed) -> None:
+        """Continue from ``snap`` (default: the newest), skipping the next ``skip`` batches."""
+        snap = snap or self.ring.latest()
+        at = self.step_count
+        self.trainer = snap.restore(self.trainer, self.compiled)
+        self.compiled[id(self.trainer.model_ir)] = self.trainer
+        for _ in range(skip):
+            self.trainer.data.next()
+        self.record(event, action="restore", restored_step=snap.step, from_step=at,
+                    skipped_batches=skip, observed=observed)
+
+    def fork(self, branches: dict[str, Callable[["Runtime"], None]], steps: int,
+             score: Callable[["Runtime", list[float]], float] | None = None) -> str:
+        """Run each branch (a function that changes the runtime, e.g. applies a rewrite) for
+        ``steps`` steps from the same snapshot, on the same batches; keep the best (lowest
+        ``score``; default the mean loss of the last half) and return its name."""
+        start = self.snapshot()
+        score = score or (lambda rt, losses: float(np.mean(losses[len(losses) // 2:])))
+        results = {}
+        for name, setup in branches.items():
+            self.restore(start, event="fork", branch=name)
+            setup(self)
+            losses = self.run(steps)
+            results[name] = (score(self, losses), self.snapshot())
+        best = min(results, key=lambda k: results[k][0])
+        self.restore(results[best][1], event="keep",
+                     scores={k: v[0] for k, v in results.items()}, kept=best)
+        return best
+
+
+__all__ = ["Runtime"]

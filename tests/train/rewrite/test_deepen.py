@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import RewriteError
+from mlcbook.train.rewrite import deepen
+
+from . import _models as M
+
+
+@pytest.mark.parametrize("make,at", [(M.mlp, "relu1"), (M.residual, "res"), (M.mlp, "fc3")])
+def test_deepen_keeps_the_outputs(make, at):
+    f = make()
+    x = M.inputs(f)
+    r = deepen(f, at, hidden=4)
+    assert r.tag == "exact" and len(r.model.weights) == len(f.weights) + 4
+    np.testing.assert_allclose(M.run(r.model, x), M.run(f, x), rtol=0, atol=1e-10)
+
+
+def test_old_gradients_are_unchanged_and_only_the_zero_layer_learns_first():
+    f = M.mlp()
+    x = M.inputs(f)
+    r = deepen(f, "relu1")
+    new, old = M.gradients(r.model, x), M.gradients(f, x)
+    for k in old:
+        np.testing.assert_allclose(new[k], old[k], rtol=0, atol=1e-10, err_msg=k)
+    assert np.abs(new["relu1.res.b.weight"]).max() > 0
+    assert np.abs(new["relu1.res.a.weight"]).max() == 0
+
+
+def test_new_parameters_get_fresh_state_and_old_state_steps_as_before():
+    opt = mb.train.Adam(lr=0.01)
+    f0 = M.mlp()
+    x = M.inputs(f0)
+    f, state = M.trained_state(f0, opt, x)
+    r = deepen(f, "relu2", state=state)
+    assert r.state["relu2.res.b.weight.step"] == 0 and r.state["fc1.weight.step"] == 3
+    assert not r.state["relu2.res.b.weight.m"].any()
+    w_new, s_new = M.step(r.model, opt, r.state, x)
+    w_old, s_old = M.step(f, opt, state, x)
+    for k in w_old:
+        np.testing.assert_allclose(w_new[k], w_old[k], rtol=0, atol=1e-10, err_msg=k)
+    for k in s_old:
+        np.testing.assert_allclose(s_new[k], s_old[k], rtol=0, atol=1e-10, err_msg=k)
+
+
+def test_deepen_at_unknown_call():
+    with pytest.raises(RewriteError, match="no call 'nope'"):
+        deepen(M.mlp(), "nope")
+
+
+def test_deepen_needs_a_2d_value():
+    with pytest.raises(RewriteError, match="2-d"):
+        deepen(M.cnn(), "relu1")
