@@ -71,6 +71,10 @@ def _guard_dtype(fn):
     return wrapped
 
 
+#: public name of the dtype guard, for the converter modules beside this one
+guard_dtype = _guard_dtype
+
+
 # --- elementwise ---------------------------------------------------------------------------------
 _UNARY = {"Neg": "neg", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
           "Reciprocal": "reciprocal", "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh",
@@ -387,4 +391,4 @@ def _shape(cx, ins, attrs):
     return Constant(np.asarray(shape[start:end], np.int64))
 
 
-__all__ = ["CONVERTERS", "Converter", "converter", "static_problems"]
+__all__ = ["CONVERTERS", "Converter", "converter", "guard_dtype", "static_problems"]

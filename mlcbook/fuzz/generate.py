@@ -184,8 +184,8 @@ def _reduce(b: _Builder):
     if op in ("ReduceLogSumExp", "ReduceProd", "ReduceSumSquare") and not x.bounded:
         op = "ReduceMax"
     nd = len(x.shape)
-    axes = sorted(set(int(a) for a in b.rng.integers(-nd, nd, int(b.rng.integers(1, nd + 1)))))
-    norm = {a % nd for a in axes}
+    norm = {int(a) for a in b.rng.choice(nd, int(b.rng.integers(1, nd + 1)), replace=False)}
+    axes = sorted(a - nd if b.rng.random() < 0.5 else a for a in norm)
     if op == "ReduceProd" and np.prod([x.shape[a] for a in norm]) > 8:
         op = "ReduceMean"
     keep = int(b.rng.integers(0, 2))

@@ -71,3 +71,13 @@ def _pad(ins, attrs, out_type):
     x, pads = ins[0], attrs["pads"]
     widths = [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)]
     return T.pad(x, widths, attrs["value"], attrs["mode"], name="pad")
+
+
+#: the ONNX operator set's elementwise ops, also computed by their te.ops namesakes
+_SAME_ELEMENTWISE = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor",
+                     "ceil", "round", "softplus", "softsign", "mish", "hard_swish", "elu",
+                     "selu", "celu", "hard_sigmoid", "thresholded_relu", "shrink", "sign",
+                     "isnan", "isinf", "logical_not", "greater_equal", "less_equal",
+                     "logical_and", "logical_or", "logical_xor", "prelu", "mod")
+for _op in _SAME_ELEMENTWISE:
+    _same(_op)
