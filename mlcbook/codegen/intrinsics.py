@@ -15,7 +15,8 @@ from .llvm_types import I32, reg_type
 _INTRINSIC = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "pow": "llvm.pow",
               "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven",
               "sin": "llvm.sin", "cos": "llvm.cos"}
-_LIBM = {n: (n + "f", n) for n in ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh")}
+_LIBM = {n: (n + "f", n) for n in ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                     "asinh", "acosh", "atanh")}
 
 
 def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:

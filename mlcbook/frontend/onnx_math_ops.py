@@ -16,12 +16,13 @@ from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 #: ONNX op -> (graph op, {ONNX attribute: graph attribute})
 _UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
-          "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Floor": "floor", "Ceil": "ceil",
+          "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh",
+          "Atanh": "atanh", "Swish": "swish", "Floor": "floor", "Ceil": "ceil",
           "Round": "round", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
           "HardSwish": "hard_swish", "Sign": "sign", "IsNaN": "isnan", "Not": "logical_not",
           "Elu": "elu", "Selu": "selu", "Celu": "celu", "HardSigmoid": "hard_sigmoid",
           "ThresholdedRelu": "thresholded_relu", "Shrink": "shrink", "IsInf": "isinf"}
-_ATTRS = {"Elu": ("alpha",), "Selu": ("alpha", "gamma"), "Celu": ("alpha",),
+_ATTRS = {"Elu": ("alpha",), "Swish": ("alpha",), "Selu": ("alpha", "gamma"), "Celu": ("alpha",),
           "HardSigmoid": ("alpha", "beta"), "ThresholdedRelu": ("alpha",),
           "Shrink": ("bias", "lambd"), "IsInf": ("detect_negative", "detect_positive")}
 _BINARY = {"GreaterOrEqual": "greater_equal", "LessOrEqual": "less_equal",

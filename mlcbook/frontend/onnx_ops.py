@@ -193,6 +193,10 @@ def _window(x: Expr, attrs: dict, kernel) -> dict:
     return {"strides": strides, "dilations": dilations, "pads": pads}
 
 
+#: public name of the window attributes' reading, for the converter modules beside this one
+pool_window = _window
+
+
 @converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
            check=_check_auto_pad)
 @_guard_dtype
@@ -391,4 +395,5 @@ def _shape(cx, ins, attrs):
     return Constant(np.asarray(shape[start:end], np.int64))
 
 
-__all__ = ["CONVERTERS", "Converter", "converter", "guard_dtype", "static_problems"]
+__all__ = ["CONVERTERS", "Converter", "converter", "guard_dtype", "pool_window",
+           "static_problems"]

@@ -174,11 +174,14 @@ def _f64(fn):
 for _name, _fn in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin),
                    ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh),
                    ("cosh", np.cosh), ("floor", np.floor), ("ceil", np.ceil),
-                   ("round", np.round)):
+                   ("round", np.round), ("asinh", np.arcsinh), ("acosh", np.arccosh),
+                   ("atanh", np.arctanh)):
     _unary(_name, _f64(_fn), doc=f"numpy.{_fn.__name__}(x)")
 _unary("softplus", _f64(lambda x: np.logaddexp(0, x)), doc="log(1 + exp(x))")
 _unary("softsign", _f64(lambda x: x / (1 + np.abs(x))), doc="x / (1 + |x|)")
 _unary("mish", _f64(lambda x: x * np.tanh(np.logaddexp(0, x))), doc="x * tanh(softplus(x))")
+_unary("swish", _f64(lambda x, alpha: x / (1 + np.exp(-alpha * x))), attrs={"alpha": 1.0},
+       doc="x * sigmoid(alpha * x)")
 _unary("hard_swish", _f64(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)), doc="x * hard_sigmoid(x)")
 _unary("elu", _f64(lambda x, alpha: np.where(x < 0, _expm1_scaled(x, alpha), x)),
        attrs={"alpha": 1.0}, doc="x if x >= 0 else alpha * (exp(x) - 1)")

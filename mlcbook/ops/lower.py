@@ -21,7 +21,7 @@ _SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "t
          "max", "min", "transpose", "slice", "gather")
 #: op -> {attribute: te.ops parameter} where the two spell it differently
 _RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
-            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min")}}
+            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min", "prod")}}
 
 
 def _same(op: str):
@@ -74,10 +74,15 @@ def _pad(ins, attrs, out_type):
 
 
 #: the ONNX operator set's elementwise ops, also computed by their te.ops namesakes
-_SAME_ELEMENTWISE = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor",
+_SAME_ELEMENTWISE = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                     "atanh", "swish", "floor",
                      "ceil", "round", "softplus", "softsign", "mish", "hard_swish", "elu",
                      "selu", "celu", "hard_sigmoid", "thresholded_relu", "shrink", "sign",
                      "isnan", "isinf", "logical_not", "greater_equal", "less_equal",
                      "logical_and", "logical_or", "logical_xor", "prelu", "mod")
 for _op in _SAME_ELEMENTWISE:
     _same(_op)
+_same("prod")
+for _op in ("argmax", "argmin", "cumsum", "expand", "tile", "trilu"):
+    _same(_op)
+_same("conv_transpose")

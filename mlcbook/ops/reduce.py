@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._infer import NUMBERS, norm_axes, require_dtype
-from .registry import OpKind, register
+from .registry import REQUIRED, OpKind, register
 from .types import TensorType
 
 
@@ -63,3 +63,51 @@ _reduce("sum", np.sum, NUMBERS)
 _reduce("mean", np.mean, NUMBERS)
 _reduce("max", np.max, NUMBERS + ("bool",))
 _reduce("min", np.min, NUMBERS + ("bool",))
+_reduce("prod", np.prod, NUMBERS)
+
+
+def _arg_infer(name):
+    def infer(types, attrs):
+        x = types[0]
+        require_dtype(name, x, NUMBERS)
+        axis = norm_axes(name, (attrs["axis"],), x.ndim)
+        return TensorType(reduced_shape(x.shape, axis, attrs["keepdims"]), "int64")
+    return infer
+
+
+def _arg_ref(fn):
+    def reference(x, axis=0, keepdims=1, select_last_index=0):
+        if select_last_index:
+            flipped = np.flip(x, axis)
+            out = x.shape[axis] - 1 - fn(flipped, axis=axis)
+        else:
+            out = fn(x, axis=axis)
+        out = np.asarray(out, np.int64)
+        return np.expand_dims(out, axis) if keepdims else out
+    return reference
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register(_name, kind=OpKind.REDUCTION, infer=_arg_infer(_name), reference=_arg_ref(_fn),
+             attrs={"axis": 0, "keepdims": 1, "select_last_index": 0},
+             doc=f"{_fn.__name__} along `axis` as int64 (the last of ties if select_last_index)")
+
+
+def _cumsum_infer(types, attrs):
+    require_dtype("cumsum", types[0], NUMBERS)
+    norm_axes("cumsum", (attrs["axis"],), types[0].ndim)
+    return types[0]
+
+
+def _cumsum_ref(x, axis, exclusive=0, reverse=0):
+    y = np.flip(x, axis) if reverse else x
+    acc = np.cumsum(y.astype(np.float64) if x.dtype.kind == "f" else y, axis=axis)
+    if exclusive:
+        acc = acc - (y.astype(np.float64) if x.dtype.kind == "f" else y)
+    acc = np.flip(acc, axis) if reverse else acc
+    return acc.astype(x.dtype)
+
+
+register("cumsum", kind=OpKind.REDUCTION, infer=_cumsum_infer, reference=_cumsum_ref,
+         attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
+         doc="running sum along `axis` (exclusive: without the element; reverse: from the end)")

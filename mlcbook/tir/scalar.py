@@ -172,6 +172,12 @@ def _total(fn):
     return total
 
 
+def _atanh(x: float) -> float:
+    if abs(x) == 1:
+        return math.copysign(math.inf, x)
+    return _total(math.atanh)(x)
+
+
 # A checked access's message carries VALUE where the offending value goes (not str.format:
 # the printed IR may contain braces).
 VALUE = "\x00"
@@ -191,7 +197,8 @@ MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": m
              "ceil": _ceil, "round": round_half_even, "sin": _total(math.sin),
              "cos": _total(math.cos), "tan": _total(math.tan), "asin": _total(math.asin),
              "acos": _total(math.acos), "atan": math.atan, "sinh": _total(math.sinh),
-             "cosh": _total(math.cosh)}
+             "cosh": _total(math.cosh), "asinh": math.asinh, "acosh": _total(math.acosh),
+             "atanh": _atanh}
 #: math function of the IR -> name of its implementation in the generated code
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses

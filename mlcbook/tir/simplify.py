@@ -447,7 +447,8 @@ _CALLS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x
           "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "erf": math.erf,
           "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil, "round": round_half_even,
           "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
-          "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh}
+          "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
+          "acosh": math.acosh, "atanh": math.atanh}
 
 
 def _fold_call(name: str, args: tuple, dtype: str) -> Optional[Const]:

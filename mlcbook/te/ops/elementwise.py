@@ -204,6 +204,9 @@ acos = _unary("acos", _e.acos, "``numpy.arccos(x)`` elementwise.")
 atan = _unary("atan", _e.atan, "``numpy.arctan(x)`` elementwise.")
 sinh = _unary("sinh", _e.sinh, "``numpy.sinh(x)`` elementwise.")
 cosh = _unary("cosh", _e.cosh, "``numpy.cosh(x)`` elementwise.")
+asinh = _unary("asinh", _e.asinh, "``numpy.arcsinh(x)`` elementwise.")
+acosh = _unary("acosh", _e.acosh, "``numpy.arccosh(x)`` elementwise.")
+atanh = _unary("atanh", _e.atanh, "``numpy.arctanh(x)`` elementwise.")
 round = _unary("round", _e.round,  # noqa: A001 - numpy's name
                "``numpy.round(x)`` elementwise: to the nearest integer, halves to even.")
 softsign = _unary("softsign", lambda v: v / (const_like(1.0, v) + _e.abs(v)),
@@ -260,6 +263,8 @@ shrink = _with_attrs("shrink", lambda v, bias=0.0, lambd=0.5: _e.select(
 sign = _with_attrs("sign", lambda v: _e.select(v > const_like(0, v), const_like(1, v), _e.select(
     v < const_like(0, v), const_like(-1, v), v)),
     "``numpy.sign(x)`` (NaN stays NaN).", any_dtype=True)
+swish = _with_attrs("swish", lambda v, alpha=1.0: v * _e.sigmoid(v * const_like(alpha, v)),
+                    "``x * sigmoid(alpha x)`` elementwise.")
 isnan = _with_attrs("isnan", lambda v: v != v, "``numpy.isnan(x)`` (bool).", out_dtype="bool")
 
 

@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from .util import (axis_names, check_tensor, compute_named, load, normalize_axes, prod,
                     reduce_stage, store, trunc_div)
 
-_REDUCERS = {"sum": _r.sum, "max": _r.max, "min": _r.min}
+_REDUCERS = {"sum": _r.sum, "max": _r.max, "min": _r.min, "prod": _r.prod}
 
 
 def _reduce(kind: str, x: Tensor, axis, keepdims: bool, name: str, op: str,
@@ -79,3 +79,69 @@ def mean(x: Tensor, axis=None, keepdims: bool = False, name: str = "mean") -> Te
         return store(trunc_div(t, _e.const(count, t.dtype)), x.dtype)
 
     return compute_named(total.shape, axis_names(total.ndim), divide, name)
+
+
+def prod(x: Tensor, axis=None, keepdims: bool = False, name: str = "prod") -> Tensor:
+    """``numpy.prod(x, axis, keepdims=keepdims)``."""
+    return _reduce("prod", x, axis, keepdims, name, "prod")
+
+
+def _arg(kind: str, x: Tensor, axis: int, keepdims: bool, select_last_index: bool,
+         name: str) -> Tensor:
+    """The index of the max/min along ``axis`` (first or last one; the first NaN wins, as
+    in numpy): the extreme ``<name>_value``, then the index of the matches."""
+    check_tensor(x, f"arg{kind}", "x")
+    axis = normalize_axes(axis, x.ndim, f"arg{kind}")[0]
+    best = _reduce(kind, x, axis, True, f"{name}_value", f"arg{kind}", True)
+    n = x.shape[axis]
+    k = _r.reduce_axis(n, name="k")
+    out_shape = tuple(s for d, s in enumerate(x.shape) if keepdims or d != axis)
+    if keepdims:
+        out_shape = tuple(1 if d == axis else s for d, s in enumerate(x.shape))
+
+    def body(*idx):
+        full = list(idx) if keepdims else list(idx[:axis]) + [0] + list(idx[axis:])
+        at_best = list(full)
+        full[axis] = k
+        at_best[axis] = 0
+        v, b = load(x, full), best[tuple(at_best)]
+        hit = _e.logical_or(v == b, v != v) if _e.is_float(v.dtype) else v == b
+        kk = _e.cast("int64", k)
+        if select_last_index:
+            return _r.max(_e.select(hit, kk, _e.const(-1, "int64")), axis=k)
+        return _r.min(_e.select(hit, kk, _e.const(n, "int64")), axis=k)
+
+    return compute_named(out_shape, axis_names(len(out_shape)), body, name)
+
+
+def argmax(x: Tensor, axis: int = 0, keepdims: bool = True, select_last_index: bool = False,
+           name: str = "argmax") -> Tensor:
+    """``numpy.argmax(x, axis)`` as int64 (``select_last_index``: the last of equal maxima)."""
+    return _arg("max", x, axis, keepdims, select_last_index, name)
+
+
+def argmin(x: Tensor, axis: int = 0, keepdims: bool = True, select_last_index: bool = False,
+           name: str = "argmin") -> Tensor:
+    """``numpy.argmin(x, axis)`` as int64 (``select_last_index``: the last of equal minima)."""
+    return _arg("min", x, axis, keepdims, select_last_index, name)
+
+
+def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: str = "cumsum") -> Tensor:
+    """``numpy.cumsum(x, axis)``; ``exclusive`` leaves out the element itself, ``reverse``
+    sums from the end. Each output sums its prefix: O(n**2) along ``axis``."""
+    check_tensor(x, "cumsum", "x")
+    axis = normalize_axes(axis, x.ndim, "cumsum")[0]
+    k = _r.reduce_axis(x.shape[axis], name="k")
+
+    def body(*idx):
+        src = list(idx)
+        src[axis] = k
+        i = idx[axis]
+        if reverse:
+            cond = k > i if exclusive else k >= i
+        else:
+            cond = k < i if exclusive else k <= i
+        return _r.sum(load(x, src), axis=k, where=cond)
+
+    return reduce_stage(x.shape, axis_names(x.ndim), body, x.dtype, name)
