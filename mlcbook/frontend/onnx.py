@@ -200,7 +200,12 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
             continue
         cx.values[init.name] = Constant(numpy_helper.to_array(init), name=init.name)
     for name, value in constants.items():
-        cx.values[name] = Constant(np.asarray(value))
+        value = np.asarray(value)
+        if value.dtype.name not in _DTYPES.values():
+            problems.append(f"the constant given for {name!r} has dtype {value.dtype.name}, "
+                            "which mlcbook does not support")
+            continue
+        cx.values[name] = Constant(value)
     types = _input_types(graph, shapes, batch_size, init_names | set(constants), problems)
     params = []
     for name, ty in types.items():
