@@ -87,7 +87,7 @@ class _Builder:
 
     def pick(self, dtype="float32", pred=lambda v: True) -> _Value | None:
         # prefer recent values so that models are chains and DAGs, not flat fans
-        cands = [v for v in self.values if v.dtype == dtype and pred(v)]
+        cands = [v for v in self.values if v.dtype == dtype and v.shape and pred(v)]
         if not cands:
             return None
         w = np.arange(1, len(cands) + 1, dtype=np.float64) ** 2
@@ -179,6 +179,15 @@ def _compare(b: _Builder):
 
 def _reduce(b: _Builder):
     x = b.pick()
+    if b.rng.random() < 0.15:
+        axis = int(b.rng.integers(0, len(x.shape)))
+        op, keep = str(b.rng.choice(["ArgMax", "ArgMin"])), int(b.rng.integers(0, 2))
+        shape = [1 if i == axis else d for i, d in enumerate(x.shape) if keep or i != axis]
+        if not shape:
+            keep, shape = 1, [1]
+        idx = b.node(op, [x.name], shape, dtype="int64", axis=axis, keepdims=keep,
+                     select_last_index=int(b.rng.integers(0, 2)))
+        return b.node("Cast", [idx.name], shape, to=_onnx_type("float32"), bounded=False)
     op = str(b.rng.choice(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",
                            "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceProd"]))
     if op in ("ReduceLogSumExp", "ReduceProd", "ReduceSumSquare") and not x.bounded:
@@ -216,12 +225,32 @@ def _conv(b: _Builder):
     n, c, h, w = x.shape
     kh, kw = int(b.rng.integers(1, min(3, h) + 1)), int(b.rng.integers(1, min(3, w) + 1))
     op = str(b.rng.choice(["Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-                           "GlobalMaxPool"]))
+                           "GlobalMaxPool", "ConvTranspose", "LpPool", "DepthToSpace",
+                           "SpaceToDepth"]))
     pads = [int(p) for p in b.rng.integers(0, 2, 4)] if b.rng.random() < 0.5 else [0] * 4
     pads = [min(p, k - 1) for p, k in zip(pads, (kh, kw, kh, kw))]
     s = int(b.rng.integers(1, 3))
     oh = (h + pads[0] + pads[2] - kh) // s + 1
     ow = (w + pads[1] + pads[3] - kw) // s + 1
+    if op == "ConvTranspose":
+        m, d = int(b.rng.integers(1, 4)), int(b.rng.integers(1, 3))
+        wt = b.const((b.rng.uniform(-1, 1, (c, m, kh, kw)) / (c * kh * kw)).astype(np.float32))
+        th = s * (h - 1) + (kh - 1) * d + 1 - pads[0] - pads[2]
+        tw = s * (w - 1) + (kw - 1) * d + 1 - pads[1] - pads[3]
+        return b.node(op, [x.name, wt], (n, m, th, tw), kernel_shape=[kh, kw], pads=pads,
+                      strides=[s, s], dilations=[d, d])
+    if op == "DepthToSpace":
+        if c % 4:
+            return None
+        return b.node(op, [x.name], (n, c // 4, h * 2, w * 2), blocksize=2,
+                      mode=str(b.rng.choice(["DCR", "CRD"])))
+    if op == "SpaceToDepth":
+        if h % 2 or w % 2:
+            return None
+        return b.node(op, [x.name], (n, c * 4, h // 2, w // 2), blocksize=2)
+    if op == "LpPool":
+        return b.node(op, [x.name], (n, c, oh, ow), kernel_shape=[kh, kw], pads=pads,
+                      strides=[s, s], p=int(b.rng.integers(1, 4)))
     if op.startswith("Global"):
         return b.node(op, [x.name], (n, c, 1, 1))
     if op == "Conv":
@@ -242,9 +271,13 @@ def _norm(b: _Builder):
         return None
     op = str(b.rng.choice(["Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "InstanceNormalization", "Hardmax",
-                           "LpNormalization"]))
+                           "LpNormalization", "MeanVarianceNormalization"]))
     nd = len(x.shape)
     axis = int(b.rng.integers(-nd, nd))
+    if op == "MeanVarianceNormalization":
+        axes = sorted(int(a) for a in b.rng.choice(nd, int(b.rng.integers(1, nd + 1)),
+                                                    replace=False))
+        return b.node(op, [x.name], x.shape, axes=axes)
     if op in ("BatchNormalization", "InstanceNormalization") and nd < 3:
         op = "LayerNormalization"
     if op == "LayerNormalization":
@@ -269,7 +302,7 @@ def _move(b: _Builder):
     x = b.pick()
     nd = len(x.shape)
     op = str(b.rng.choice(["Transpose", "Reshape", "Flatten", "Slice", "Unsqueeze",
-                           "Concat", "Pad", "Gather", "Expand", "Tile", "CumSum"]))
+                           "Concat", "Pad", "Gather", "Expand", "Tile", "CumSum", "Trilu"]))
     if op == "Transpose":
         perm = [int(p) for p in b.rng.permutation(nd)]
         return b.node(op, [x.name], [x.shape[p] for p in perm], perm=perm, bounded=x.bounded)
@@ -281,6 +314,12 @@ def _move(b: _Builder):
         axis = int(b.rng.integers(0, nd + 1))
         return b.node(op, [x.name], [int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:]))],
                       axis=axis, bounded=x.bounded)
+    if op == "Trilu":
+        if nd < 2:
+            return None
+        k = b.const(np.asarray(int(b.rng.integers(-2, 3)), np.int64))
+        return b.node(op, [x.name, k], x.shape, upper=int(b.rng.integers(0, 2)),
+                      bounded=x.bounded)
     if op == "Unsqueeze":
         a = int(b.rng.integers(0, nd + 1))
         return b.node(op, [x.name, b.const(np.asarray([a], np.int64))],
