@@ -11,11 +11,13 @@ Storage dtypes accumulate in their compute dtype (int8 sums in int32), bools as 
 
 from __future__ import annotations
 
+import math
+
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from .util import (axis_names, check_tensor, compute_named, load, normalize_axes, prod,
-                    reduce_stage, store, trunc_div)
+from .util import (axis_names, check_tensor, compute_named, load, normalize_axes, reduce_stage,
+                    store, trunc_div)
 
 _REDUCERS = {"sum": _r.sum, "max": _r.max, "min": _r.min, "prod": _r.prod}
 
@@ -70,7 +72,7 @@ def mean(x: Tensor, axis=None, keepdims: bool = False, name: str = "mean") -> Te
     division stage ``<name>`` (integers: rounded toward zero)."""
     check_tensor(x, "mean", "x")
     total = _reduce("sum", x, axis, keepdims, f"{name}_sum", "mean", True)
-    count = prod(x.shape[d] for d in normalize_axes(axis, x.ndim, "mean"))
+    count = math.prod(x.shape[d] for d in normalize_axes(axis, x.ndim, "mean"))
 
     def divide(*i):
         t = total[i]
