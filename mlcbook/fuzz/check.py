@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .generate import Case
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -37,7 +38,11 @@ class Failure:
 
 
 def run_onnxruntime(case: Case) -> list[np.ndarray]:
-    import onnxruntime as ort
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise ArgumentError("the fuzzer compares with onnxruntime, which is not installed. "
+                            "Instead: pip install 'mlcbook[fuzz]'") from None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = ort.InferenceSession(case.model.SerializeToString(), opts,
