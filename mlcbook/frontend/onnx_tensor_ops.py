@@ -92,6 +92,15 @@ def _arg(cx, ins, attrs):
                    select_last_index=attrs.get("select_last_index", 0))
 
 
+@converter("TopK", attrs=("axis", "largest", "sorted"), static=(1,), outputs=2)
+@guard_dtype
+def _topk(cx, ins, attrs):
+    # sorted=0 allows any order; the sorted one is among them
+    k = _static_ints(cx, 1, "K")[0]
+    return cx.call("topk", ins[0], k=k, axis=attrs.get("axis", -1),
+                   largest=attrs.get("largest", 1))
+
+
 @converter("CumSum", attrs=("exclusive", "reverse"), static=(1,))
 @guard_dtype
 def _cumsum(cx, ins, attrs):

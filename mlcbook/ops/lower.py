@@ -86,3 +86,8 @@ _same("prod")
 for _op in ("argmax", "argmin", "cumsum", "expand", "tile", "trilu"):
     _same(_op)
 _same("conv_transpose")
+
+
+@register_legalization("topk")
+def _topk(ins, attrs, out_type):
+    return T.topk(ins[0], attrs["k"], attrs["axis"], bool(attrs["largest"]), name="topk")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import OpAttributeError
 from ._infer import NUMBERS, norm_axes, require_dtype
 from .registry import REQUIRED, OpKind, register
-from .types import TensorType
+from .types import TensorType, TupleType
 
 
 def reduce_axes(op: str, ndim: int, axes) -> tuple[int, ...]:
@@ -111,3 +112,28 @@ def _cumsum_ref(x, axis, exclusive=0, reverse=0):
 register("cumsum", kind=OpKind.REDUCTION, infer=_cumsum_infer, reference=_cumsum_ref,
          attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
          doc="running sum along `axis` (exclusive: without the element; reverse: from the end)")
+
+
+def _topk_infer(types, attrs):
+    x = types[0]
+    require_dtype("topk", x, NUMBERS)
+    axis = norm_axes("topk", (attrs["axis"],), x.ndim)[0]
+    k = attrs["k"]
+    if not 1 <= k <= x.shape[axis]:
+        raise OpAttributeError(f"topk: k={k} must be in [1, {x.shape[axis]}], the size of "
+                               f"axis {axis} of {x.shape}")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    return TupleType((TensorType(shape, x.dtype), TensorType(shape, "int64")))
+
+
+def _topk_ref(x, k, axis=-1, largest=1):
+    # a stable sort keeps equal values in index order; for the largest, sort the negation
+    # (integers in int64, so that the lowest value negates without overflow)
+    key = -x.astype(np.float64 if x.dtype.kind == "f" else np.int64) if largest else x
+    order = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
+    return np.take_along_axis(x, order, axis=axis), order.astype(np.int64)
+
+
+register("topk", kind=OpKind.OPAQUE, infer=_topk_infer, reference=_topk_ref,
+         attrs={"k": REQUIRED, "axis": -1, "largest": 1},
+         doc="the k largest (or smallest) values along `axis`, sorted, and their indices")

@@ -34,7 +34,7 @@ from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, 
                  max_pool2d)
 from .normalization import batch_norm, layer_norm, log_softmax, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
-from .reduce import argmax, argmin, cumsum, prod
+from .reduce import argmax, argmin, cumsum, prod, topk
 from .transform import expand, tile, trilu
 from .nn import conv_transpose
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
@@ -50,7 +50,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
            "softsign", "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
-           "expand", "tile", "trilu", "conv_transpose"]
+           "expand", "tile", "trilu", "conv_transpose", "topk"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ...errors import TEError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
@@ -147,3 +148,44 @@ def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = Fa
         return _r.sum(load(x, src), axis=k, where=cond)
 
     return reduce_stage(x.shape, axis_names(x.ndim), body, x.dtype, name)
+
+
+def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True,
+         name: str = "topk") -> tuple[Tensor, Tensor]:
+    """The ``k`` largest (or smallest) values along ``axis``, sorted, and their int64
+    indices; equal values keep their order (the lower index first), as ONNX's TopK does.
+    Stages: ``<name>_rank`` (each element's place: how many elements go before it, an
+    O(n**2) count), then ``<name>_values`` and ``<name>_indices`` (the element of each place)."""
+    check_tensor(x, "topk", "x")
+    axis = normalize_axes(axis, x.ndim, "topk")[0]
+    n = x.shape[axis]
+    if not 1 <= k <= n:
+        raise TEError(f"topk: k={k} must be in [1, {n}], the size of axis {axis}")
+    j = _r.reduce_axis(n, name="j")
+
+    def rank(*idx):
+        other = list(idx)
+        other[axis] = j
+        v, w = load(x, idx), load(x, other)
+        ahead = w > v if largest else w < v
+        before = _e.logical_or(ahead, _e.logical_and(w == v, j < idx[axis]))
+        return _r.sum(_e.select(before, _e.const(1, "int32"), _e.const(0, "int32")), axis=j)
+
+    places = compute_named(x.shape, axis_names(x.ndim), rank, f"{name}_rank")
+    out = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    i = _r.reduce_axis(n, name="i")
+
+    def pick(value):
+        def body(*idx):
+            src = list(idx)
+            src[axis] = i
+            hit = places[tuple(src)] == _e.cast("int32", idx[axis])
+            v = value(src)
+            return _r.sum(_e.select(hit, v, _e.const(0, v.dtype)), axis=i)
+        return body
+
+    values = reduce_stage(out, axis_names(len(out)), pick(lambda src: load(x, src)), x.dtype,
+                          f"{name}_values")
+    indices = compute_named(out, axis_names(len(out)),
+                            pick(lambda src: _e.cast("int64", src[axis])), f"{name}_indices")
+    return values, indices
