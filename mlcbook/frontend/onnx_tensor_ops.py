@@ -59,13 +59,10 @@ def _sum_of(cx, x, axes, keep, suffix, square=False, absolute=False):
 def _reduce(cx, ins, attrs):
     x, op, keep = ins[0], cx.node.op_type, attrs.get("keepdims", 1)
     axes = _reduce_axes(cx, attrs)
-    if axes == ():
-        if op == "ReduceL1":
+    if axes == ():  # noop_with_empty_axes: each value is reduced alone
+        if op in ("ReduceL1", "ReduceL2"):
             return cx.call("abs", x)
-        if op in ("ReduceL2", "ReduceSumSquare"):
-            sq = cx.call("mul", x, x, suffix="" if op == "ReduceSumSquare" else "_sq")
-            return sq if op == "ReduceSumSquare" else cx.call("abs", x)
-        return x
+        return cx.call("mul", x, x) if op == "ReduceSumSquare" else x
     if op == "ReduceProd":
         return cx.call("prod", x, axes=axes, keepdims=keep)
     if op == "ReduceL1":

@@ -73,19 +73,17 @@ def _pad(ins, attrs, out_type):
     return T.pad(x, widths, attrs["value"], attrs["mode"], name="pad")
 
 
-#: the ONNX operator set's elementwise ops, also computed by their te.ops namesakes
-_SAME_ELEMENTWISE = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-                     "atanh", "swish", "floor",
-                     "ceil", "round", "softplus", "softsign", "mish", "hard_swish", "elu",
-                     "selu", "celu", "hard_sigmoid", "thresholded_relu", "shrink", "sign",
-                     "isnan", "isinf", "logical_not", "greater_equal", "less_equal",
-                     "logical_and", "logical_or", "logical_xor", "prelu", "mod")
-for _op in _SAME_ELEMENTWISE:
+
+#: the ops added for the ONNX operator set, also computed by their te.ops namesakes
+_SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                  "atanh", "swish", "floor", "ceil", "round", "softplus", "softsign", "mish",
+                  "hard_swish", "elu", "selu", "celu", "hard_sigmoid", "thresholded_relu",
+                  "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
+                  "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
+                  "prod", "argmax", "argmin", "cumsum", "expand", "tile", "trilu",
+                  "conv_transpose")
+for _op in _SAME_ONNX_SET:
     _same(_op)
-_same("prod")
-for _op in ("argmax", "argmin", "cumsum", "expand", "tile", "trilu"):
-    _same(_op)
-_same("conv_transpose")
 
 
 @register_legalization("topk")
