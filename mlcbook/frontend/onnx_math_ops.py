@@ -18,12 +18,12 @@ from .onnx_ops import CONVERTERS, converter, guard_dtype
 _UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
           "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh",
           "Atanh": "atanh", "Swish": "swish", "Floor": "floor", "Ceil": "ceil",
-          "Round": "round", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
+          "Round": "round", "Softplus": "softplus", "Mish": "mish",
           "HardSwish": "hard_swish", "Sign": "sign", "IsNaN": "isnan", "Not": "logical_not",
-          "Elu": "elu", "Selu": "selu", "Celu": "celu", "HardSigmoid": "hard_sigmoid",
+          "Elu": "elu", "Selu": "selu", "Celu": "celu",
           "ThresholdedRelu": "thresholded_relu", "Shrink": "shrink", "IsInf": "isinf"}
 _ATTRS = {"Elu": ("alpha",), "Swish": ("alpha",), "Selu": ("alpha", "gamma"), "Celu": ("alpha",),
-          "HardSigmoid": ("alpha", "beta"), "ThresholdedRelu": ("alpha",),
+          "ThresholdedRelu": ("alpha",),
           "Shrink": ("bias", "lambd"), "IsInf": ("detect_negative", "detect_positive")}
 _BINARY = {"GreaterOrEqual": "greater_equal", "LessOrEqual": "less_equal",
            "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor", "PRelu": "prelu"}

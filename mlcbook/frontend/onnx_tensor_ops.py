@@ -54,7 +54,7 @@ def _sum_of(cx, x, axes, keep, suffix, square=False, absolute=False):
 
 
 @converter("ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
-           attrs=_REDUCE_ATTRS, static=(1,))
+           "ReduceLogSum", attrs=_REDUCE_ATTRS, static=(1,))
 @guard_dtype
 def _reduce(cx, ins, attrs):
     x, op, keep = ins[0], cx.node.op_type, attrs.get("keepdims", 1)
@@ -62,6 +62,8 @@ def _reduce(cx, ins, attrs):
     if axes == ():  # noop_with_empty_axes: each value is reduced alone
         if op in ("ReduceL1", "ReduceL2"):
             return cx.call("abs", x)
+        if op == "ReduceLogSum":
+            return cx.call("log", x)
         return cx.call("mul", x, x) if op == "ReduceSumSquare" else x
     if op == "ReduceProd":
         return cx.call("prod", x, axes=axes, keepdims=keep)
@@ -73,6 +75,8 @@ def _reduce(cx, ins, attrs):
         raise Unsupported(f"{op} of {x.dtype} values (mlcbook computes it for floats)")
     if op == "ReduceL2":
         return cx.call("sqrt", _sum_of(cx, x, axes, keep, "_sum", square=True))
+    if op == "ReduceLogSum":
+        return cx.call("log", _sum_of(cx, x, axes, keep, "_sum"))
     # log(sum(exp(x - m))) + m with m the max: no overflow
     m = cx.call("max", x, axes=axes, keepdims=1, suffix="_max")
     e = cx.call("exp", cx.call("sub", x, m, suffix="_shift"), suffix="_exp")
@@ -331,6 +335,25 @@ def _eye_like(cx, ins, attrs):
         raise Unsupported(f"EyeLike of a rank-{x.type.ndim} tensor (ONNX requires rank 2)")
     dtype = onnx_dtype(attrs["dtype"], "the dtype") if "dtype" in attrs else x.dtype
     return _const(np.eye(x.shape[0], x.shape[1], attrs.get("k", 0)), dtype)
+
+
+def _window_values(op: str, size: int, periodic: bool) -> np.ndarray:
+    n = np.arange(size, dtype=np.float64)
+    angle = 2 * np.pi * n / (size if periodic else max(size - 1, 1))
+    if op == "HannWindow":
+        return 0.5 - 0.5 * np.cos(angle)
+    if op == "HammingWindow":
+        return 25 / 46 - (1 - 25 / 46) * np.cos(angle)
+    return 0.42 - 0.5 * np.cos(angle) + 0.08 * np.cos(2 * angle)
+
+
+@converter("HannWindow", "HammingWindow", "BlackmanWindow", attrs=("output_datatype", "periodic"),
+           static=(0,))
+def _window_fn(cx, ins, attrs):
+    # the size is known at import, so the window is a constant
+    size = int(np.asarray(cx.static(0, "size")).reshape(-1)[0])
+    dtype = onnx_dtype(attrs.get("output_datatype", 1), "output_datatype")
+    return _const(_window_values(cx.node.op_type, size, bool(attrs.get("periodic", 1))), dtype)
 
 
 def _check_mode(attrs):

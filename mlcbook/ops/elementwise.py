@@ -178,11 +178,10 @@ for _name, _fn in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", n
                    ("atanh", np.arctanh)):
     _unary(_name, _f64(_fn), doc=f"numpy.{_fn.__name__}(x)")
 _unary("softplus", _f64(lambda x: np.logaddexp(0, x)), doc="log(1 + exp(x))")
-_unary("softsign", _f64(lambda x: x / (1 + np.abs(x))), doc="x / (1 + |x|)")
 _unary("mish", _f64(lambda x: x * np.tanh(np.logaddexp(0, x))), doc="x * tanh(softplus(x))")
 _unary("swish", _f64(lambda x, alpha: x / (1 + np.exp(-alpha * x))), attrs={"alpha": 1.0},
        doc="x * sigmoid(alpha * x)")
-_unary("hard_swish", _f64(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)), doc="x * hard_sigmoid(x)")
+_unary("hard_swish", _f64(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)), doc="x * max(0, min(1, x / 6 + 1 / 2))")
 _unary("elu", _f64(lambda x, alpha: np.where(x < 0, _expm1_scaled(x, alpha), x)),
        attrs={"alpha": 1.0}, doc="x if x >= 0 else alpha * (exp(x) - 1)")
 _unary("selu", _f64(lambda x, alpha, gamma: gamma * np.where(x <= 0, _expm1_scaled(x, alpha), x)),
@@ -191,8 +190,6 @@ _unary("selu", _f64(lambda x, alpha, gamma: gamma * np.where(x <= 0, _expm1_scal
 _unary("celu", _f64(lambda x, alpha: np.maximum(x, 0) + np.minimum(
     0, _expm1_scaled(x / alpha, alpha))), attrs={"alpha": 1.0},
        doc="max(0, x) + min(0, alpha * (exp(x / alpha) - 1))")
-_unary("hard_sigmoid", _f64(lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1)),
-       attrs={"alpha": 0.2, "beta": 0.5}, doc="max(0, min(1, alpha * x + beta))")
 _unary("thresholded_relu", _f64(lambda x, alpha: np.where(x > alpha, x, 0)),
        attrs={"alpha": 1.0}, doc="x if x > alpha else 0")
 _unary("shrink", lambda x, bias, lambd: np.where(x < -lambd, x + bias, np.where(

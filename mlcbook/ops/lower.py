@@ -76,8 +76,8 @@ def _pad(ins, attrs, out_type):
 
 #: the ops added for the ONNX operator set, also computed by their te.ops namesakes
 _SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-                  "atanh", "swish", "floor", "ceil", "round", "softplus", "softsign", "mish",
-                  "hard_swish", "elu", "selu", "celu", "hard_sigmoid", "thresholded_relu",
+                  "atanh", "swish", "floor", "ceil", "round", "softplus", "mish",
+                  "hard_swish", "elu", "selu", "celu", "thresholded_relu",
                   "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
                   "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
                   "prod", "argmax", "argmin", "cumsum", "expand", "tile", "trilu",

@@ -25,10 +25,10 @@ import warnings
 from .elementwise import (abs, add, cast, ceil, clip, div, equal, erf, exp, floor, gelu,
                           greater, leaky_relu, less, log, maximum, minimum, mul, neg, pow,
                           reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
-from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, cos, cosh, elu, greater_equal, hard_sigmoid,
+from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, cos, cosh, elu, greater_equal, 
                           hard_swish, isinf, isnan, less_equal, logical_and, logical_not,
                           logical_or, logical_xor, mish, mod, prelu, round, selu, shrink, sign,
-                          sin, sinh, softplus, softsign, tan, thresholded_relu)
+                          sin, sinh, softplus, tan, thresholded_relu)
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
@@ -46,10 +46,10 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "conv2d", "global_avg_pool", "max_pool", "max_pool2d", "batch_norm", "layer_norm",
            "log_softmax", "softmax", "max", "mean", "min", "sum", "concat", "gather", "pad",
            "reshape", "slice", "split", "transpose", "acos", "asin", "atan", "celu", "cos",
-           "cosh", "elu", "greater_equal", "hard_sigmoid", "hard_swish", "isinf", "isnan",
+           "cosh", "elu", "greater_equal", "hard_swish", "isinf", "isnan",
            "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
-           "softsign", "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
+           "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)

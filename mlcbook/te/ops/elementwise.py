@@ -209,8 +209,6 @@ acosh = _unary("acosh", _e.acosh, "``numpy.arccosh(x)`` elementwise.")
 atanh = _unary("atanh", _e.atanh, "``numpy.arctanh(x)`` elementwise.")
 round = _unary("round", _e.round,  # noqa: A001 - numpy's name
                "``numpy.round(x)`` elementwise: to the nearest integer, halves to even.")
-softsign = _unary("softsign", lambda v: v / (const_like(1.0, v) + _e.abs(v)),
-                  "``x / (1 + |x|)`` elementwise.")
 
 
 def _softplus(v):
@@ -251,9 +249,6 @@ selu = _with_attrs("selu", lambda v, alpha=1.67326319217681884765625,
 celu = _with_attrs("celu", lambda v, alpha=1.0: _e.max(v, const_like(0, v)) + _e.min(
     const_like(0, v), _expm1_scaled(v / const_like(alpha, v), alpha)),
     "``max(0, x) + min(0, alpha (e**(x / alpha) - 1))``.")
-hard_sigmoid = _with_attrs("hard_sigmoid", lambda v, alpha=0.2, beta=0.5: _e.max(
-    const_like(0, v), _e.min(const_like(1, v), const_like(alpha, v) * v + const_like(beta, v))),
-    "``max(0, min(1, alpha x + beta))`` elementwise.")
 thresholded_relu = _with_attrs("thresholded_relu", lambda v, alpha=1.0: _e.select(
     v > const_like(alpha, v), v, const_like(0, v)), "``x if x > alpha else 0``.")
 shrink = _with_attrs("shrink", lambda v, bias=0.0, lambd=0.5: _e.select(
