@@ -2,8 +2,8 @@
 ``onnx.helper``, with random shapes, broadcasting, attributes and dtypes.
 
     >>> case = random_model(np.random.default_rng(0))
-    >>> case.model.graph.node[0].op_type, sorted(case.inputs)
-    ('Tanh', ['x0'])
+    >>> case.ops                     # the op types of its nodes, in order
+    >>> case.inputs["x0"].shape      # a random input shape
 
 Values are kept where float32 arithmetic is well conditioned (inputs in [-2, 2], divisors
 and logarithms away from zero, no exp of an unbounded value), so that two correct

@@ -73,3 +73,13 @@ def test_out_of_domain_is_nan_in_both():
 def test_integer_argument_is_refused():
     with pytest.raises(mb.MLCError, match="needs a float argument"):
         E.sin(E.Var("i", "int32"))
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY))
+def test_printed_function_parses_back(name):
+    from mlcbook.script.parser import parse
+    from mlcbook.tir.printer import func_to_str
+    f = _func(name, "float32")
+    back = parse(func_to_str(f))
+    g = next(iter(back.functions.values())) if hasattr(back, "functions") else back
+    mb.tir.assert_structural_equal(g, f)
