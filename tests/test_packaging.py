@@ -90,12 +90,28 @@ def _undeclared(modules: set[str], declared: set[str]) -> list[str]:
     return missing
 
 
+#: subpackages that need an extra beyond [project] dependencies -> that extra
+EXTRAS = {"fuzz": "fuzz"}
+
+
 def test_every_runtime_import_is_a_declared_dependency():
     modules = set()
     for path in (ROOT / "mlcbook").rglob("*.py"):
-        modules |= _imports(path.read_text())
+        if path.relative_to(ROOT / "mlcbook").parts[0] not in EXTRAS:
+            modules |= _imports(path.read_text())
     missing = _undeclared(modules, _names(PYPROJECT["project"]["dependencies"]))
     assert missing == [], f"imported but not in [project] dependencies: {missing}"
+
+
+@pytest.mark.parametrize("package, extra", sorted(EXTRAS.items()))
+def test_a_subpackage_with_an_extra_imports_only_it_and_the_dependencies(package, extra):
+    modules = set()
+    for path in (ROOT / "mlcbook" / package).rglob("*.py"):
+        modules |= _imports(path.read_text())
+    declared = _names(PYPROJECT["project"]["dependencies"] +
+                      PYPROJECT["project"]["optional-dependencies"][extra])
+    missing = _undeclared(modules, declared)
+    assert missing == [], f"imported but not in the dependencies or [{extra}]: {missing}"
 
 
 def test_every_chapter_import_is_installed_for_readers():

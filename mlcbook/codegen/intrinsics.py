@@ -1,8 +1,8 @@
 """Math functions of the loop IR (``exp``, ``tanh``, ``erf``, ...) as LLVM code.
 
 Where LLVM has an intrinsic (``llvm.exp.f32``, ``llvm.sqrt.v16f32``, ...) it is used, and
-LLVM lowers it to an instruction or a libm call; ``tanh`` and ``erf`` call libm
-(``tanhf``/``erff`` for float32) directly, lane by lane for vectors. float16 is computed
+LLVM lowers it to an instruction or a libm call; ``tanh``, ``erf``, ``tan``, the inverse
+and hyperbolic trigonometric functions call libm (``tanhf``/``erff``... for float32) directly, lane by lane for vectors. float16 is computed
 in float32 and rounded back, as numpy does.
 """
 
@@ -13,8 +13,10 @@ import llvmlite.ir as ir
 from .llvm_types import I32, reg_type
 
 _INTRINSIC = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "pow": "llvm.pow",
-              "floor": "llvm.floor", "ceil": "llvm.ceil"}
-_LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf")}
+              "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven",
+              "sin": "llvm.sin", "cos": "llvm.cos"}
+_LIBM = {n: (n + "f", n) for n in ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                     "asinh", "acosh", "atanh")}
 
 
 def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:

@@ -32,32 +32,13 @@ from ..graph.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Va
 from ..graph.interpret import evaluate
 from ..graph.passes.fold import fold_expr
 from ..ops import get as get_op
+from .onnx_context import Context, Unsupported, onnx_dtype
+from .onnx_ops import CONVERTERS, static_problems
 
 #: the opset the converters are written for; older models are converted up to it
 MIN_OPSET = 13
 
 logger = logging.getLogger(__name__)
-
-#: ONNX element types mlcbook supports, by TensorProto number
-_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
-           11: "float64"}
-
-class Unsupported(Exception):
-    """Raised by a converter: this node uses something mlcbook does not support."""
-
-
-def onnx_dtype(elem_type: int, what: str) -> str:
-    """The mlcbook dtype of an ONNX element type, or :class:`Unsupported` naming it."""
-    if elem_type not in _DTYPES:
-        from onnx import TensorProto
-        try:
-            name = TensorProto.DataType.Name(elem_type)
-        except ValueError:
-            name = f"#{elem_type}"
-        raise Unsupported(f"{what} has element type {name}, which mlcbook does not support "
-                          f"(supported: {', '.join(sorted(set(_DTYPES.values())))})")
-    return _DTYPES[elem_type]
-
 
 def _node_label(node, index: int) -> str:
     return f"node {node.name!r} ({node.op_type})" if node.name else \
@@ -159,39 +140,6 @@ def _weights_back(model, weights: list) -> Any:
     return model
 
 
-class Context:
-    """State of one import: ONNX value names -> graph values; the node being converted."""
-
-    def __init__(self, opset: int):
-        self.opset = opset
-        self.values: dict[str, Expr] = {}
-        #: ids of the values bound to ONNX names (folded already when they were bound)
-        self.bound: set[int] = set()
-        self.node = None
-
-    def call(self, op: str, *args: Expr, suffix: str = "", **attrs: Any) -> Call:
-        """A call named after the current node (several calls of one node get suffixes)."""
-        name = self.node.name or self.node.output[0]
-        return Call(op, tuple(args), attrs, name + suffix)
-
-    def static(self, index: int, what: str | None = None) -> np.ndarray | None:
-        """The value of input ``index`` of the current node, which must be computable at import
-        (a constant, an initializer, or folded from shapes); None if the input is absent."""
-        names = self.node.input
-        if index >= len(names) or not names[index]:
-            return None
-        value = self.values[names[index]]
-        if isinstance(value, Constant):
-            return value.data
-        if not any(isinstance(n, Var) for n in post_order(value)):
-            return np.asarray(evaluate(Function((), value, "static"), []))
-        schema_name = what or f"input {index}"
-        raise Unsupported(
-            f"its {schema_name} ({names[index]!r}) must be known at import, but it is computed "
-            f"from the model's inputs; make it a constant or pass its value with "
-            f"from_onnx(..., constants={{{names[index]!r}: value}})")
-
-
 def _attrs(node) -> dict[str, Any]:
     from onnx import helper
     out = {}
@@ -251,7 +199,6 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     """
     from onnx import numpy_helper
 
-    from .onnx_ops import CONVERTERS, static_problems
     model = upgrade_opset(load_model(model))
     opset = model_opset(model)
     graph = model.graph
@@ -324,7 +271,6 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
 def _import_error(problems: list[str], failed: list[tuple[GraphError, str]]) -> GraphError:
     """One error listing every unsupported thing and every node that failed to convert:
     an UnsupportedModelError if anything is unsupported, else the first failure's type."""
-    from .onnx_ops import CONVERTERS
     parts = []
     if problems:
         listing = "\n".join(f"  - {p}" for p in problems)
@@ -379,7 +325,6 @@ def static_input_names(model) -> set[str]:
     """Names of the graph inputs whose values mlcbook needs at import: those that feed,
     directly or through other nodes, an input read as a constant (Reshape's shape, Slice's
     starts, Clip's bounds, ...). Pass their values as ``constants``."""
-    from .onnx_ops import CONVERTERS
     graph = model.graph
     inputs = {vi.name for vi in graph.input} - {i.name for i in graph.initializer}
     producer = {o: node for node in graph.node for o in node.output}

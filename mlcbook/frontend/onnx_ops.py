@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import OpDTypeError
 from ..graph.expr import Constant, Expr
 from ..ops.nn import auto_pads
-from .onnx import Context, Unsupported, onnx_dtype
+from .onnx_context import Context, Unsupported, onnx_dtype
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,10 @@ def _guard_dtype(fn):
         except OpDTypeError as e:
             raise Unsupported(e.message) from None
     return wrapped
+
+
+#: public name of the dtype guard, for the converter modules beside this one
+guard_dtype = _guard_dtype
 
 
 # --- elementwise ---------------------------------------------------------------------------------
@@ -187,6 +191,10 @@ def _window(x: Expr, attrs: dict, kernel) -> dict:
     else:
         pads = auto_pads(mode, x.shape[2:], kernel, strides, dilations)
     return {"strides": strides, "dilations": dilations, "pads": pads}
+
+
+#: public name of the window attributes' reading, for the converter modules beside this one
+pool_window = _window
 
 
 @converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
@@ -380,4 +388,5 @@ def _constant(cx, ins, attrs):
     raise Unsupported("the Constant node has no value")
 
 
-__all__ = ["CONVERTERS", "Converter", "converter", "static_problems"]
+__all__ = ["CONVERTERS", "Converter", "converter", "guard_dtype", "pool_window",
+           "static_problems"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx import Unsupported, onnx_dtype
+from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter
 
 

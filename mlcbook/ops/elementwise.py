@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from ._infer import FLOATS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
+from ..errors import OpShapeError
+from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
 from .types import TensorType, check_graph_dtype
 
@@ -155,3 +156,103 @@ register("where", kind=OpKind.BROADCAST, infer=_where_infer,
          reference=lambda c, x, y: np.where(c, x, y), num_inputs=(3, 3),
          doc="x where cond else y, broadcasting all three")
 
+
+
+# --- more unary math, activations and logic (the ONNX operator set) ------------------------------
+def _expm1_scaled(x64, alpha):
+    return alpha * (np.exp(x64) - 1)
+
+
+def _f64(fn):
+    """``fn`` computed in float64 (the reference's precision), in numpy's error state."""
+    def ref(x, **a):
+        with np.errstate(all="ignore"):
+            return fn(x.astype(np.float64), **a)
+    return ref
+
+
+for _name, _fn in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin),
+                   ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh),
+                   ("cosh", np.cosh), ("floor", np.floor), ("ceil", np.ceil),
+                   ("round", np.round), ("asinh", np.arcsinh), ("acosh", np.arccosh),
+                   ("atanh", np.arctanh)):
+    _unary(_name, _f64(_fn), doc=f"numpy.{_fn.__name__}(x)")
+_unary("softplus", _f64(lambda x: np.logaddexp(0, x)), doc="log(1 + exp(x))")
+_unary("mish", _f64(lambda x: x * np.tanh(np.logaddexp(0, x))), doc="x * tanh(softplus(x))")
+_unary("swish", _f64(lambda x, alpha: x / (1 + np.exp(-alpha * x))), attrs={"alpha": 1.0},
+       doc="x * sigmoid(alpha * x)")
+_unary("hard_swish", _f64(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)), doc="x * max(0, min(1, x / 6 + 1 / 2))")
+_unary("elu", _f64(lambda x, alpha: np.where(x < 0, _expm1_scaled(x, alpha), x)),
+       attrs={"alpha": 1.0}, doc="x if x >= 0 else alpha * (exp(x) - 1)")
+_unary("selu", _f64(lambda x, alpha, gamma: gamma * np.where(x <= 0, _expm1_scaled(x, alpha), x)),
+       attrs={"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+       doc="gamma * (x if x > 0 else alpha * (exp(x) - 1))")
+_unary("celu", _f64(lambda x, alpha: np.maximum(x, 0) + np.minimum(
+    0, _expm1_scaled(x / alpha, alpha))), attrs={"alpha": 1.0},
+       doc="max(0, x) + min(0, alpha * (exp(x / alpha) - 1))")
+_unary("thresholded_relu", _f64(lambda x, alpha: np.where(x > alpha, x, 0)),
+       attrs={"alpha": 1.0}, doc="x if x > alpha else 0")
+_unary("shrink", lambda x, bias, lambd: np.where(x < -lambd, x + bias, np.where(
+    x > lambd, x - bias, 0)), NUMBERS, attrs={"bias": 0.0, "lambd": 0.5},
+       doc="x + bias if x < -lambd, x - bias if x > lambd, else 0")
+_unary("sign", np.sign, NUMBERS, doc="-1, 0 or 1 (NaN stays NaN)")
+
+
+def _predicate(name, fn, dtypes, attrs=None, doc=""):
+    """A unary op whose result is bool."""
+    def infer(types, attrs):
+        require_dtype(name, types[0], dtypes)
+        return TensorType(types[0].shape, "bool")
+
+    register(name, kind=OpKind.ELEMWISE, infer=infer,
+             reference=lambda x, **a: np.asarray(fn(x, **a), bool), attrs=attrs, doc=doc)
+
+
+def _isinf_ref(x, detect_negative, detect_positive):
+    return (np.isposinf(x) & bool(detect_positive)) | (np.isneginf(x) & bool(detect_negative))
+
+
+_predicate("isnan", np.isnan, FLOATS, doc="x is NaN")
+_predicate("isinf", _isinf_ref, FLOATS, attrs={"detect_negative": 1, "detect_positive": 1},
+           doc="x is +inf or -inf (each sign can be left out)")
+_predicate("logical_not", np.logical_not, ("bool",), doc="not x")
+
+_binary("greater_equal", np.greater_equal, NUMBERS, "bool", doc="x >= y")
+_binary("less_equal", np.less_equal, NUMBERS, "bool", doc="x <= y")
+_binary("logical_and", np.logical_and, ("bool",), doc="x and y")
+_binary("logical_or", np.logical_or, ("bool",), doc="x or y")
+_binary("logical_xor", np.logical_xor, ("bool",), doc="x xor y")
+
+
+def _prelu_infer(types, attrs):
+    x, slope = types
+    same_dtype("prelu", types)
+    require_dtype("prelu", x, SIGNED)
+    shape = broadcast_shapes("prelu", x.shape, slope.shape)
+    if shape != x.shape:
+        raise OpShapeError(f"prelu: the slope's shape {slope.shape} must broadcast to the "
+                           f"input's {x.shape}, not widen it")
+    return x
+
+
+register("prelu", kind=OpKind.BROADCAST, infer=_prelu_infer,
+         reference=lambda x, s: np.where(x < 0, x * s, x).astype(x.dtype), num_inputs=(2, 2),
+         doc="x if x >= 0 else slope * x (the slope broadcasts to x)")
+
+
+def _mod_infer(types, attrs):
+    dtype = same_dtype("mod", types)
+    require_dtype("mod", types[0], INTS)
+    return TensorType(broadcast_shapes("mod", types[0].shape, types[1].shape), dtype)
+
+
+def _mod_ref(x, y, fmod):
+    x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))
+    safe = np.where(y64 == 0, 1, y64)
+    r = np.fmod(x64, safe) if fmod else np.mod(x64, safe)
+    return np.where(y64 == 0, 0, r).astype(x.dtype)
+
+
+register("mod", kind=OpKind.BROADCAST, infer=_mod_infer, reference=_mod_ref,
+         attrs={"fmod": 0}, num_inputs=(2, 2),
+         doc="integer remainder: the divisor's sign (fmod=0) or the dividend's (fmod=1)")

@@ -21,7 +21,7 @@ _SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "t
          "max", "min", "transpose", "slice")
 #: op -> {attribute: te.ops parameter} where the two spell it differently
 _RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
-            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min")}}
+            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min", "prod")}}
 
 
 def _same(op: str):
@@ -80,3 +80,19 @@ def _gather(ins, attrs, out_type):
         # a 0-d index arrives as the (1,) buffer it shares memory with: read it as 0-d
         indices = T.reshape(indices, (), name="index")
     return T.gather(data, indices, attrs["axis"], name="gather")
+
+#: the ops added for the ONNX operator set, also computed by their te.ops namesakes
+_SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                  "atanh", "swish", "floor", "ceil", "round", "softplus", "mish",
+                  "hard_swish", "elu", "selu", "celu", "thresholded_relu",
+                  "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
+                  "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
+                  "prod", "argmax", "argmin", "cumsum", "expand", "tile", "trilu",
+                  "conv_transpose")
+for _op in _SAME_ONNX_SET:
+    _same(_op)
+
+
+@register_legalization("topk")
+def _topk(ins, attrs, out_type):
+    return T.topk(ins[0], attrs["k"], attrs["axis"], bool(attrs["largest"]), name="topk")

@@ -287,3 +287,67 @@ register("softmax", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_softmax_infer("soft
          reference=_softmax_ref, attrs={"axis": -1}, doc="exp(x) / sum(exp(x)) along `axis`")
 register("log_softmax", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_softmax_infer("log_softmax"),
          reference=_log_softmax_ref, attrs={"axis": -1}, doc="log(softmax(x)) along `axis`")
+
+
+def conv_transpose_out(op, in_sizes, kernel, strides, dilations, pads, output_padding):
+    """The output spatial sizes of a transposed convolution."""
+    nsp = len(in_sizes)
+    return tuple(strides[d] * (in_sizes[d] - 1) + output_padding[d] + (kernel[d] - 1) *
+                 dilations[d] + 1 - pads[d] - pads[nsp + d] for d in range(nsp))
+
+
+def _conv_t_infer(types, attrs):
+    x, w = types[0], types[1]
+    dtype = same_dtype("conv_transpose", types)
+    require_dtype("conv_transpose", x, FLOATS)
+    if x.ndim < 3 or w.ndim != x.ndim:
+        raise OpShapeError(f"conv_transpose: data must be (N, C, *spatial) and weight "
+                           f"(C, M/group, *kernel) of the same rank; got {x.shape} and {w.shape}")
+    nsp, group = x.ndim - 2, attrs["group"]
+    strides, dilations, pads, kernel = _spatial_attrs("conv_transpose", attrs, nsp, w.shape[2:])
+    opad = ints("conv_transpose", "output_padding", attrs.get("output_padding") or (0,) * nsp,
+                nsp)
+    if x.shape[1] % group or w.shape[0] != x.shape[1]:
+        raise OpShapeError(f"conv_transpose: data has {x.shape[1]} channels and group={group}; "
+                           f"the weight {w.shape} must have as many rows, divisible by group")
+    m = w.shape[1] * group
+    if len(types) == 3 and types[2].shape != (m,):
+        raise OpShapeError(f"conv_transpose: bias must have shape ({m},), got {types[2].shape}")
+    out = conv_transpose_out("conv_transpose", x.shape[2:], kernel, strides, dilations, pads,
+                             opad)
+    if min(out) < 1:
+        raise OpShapeError(f"conv_transpose: pads={pads} leave an empty output {out}")
+    return TensorType((x.shape[0], m) + out, dtype)
+
+
+def _conv_t_ref(x, w, b=None, strides=None, pads=None, dilations=None, group=1,
+                output_padding=None):
+    nsp = x.ndim - 2
+    strides, dilations = strides or (1,) * nsp, dilations or (1,) * nsp
+    pads, opad = pads or (0,) * (2 * nsp), output_padding or (0,) * nsp
+    kernel, (n, c), mg = w.shape[2:], x.shape[:2], w.shape[1]
+    full = tuple(strides[d] * (x.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dilations[d] + 1
+                 for d in range(nsp))
+    y = np.zeros((n, mg * group) + full, np.float64)
+    cg = c // group
+    for g in range(group):
+        xs = x[:, g * cg:(g + 1) * cg].astype(np.float64)
+        ws = w[g * cg:(g + 1) * cg].astype(np.float64)
+        for off in itertools.product(*(range(k) for k in kernel)):
+            # every input position i lands at i*s + off*d
+            contrib = np.einsum("nc...,cm->nm...", xs, ws[(slice(None), slice(None)) + off])
+            sl = tuple(slice(o * d, o * d + s * (size - 1) + 1, s) for o, d, s, size in
+                       zip(off, dilations, strides, x.shape[2:]))
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + sl] += contrib
+    crop = tuple(slice(pads[d], full[d] - pads[nsp + d]) for d in range(nsp))
+    y = y[(slice(None), slice(None)) + crop]
+    if b is not None:
+        y = y + b.reshape((-1,) + (1,) * nsp)
+    return y.astype(x.dtype)
+
+
+register("conv_transpose", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_t_infer,
+         reference=_conv_t_ref, attrs={"strides": None, "pads": None, "dilations": None,
+                                       "group": 1, "output_padding": None},
+         num_inputs=(2, 3), doc="transposed convolution (ONNX ConvTranspose): data (N, C, ...), "
+                                "weight (C, M/group, *kernel)")

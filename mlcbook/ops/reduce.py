@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import OpAttributeError
 from ._infer import NUMBERS, norm_axes, require_dtype
-from .registry import OpKind, register
-from .types import TensorType
+from .registry import REQUIRED, OpKind, register
+from .types import TensorType, TupleType
 
 
 def reduce_axes(op: str, ndim: int, axes) -> tuple[int, ...]:
@@ -63,3 +64,76 @@ _reduce("sum", np.sum, NUMBERS)
 _reduce("mean", np.mean, NUMBERS)
 _reduce("max", np.max, NUMBERS + ("bool",))
 _reduce("min", np.min, NUMBERS + ("bool",))
+_reduce("prod", np.prod, NUMBERS)
+
+
+def _arg_infer(name):
+    def infer(types, attrs):
+        x = types[0]
+        require_dtype(name, x, NUMBERS)
+        axis = norm_axes(name, (attrs["axis"],), x.ndim)
+        return TensorType(reduced_shape(x.shape, axis, attrs["keepdims"]), "int64")
+    return infer
+
+
+def _arg_ref(fn):
+    def reference(x, axis=0, keepdims=1, select_last_index=0):
+        if select_last_index:
+            flipped = np.flip(x, axis)
+            out = x.shape[axis] - 1 - fn(flipped, axis=axis)
+        else:
+            out = fn(x, axis=axis)
+        out = np.asarray(out, np.int64)
+        return np.expand_dims(out, axis) if keepdims else out
+    return reference
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register(_name, kind=OpKind.REDUCTION, infer=_arg_infer(_name), reference=_arg_ref(_fn),
+             attrs={"axis": 0, "keepdims": 1, "select_last_index": 0},
+             doc=f"{_fn.__name__} along `axis` as int64 (the last of ties if select_last_index)")
+
+
+def _cumsum_infer(types, attrs):
+    require_dtype("cumsum", types[0], NUMBERS)
+    norm_axes("cumsum", (attrs["axis"],), types[0].ndim)
+    return types[0]
+
+
+def _cumsum_ref(x, axis, exclusive=0, reverse=0):
+    y = np.flip(x, axis) if reverse else x
+    acc = np.cumsum(y.astype(np.float64) if x.dtype.kind == "f" else y, axis=axis)
+    if exclusive:
+        acc = acc - (y.astype(np.float64) if x.dtype.kind == "f" else y)
+    acc = np.flip(acc, axis) if reverse else acc
+    return acc.astype(x.dtype)
+
+
+register("cumsum", kind=OpKind.REDUCTION, infer=_cumsum_infer, reference=_cumsum_ref,
+         attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
+         doc="running sum along `axis` (exclusive: without the element; reverse: from the end)")
+
+
+def _topk_infer(types, attrs):
+    x = types[0]
+    require_dtype("topk", x, NUMBERS)
+    axis = norm_axes("topk", (attrs["axis"],), x.ndim)[0]
+    k = attrs["k"]
+    if not 1 <= k <= x.shape[axis]:
+        raise OpAttributeError(f"topk: k={k} must be in [1, {x.shape[axis]}], the size of "
+                               f"axis {axis} of {x.shape}")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    return TupleType((TensorType(shape, x.dtype), TensorType(shape, "int64")))
+
+
+def _topk_ref(x, k, axis=-1, largest=1):
+    # a stable sort keeps equal values in index order; for the largest, sort the negation
+    # (integers in int64, so that the lowest value negates without overflow)
+    key = -x.astype(np.float64 if x.dtype.kind == "f" else np.int64) if largest else x
+    order = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
+    return np.take_along_axis(x, order, axis=axis), order.astype(np.int64)
+
+
+register("topk", kind=OpKind.OPAQUE, infer=_topk_infer, reference=_topk_ref,
+         attrs={"k": REQUIRED, "axis": -1, "largest": 1},
+         doc="the k largest (or smallest) values along `axis`, sorted, and their indices")

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import ArgumentError, OpAttributeError, OpShapeError
 from ..te.ops.transform import PAD_MODES
 from ..te.ops.transform import slice_ranges as te_slice_ranges
-from ._infer import ints, norm_axes, norm_axis, require_dtype, same_dtype
+from ._infer import broadcast_shapes, ints, norm_axes, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
 
@@ -249,3 +249,41 @@ def _pad_ref(x, pads, mode="constant", value=0.0):
 _injective("pad", _pad_infer, _pad_ref, {"pads": REQUIRED, "mode": "constant", "value": 0.0},
            doc="pad (or crop, with negative pads) every axis; pads = all befores, then all afters")
 
+
+
+def _expand_infer(types, attrs):
+    x = types[0]
+    shape = ints("expand", "shape", attrs["shape"])
+    return TensorType(broadcast_shapes("expand", x.shape, shape), x.dtype)
+
+
+_injective("expand", _expand_infer,
+           lambda x, shape: np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape))).copy(),
+           attrs={"shape": REQUIRED}, doc="x broadcast with `shape` (numpy rules)")
+
+
+def _tile_infer(types, attrs):
+    x = types[0]
+    reps = ints("tile", "repeats", attrs["repeats"], x.ndim)
+    if any(r < 1 for r in reps):
+        raise OpAttributeError(f"tile: repeats={reps} must be positive (a 0 would make an "
+                               "empty tensor, which mlcbook does not compute)")
+    return TensorType(tuple(s * r for s, r in zip(x.shape, reps)), x.dtype)
+
+
+_injective("tile", _tile_infer, lambda x, repeats: np.tile(x, tuple(repeats)),
+           attrs={"repeats": REQUIRED}, doc="numpy.tile(x, repeats), one count per dimension")
+
+
+def _trilu_infer(types, attrs):
+    if types[0].ndim < 2:
+        raise OpShapeError(f"trilu: the input has rank {types[0].ndim}; it needs at least 2")
+    return types[0]
+
+
+def _trilu_ref(x, upper=1, k=0):
+    return np.triu(x, k) if upper else np.tril(x, k)
+
+
+_injective("trilu", _trilu_infer, _trilu_ref, attrs={"upper": 1, "k": 0},
+           doc="the upper (numpy.triu) or lower (numpy.tril) triangle of the last two axes")

@@ -24,6 +24,7 @@ _IDENTITY = {
     "sum": lambda dtype: Const(0, dtype),
     "max": neg_infinity,  # -inf for floats, the lowest value for ints
     "min": infinity,      # +inf for floats, the highest value for ints
+    "prod": lambda dtype: Const(1, dtype),
 }
 
 
@@ -90,6 +91,8 @@ class Reduce(PrimExpr):
         """One step of the reduction: the new accumulator from the old one and a value."""
         if self.combiner == "sum":
             return acc + value
+        if self.combiner == "prod":
+            return acc * value
         return Binary(self.combiner, acc, value)
 
 
@@ -132,6 +135,11 @@ def max(expr, axis, where=None) -> Reduce:  # noqa: A001
     """``te.max(A[i, k], axis=k)``: the maximum over the reduce axes (identity: -inf, or the
     lowest value of an integer dtype)."""
     return _make("max", expr, axis, where)
+
+
+def prod(expr, axis, where=None) -> Reduce:
+    """``te.prod(A[i, k], axis=k)``: the product over the reduce axes (identity: 1)."""
+    return _make("prod", expr, axis, where)
 
 
 def min(expr, axis, where=None) -> Reduce:  # noqa: A001

@@ -256,7 +256,9 @@ class Select(PrimExpr):
 
 #: math functions: name -> number of arguments. All take and return floats.
 MATH_FUNCS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1,
-              "pow": 2, "abs": 1, "floor": 1, "ceil": 1}
+              "pow": 2, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "sin": 1, "cos": 1, "tan": 1,
+              "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
+              "atanh": 1}
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -455,8 +457,8 @@ def _math(name: str):
     return fn
 
 
-exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil = (  # noqa: A001
-    _math(n) for n in MATH_FUNCS)
+(exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil, round, sin, cos,  # noqa: A001
+ tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh) = (_math(n) for n in MATH_FUNCS)
 
 
 def infinity(dtype: str) -> Const:

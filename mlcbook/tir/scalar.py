@@ -145,6 +145,29 @@ def _ceil(x: float) -> float:
     return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
 
 
+def round_half_even(x: float) -> float:
+    """``x`` rounded to the nearest integer, halves to even (numpy's and ONNX's rule)."""
+    return math.copysign(float(round(x)), x) if math.isfinite(x) else x
+
+
+def _total(fn):
+    """``fn`` made total as C's libm is: NaN for a domain error, signed inf for overflow."""
+    def total(x: float) -> float:
+        try:
+            return fn(x)
+        except ValueError:
+            return math.nan
+        except OverflowError:
+            return math.copysign(math.inf, x) if fn is math.sinh else math.inf
+    return total
+
+
+def _atanh(x: float) -> float:
+    if abs(x) == 1:
+        return math.copysign(math.inf, x)
+    return _total(math.atanh)(x)
+
+
 # A checked access's message carries VALUE where the offending value goes (not str.format:
 # the printed IR may contain braces).
 VALUE = "\x00"
@@ -161,7 +184,11 @@ def _bad_binding(message: str, value: int):
 #: math function of the IR -> its implementation
 MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": math.tanh,
              "sigmoid": _sigmoid, "erf": math.erf, "pow": _pow, "abs": abs, "floor": _floor,
-             "ceil": _ceil}
+             "ceil": _ceil, "round": round_half_even, "sin": _total(math.sin),
+             "cos": _total(math.cos), "tan": _total(math.tan), "asin": _total(math.asin),
+             "acos": _total(math.acos), "atan": math.atan, "sinh": _total(math.sinh),
+             "cosh": _total(math.cosh), "asinh": math.asinh, "acosh": _total(math.acosh),
+             "atanh": _atanh}
 #: math function of the IR -> name of its implementation in the generated code
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses

@@ -35,6 +35,7 @@ from .arith import Linear, expr_key, int_bounds, linear
 from .expr import (Binary, Call, Cast, Const, PrimExpr, Select, Unary, Var, int_range,
                    is_float, is_int)
 from .function import PrimFunc
+from .scalar import round_half_even
 from .functor import Mutator
 from .stmt import Block, Evaluate, For, IfThenElse, no_op
 
@@ -323,7 +324,10 @@ def _fold_cast(v: Const, dtype: str) -> Optional[Const]:
 
 _CALLS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x),
           "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "erf": math.erf,
-          "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil}
+          "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil, "round": round_half_even,
+          "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+          "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
+          "acosh": math.acosh, "atanh": math.atanh}
 
 
 def _fold_call(name: str, args: tuple, dtype: str) -> Optional[Const]:

@@ -25,12 +25,19 @@ import warnings
 from .elementwise import (abs, add, cast, ceil, clip, div, equal, erf, exp, floor, gelu,
                           greater, leaky_relu, less, log, maximum, minimum, mul, neg, pow,
                           reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
+from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, cos, cosh, elu, greater_equal, 
+                          hard_swish, isinf, isnan, less_equal, logical_and, logical_not,
+                          logical_or, logical_xor, mish, mod, prelu, round, selu, shrink, sign,
+                          sin, sinh, softplus, tan, thresholded_relu)
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
 from .lrn import lrn
 from .normalization import batch_norm, layer_norm, log_softmax, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
+from .reduce import argmax, argmin, cumsum, prod, topk
+from .transform import expand, tile, trilu
+from .nn import conv_transpose
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
@@ -39,7 +46,12 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "batch_matmul", "gemm", "matmul", "avg_pool", "avg_pool2d", "bias_add", "conv",
            "conv2d", "global_avg_pool", "max_pool", "max_pool2d", "batch_norm", "layer_norm",
            "log_softmax", "softmax", "lrn", "max", "mean", "min", "sum", "concat", "gather", "pad",
-           "reshape", "slice", "split", "transpose"]
+           "reshape", "slice", "split", "transpose", "acos", "asin", "atan", "celu", "cos",
+           "cosh", "elu", "greater_equal", "hard_swish", "isinf", "isnan",
+           "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
+           "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
+           "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
+           "expand", "tile", "trilu", "conv_transpose", "topk"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -335,3 +335,59 @@ def avg_pool2d(data: Tensor, pool_size, stride=None, padding=0, dilation=1,
                       "floats")
     return avg_pool(data, *_pool2d_args("avg_pool2d", data, pool_size, stride, padding,
                                         dilation), count_include_pad=count_include_pad, name=name)
+
+
+def conv_transpose(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None,
+                   pads=None, dilations=None, group: int = 1, output_padding=None,
+                   name: str = "conv_transpose") -> Tensor:
+    """N-d transposed convolution, ONNX's ConvTranspose: data ``(N, C, *spatial)``, weight
+    ``(C, F/group, *kernel)``; each input element scatters ``x * weight`` onto the output
+    window ``i*s - pad_begin + r*d``. Written as a gather: output position ``o`` sums the
+    inputs ``i = (o + pad_begin - r*d) / s`` that are whole and in range. The output size is
+    ``s*(n-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end``.
+    """
+    op = "conv_transpose"
+    _check_nd(data, op, "data", "N, C, *spatial")
+    _check_nd(weight, op, "weight", "C, F/groups, *kernel", data.ndim)
+    same_dtype(op, data, weight)
+    nsp, c = data.ndim - 2, data.shape[1]
+    if c % group or weight.shape[0] != c:
+        raise TEShapeError(f"{op}: weight {weight.name!r} {weight.shape} must be (C, F/group, "
+                           f"*kernel) with C={c} divisible by group={group}")
+    kernel = weight.shape[2:]
+    strides = ints(strides if strides is not None else 1, nsp, op, "strides")
+    dil = ints(dilations if dilations is not None else 1, nsp, op, "dilations")
+    pads = ints(pads if pads is not None else 0, 2 * nsp, op, "pads")
+    opad = ints(output_padding if output_padding is not None else 0, nsp, op, "output_padding")
+    out = tuple(strides[d] * (data.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1
+                - pads[d] - pads[nsp + d] for d in range(nsp))
+    if min(out) < 1:
+        raise TEShapeError(f"{op}: the pads {pads} leave no output (size {out})")
+    cg, mg = c // group, weight.shape[1]
+    f = mg * group
+    if bias is not None and check_tensor(bias, op, "bias").shape != (f,):
+        raise TEShapeError(f"{op}: bias {bias.name!r} has shape {bias.shape} but must be ({f},)")
+    rc = _r.reduce_axis(cg, name="rc")
+    rk = [_r.reduce_axis(kernel[d], name=f"r{d}") for d in range(nsp)]
+
+    def body(n, ff, *o):
+        chan = rc if group == 1 else scaled(ff // mg, cg) + rc
+        src, conds = [n, chan], []
+        for d in range(nsp):
+            t = o[d] + pads[d] - scaled(rk[d], dil[d])
+            i = t // strides[d] if strides[d] > 1 else t
+            conds.append(t >= 0)
+            if strides[d] > 1:
+                conds.append(t % strides[d] == 0)
+            conds.append(i < data.shape[2 + d])
+            src.append(clamp(i, data.shape[2 + d]))
+        wf = ff if group == 1 else ff % mg
+        return _r.sum(load(data, src) * load(weight, [chan, wf] + rk), axis=[rc] + rk,
+                      where=and_all(conds))
+
+    shape, names = (data.shape[0], f) + out, _spatial_names(nsp, "f")
+    if bias is None:
+        return reduce_stage(shape, names, body, data.dtype, name)
+    acc = compute_named(shape, names, body, f"{name}_acc")
+    return compute_named(shape, names, lambda n, ff, *o: store(
+        acc[(n, ff) + o] + load(bias, (ff,)), data.dtype), name)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from ...errors import MLCError, TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from .util import (and_all, axis_names, check_tensor, clamp, compute_named, normalize_axis,
-                    prod, scaled)
+from .util import (and_all, axis_names, broadcast_indices, broadcast_shapes, check_tensor,
+                    clamp, compute_named, normalize_axis, prod, scaled)
 
 
 def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
@@ -258,3 +258,40 @@ def gather(data: Tensor, indices: Tensor, axis: int = 0, name: str = "gather") -
         return data[idx[:axis] + (ix,) + idx[axis + indices.ndim:]]
 
     return compute_named(shape, axis_names(len(shape)), body, name)
+
+
+def expand(x: Tensor, shape, name: str = "expand") -> Tensor:
+    """``x`` broadcast to ``numpy.broadcast_shapes(x.shape, shape)``: ONNX's Expand, where a
+    1 in ``shape`` keeps x's dimension."""
+    check_tensor(x, "expand", "x")
+    out = broadcast_shapes("expand", x.shape, tuple(int(s) for s in shape))
+    return compute_named(out, axis_names(len(out)),
+                         lambda *i: x[broadcast_indices(x.shape, i)], name)
+
+
+def tile(x: Tensor, repeats, name: str = "tile") -> Tensor:
+    """``numpy.tile(x, repeats)`` with one repeat count per dimension of x."""
+    check_tensor(x, "tile", "x")
+    repeats = tuple(int(r) for r in repeats)
+    if len(repeats) != x.ndim or any(r < 1 for r in repeats):
+        raise TEShapeError(f"tile: repeats={repeats} must give a positive count for each of "
+                           f"the {x.ndim} dimensions of {x.name!r}")
+    out = tuple(s * r for s, r in zip(x.shape, repeats))
+    return compute_named(out, axis_names(len(out)),
+                         lambda *i: x[tuple(v % s if r > 1 else v
+                                            for v, s, r in zip(i, x.shape, repeats))], name)
+
+
+def trilu(x: Tensor, upper: bool = True, k: int = 0, name: str = "trilu") -> Tensor:
+    """``numpy.triu(x, k)`` (``upper``) or ``numpy.tril(x, k)`` over the last two axes."""
+    check_tensor(x, "trilu", "x")
+    if x.ndim < 2:
+        raise TEShapeError(f"trilu: {x.name!r} has rank {x.ndim}; it needs at least 2")
+
+    def body(*i):
+        r, c = i[-2], i[-1]
+        keep = c - r >= k if upper else c - r <= k
+        return _e.select(keep, x[i], _e.const(0, x.dtype) if x.dtype != "bool"
+                         else _e.const(False, "bool"))
+
+    return compute_named(x.shape, axis_names(x.ndim), body, name)

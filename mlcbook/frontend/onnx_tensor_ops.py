@@ -1,0 +1,386 @@
+"""Converters of ONNX's further reductions, normalizations and tensor ops (beside the core
+set of :mod:`.onnx_ops`). Ops with a graph op of their own (``ReduceProd``, ``ArgMax``,
+``CumSum``, ``Expand``, ``Tile``, ``Trilu``) map onto it; the rest are the compositions
+their ONNX definitions give (``ReduceL2`` is ``sqrt(sum(x * x))``, ``DepthToSpace`` a
+reshape, transpose and reshape, ``InstanceNormalization`` a layer norm over the spatial
+axes then a per-channel scale and shift, ...), so they fuse and compile like any graph.
+
+    >>> CONVERTERS["DepthToSpace"].attrs
+    frozenset({'blocksize', 'mode'})
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.expr import Constant
+from .onnx_context import Unsupported, onnx_dtype
+from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
+
+_FLOATS = ("float16", "float32", "float64")
+_DTYPES = ("bool", "int8", "uint8", "int32", "int64") + _FLOATS
+
+
+def _const(value, dtype) -> Constant:
+    return Constant(np.asarray(value, dtype))
+
+
+def _static_ints(cx, index: int, what: str):
+    v = cx.static(index, what)
+    return None if v is None else tuple(int(a) for a in np.asarray(v).reshape(-1))
+
+
+# --- reductions ----------------------------------------------------------------------------------
+_REDUCE_ATTRS = ("axes", "keepdims", "noop_with_empty_axes")
+
+
+def _reduce_axes(cx, attrs):
+    """The axes of a Reduce* node (input 1 from opset 18, the attribute before), or None
+    for all of them; ``()`` means "no reduction" (noop_with_empty_axes)."""
+    axes = _static_ints(cx, 1, "axes")
+    if axes is None and "axes" in attrs:
+        axes = tuple(attrs["axes"])
+    if not axes:
+        return () if attrs.get("noop_with_empty_axes", 0) else None
+    return axes
+
+
+def _sum_of(cx, x, axes, keep, suffix, square=False, absolute=False):
+    if square:
+        x = cx.call("mul", x, x, suffix=suffix + "_sq")
+    if absolute:
+        x = cx.call("abs", x, suffix=suffix + "_abs")
+    return cx.call("sum", x, axes=axes, keepdims=keep, suffix=suffix)
+
+
+@converter("ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
+           "ReduceLogSum", attrs=_REDUCE_ATTRS, static=(1,))
+@guard_dtype
+def _reduce(cx, ins, attrs):
+    x, op, keep = ins[0], cx.node.op_type, attrs.get("keepdims", 1)
+    axes = _reduce_axes(cx, attrs)
+    if axes == ():  # noop_with_empty_axes: each value is reduced alone
+        if op in ("ReduceL1", "ReduceL2"):
+            return cx.call("abs", x)
+        if op == "ReduceLogSum":
+            return cx.call("log", x)
+        return cx.call("mul", x, x) if op == "ReduceSumSquare" else x
+    if op == "ReduceProd":
+        return cx.call("prod", x, axes=axes, keepdims=keep)
+    if op == "ReduceL1":
+        return _sum_of(cx, x, axes, keep, "", absolute=True)
+    if op == "ReduceSumSquare":
+        return _sum_of(cx, x, axes, keep, "", square=True)
+    if x.dtype not in _FLOATS:
+        raise Unsupported(f"{op} of {x.dtype} values (mlcbook computes it for floats)")
+    if op == "ReduceL2":
+        return cx.call("sqrt", _sum_of(cx, x, axes, keep, "_sum", square=True))
+    if op == "ReduceLogSum":
+        return cx.call("log", _sum_of(cx, x, axes, keep, "_sum"))
+    # log(sum(exp(x - m))) + m with m the max: no overflow
+    m = cx.call("max", x, axes=axes, keepdims=1, suffix="_max")
+    e = cx.call("exp", cx.call("sub", x, m, suffix="_shift"), suffix="_exp")
+    s = cx.call("log", cx.call("sum", e, axes=axes, keepdims=keep, suffix="_sum"), suffix="_log")
+    mk = m if keep else cx.call("max", x, axes=axes, keepdims=0, suffix="_maxk")
+    return cx.call("add", s, mk)
+
+
+@converter("ArgMax", "ArgMin", attrs=("axis", "keepdims", "select_last_index"))
+@guard_dtype
+def _arg(cx, ins, attrs):
+    return cx.call(cx.node.op_type.lower(), ins[0], axis=attrs.get("axis", 0),
+                   keepdims=attrs.get("keepdims", 1),
+                   select_last_index=attrs.get("select_last_index", 0))
+
+
+@converter("TopK", attrs=("axis", "largest", "sorted"), static=(1,), outputs=2)
+@guard_dtype
+def _topk(cx, ins, attrs):
+    # sorted=0 allows any order; the sorted one is among them
+    k = _static_ints(cx, 1, "K")[0]
+    return cx.call("topk", ins[0], k=k, axis=attrs.get("axis", -1),
+                   largest=attrs.get("largest", 1))
+
+
+@converter("CumSum", attrs=("exclusive", "reverse"), static=(1,))
+@guard_dtype
+def _cumsum(cx, ins, attrs):
+    axis = _static_ints(cx, 1, "axis")
+    return cx.call("cumsum", ins[0], axis=axis[0], exclusive=attrs.get("exclusive", 0),
+                   reverse=attrs.get("reverse", 0))
+
+
+@converter("GlobalMaxPool")
+@guard_dtype
+def _global_max_pool(cx, ins, attrs):
+    x = ins[0]
+    return cx.call("max", x, axes=tuple(range(2, x.type.ndim)), keepdims=1)
+
+
+def _abs_pow(cx, x, p: int):
+    if p == 2:
+        return cx.call("mul", x, x, suffix="_pow")
+    return cx.call("pow", cx.call("abs", x, suffix="_abs"), _const(p, x.dtype), suffix="_pow")
+
+
+def _root(cx, x, p: int):
+    if p == 2:
+        return cx.call("sqrt", x)
+    return cx.call("pow", x, _const(1 / p, x.dtype))
+
+
+@converter("LpPool", attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads",
+                            "strides"))
+@guard_dtype
+def _lp_pool(cx, ins, attrs):
+    # (sum over the window of |x|**p) ** (1/p); padding adds zeros to the sum, so the sum
+    # is the average that counts the padding, times the window size
+    x, p = ins[0], int(attrs.get("p", 2))
+    kernel = tuple(attrs["kernel_shape"])
+    avg = cx.call("avg_pool", _abs_pow(cx, x, p), kernel_shape=kernel,
+                  ceil_mode=attrs.get("ceil_mode", 0), count_include_pad=1,
+                  **pool_window(x, attrs, kernel), suffix="_avg")
+    total = cx.call("mul", avg, _const(np.prod(kernel), x.dtype), suffix="_sum")
+    return _root(cx, total, p)
+
+
+@converter("GlobalLpPool", attrs=("p",))
+@guard_dtype
+def _global_lp_pool(cx, ins, attrs):
+    x, p = ins[0], int(attrs.get("p", 2))
+    total = cx.call("sum", _abs_pow(cx, x, p), axes=tuple(range(2, x.type.ndim)), keepdims=1,
+                    suffix="_sum")
+    return _root(cx, total, p)
+
+
+def _check_conv_t(attrs):
+    a = attrs.get("auto_pad", "NOTSET")
+    return [] if a in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID") else [f"auto_pad={a!r}"]
+
+
+@converter("ConvTranspose", attrs=("auto_pad", "dilations", "group", "kernel_shape",
+                                   "output_padding", "output_shape", "pads", "strides"),
+           check=_check_conv_t)
+@guard_dtype
+def _conv_transpose(cx, ins, attrs):
+    x, w = ins[0], ins[1]
+    nsp = x.type.ndim - 2
+    kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
+    strides = tuple(attrs.get("strides") or (1,) * nsp)
+    dil = tuple(attrs.get("dilations") or (1,) * nsp)
+    opad = tuple(attrs.get("output_padding") or (0,) * nsp)
+    mode = attrs.get("auto_pad", "NOTSET")
+    pads = tuple(attrs.get("pads") or (0,) * (2 * nsp))
+    want = attrs.get("output_shape")
+    if want is None and mode in ("SAME_UPPER", "SAME_LOWER"):
+        want = tuple(n * s for n, s in zip(x.shape[2:], strides))
+    if want is not None:
+        # ONNX's rule: the padding that gives output_shape, the odd unit at the end for
+        # SAME_UPPER and at the start otherwise
+        want = tuple(want)[-nsp:]
+        total = [s * (n - 1) + op + (k - 1) * d + 1 - o for n, s, op, k, d, o in
+                 zip(x.shape[2:], strides, opad, kernel, dil, want)]
+        upper = mode == "SAME_UPPER"
+        begin = [t // 2 if upper else t - t // 2 for t in total]
+        pads = tuple(begin) + tuple(t - b for t, b in zip(total, begin))
+        if min(pads) < 0:
+            raise Unsupported(f"output_shape={tuple(want)} needs negative padding {pads}")
+    args = [a for a in ins[:3] if a is not None]
+    return cx.call("conv_transpose", *args, strides=strides, pads=pads, dilations=dil,
+                   group=attrs.get("group", 1), output_padding=opad)
+
+
+@converter("CastLike", attrs=("saturate", "round_mode"))
+def _cast_like(cx, ins, attrs):
+    x, like = ins
+    return x if x.dtype == like.dtype else cx.call("cast", x, dtype=like.dtype)
+
+
+# --- normalizations -------------------------------------------------------------------------------
+def _per_channel(cx, v, ndim: int, suffix: str):
+    """A (C,) tensor reshaped to (C, 1, ..., 1), to scale an (N, C, ...) tensor."""
+    return cx.call("reshape", v, shape=(v.shape[0],) + (1,) * (ndim - 2), suffix=suffix)
+
+
+def _normalize_from(cx, x, axis: int, eps: float, suffix: str):
+    ones = _const(np.ones(1), x.dtype)
+    return cx.call("layer_norm", x, ones, axis=axis, epsilon=eps, num_outputs=1, suffix=suffix)
+
+
+@converter("InstanceNormalization", attrs=("epsilon",))
+@guard_dtype
+def _instance_norm(cx, ins, attrs):
+    x, scale, bias = ins
+    nd = x.type.ndim
+    y = _normalize_from(cx, x, 2, attrs.get("epsilon", 1e-5), "_norm")
+    y = cx.call("mul", y, _per_channel(cx, scale, nd, "_scale_r"), suffix="_scale")
+    return cx.call("add", y, _per_channel(cx, bias, nd, "_bias_r"))
+
+
+@converter("GroupNormalization", attrs=("epsilon", "num_groups", "stash_type"))
+@guard_dtype
+def _group_norm(cx, ins, attrs):
+    x, scale, bias = ins
+    shape, g = x.shape, attrs["num_groups"]
+    c = shape[1]
+    if c % g:
+        raise Unsupported(f"{c} channels do not split into num_groups={g} groups")
+    if scale.shape[0] != c:
+        raise Unsupported(f"a scale of {scale.shape[0]} values (opset 18's per-group form); "
+                          "give one per channel (opset 21)")
+    grouped = cx.call("reshape", x, shape=(shape[0], g, -1), suffix="_group")
+    y = _normalize_from(cx, grouped, 2, attrs.get("epsilon", 1e-5), "_norm")
+    y = cx.call("reshape", y, shape=shape, suffix="_ungroup")
+    y = cx.call("mul", y, _per_channel(cx, scale, len(shape), "_scale_r"), suffix="_scale")
+    return cx.call("add", y, _per_channel(cx, bias, len(shape), "_bias_r"))
+
+
+@converter("MeanVarianceNormalization", attrs=("axes",))
+@guard_dtype
+def _mvn(cx, ins, attrs):
+    x = ins[0]
+    axes = tuple(attrs.get("axes", (0, 2, 3)))
+    d = cx.call("sub", x, cx.call("mean", x, axes=axes, keepdims=1, suffix="_mean"),
+                suffix="_centered")
+    var = cx.call("mean", cx.call("mul", d, d, suffix="_sq"), axes=axes, keepdims=1,
+                  suffix="_var")
+    std = cx.call("add", cx.call("sqrt", var, suffix="_std"), _const(1e-9, x.dtype),
+                  suffix="_std_eps")
+    return cx.call("div", d, std)
+
+
+def _check_p(attrs):
+    p = attrs.get("p", 2)
+    return [] if p in (1, 2) else [f"p={p} (LpNormalization takes 1 or 2)"]
+
+
+@converter("LpNormalization", attrs=("axis", "p"), check=_check_p)
+@guard_dtype
+def _lp_norm(cx, ins, attrs):
+    x, p = ins[0], attrs.get("p", 2)
+    axes = (attrs.get("axis", -1),)
+    norm = _sum_of(cx, x, axes, 1, "_sum", square=p == 2, absolute=p == 1)
+    if p == 2:
+        norm = cx.call("sqrt", norm, suffix="_norm")
+    # a zero norm means x is zero there: the result is 0 (ONNX's reference), not NaN
+    zero = cx.call("equal", norm, _const(0, x.dtype), suffix="_zero")
+    norm = cx.call("where", zero, _const(1, x.dtype), norm, suffix="_safe")
+    return cx.call("div", x, norm)
+
+
+# --- indices and tensors ---------------------------------------------------------------------------
+def _positions(n: int, axis: int, ndim: int) -> Constant:
+    """0..n-1 laid along ``axis`` of a rank-``ndim`` tensor (size 1 elsewhere)."""
+    shape = [1] * ndim
+    shape[axis] = n
+    return _const(np.arange(n).reshape(shape), np.int64)
+
+
+@converter("Hardmax", attrs=("axis",))
+@guard_dtype
+def _hardmax(cx, ins, attrs):
+    x = ins[0]
+    nd = x.type.ndim
+    axis = attrs.get("axis", -1) % nd
+    best = cx.call("argmax", x, axis=axis, keepdims=1, select_last_index=0, suffix="_arg")
+    hit = cx.call("equal", best, _positions(x.shape[axis], axis, nd), suffix="_hit")
+    return cx.call("cast", hit, dtype=x.dtype)
+
+
+@converter("OneHot", attrs=("axis",), static=(1, 2))
+@guard_dtype
+def _one_hot(cx, ins, attrs):
+    idx = ins[0]
+    depth = int(np.asarray(cx.static(1, "depth")).reshape(-1)[0])
+    values = np.asarray(cx.static(2, "values")).reshape(-1)
+    if values.dtype.name not in _DTYPES:
+        raise Unsupported(f"OneHot values of dtype {values.dtype.name}")
+    nd = idx.type.ndim + 1
+    axis = attrs.get("axis", -1) % nd
+    if idx.dtype != "int64":
+        idx = cx.call("cast", idx, dtype="int64", suffix="_int")
+    # a negative index counts from the end of the depth
+    neg = cx.call("less", idx, _const(0, np.int64), suffix="_neg")
+    wrapped = cx.call("add", idx, _const(depth, np.int64), suffix="_wrap")
+    idx = cx.call("where", neg, wrapped, idx, suffix="_norm")
+    idx = cx.call("unsqueeze", idx, axes=(axis,), suffix="_unsq")
+    hit = cx.call("equal", idx, _positions(depth, axis, nd), suffix="_hit")
+    return cx.call("where", hit, Constant(values[1:2].reshape(())),
+                   Constant(values[0:1].reshape(())))
+
+
+@converter("Expand", static=(1,))
+@guard_dtype
+def _expand(cx, ins, attrs):
+    return cx.call("expand", ins[0], shape=_static_ints(cx, 1, "shape"))
+
+
+@converter("Tile", static=(1,))
+@guard_dtype
+def _tile(cx, ins, attrs):
+    return cx.call("tile", ins[0], repeats=_static_ints(cx, 1, "repeats"))
+
+
+@converter("Trilu", attrs=("upper",), static=(1,))
+@guard_dtype
+def _trilu(cx, ins, attrs):
+    k = _static_ints(cx, 1, "k")
+    return cx.call("trilu", ins[0], upper=attrs.get("upper", 1), k=k[0] if k else 0)
+
+
+@converter("EyeLike", attrs=("dtype", "k"))
+def _eye_like(cx, ins, attrs):
+    x = ins[0]
+    if x.type.ndim != 2:
+        raise Unsupported(f"EyeLike of a rank-{x.type.ndim} tensor (ONNX requires rank 2)")
+    dtype = onnx_dtype(attrs["dtype"], "the dtype") if "dtype" in attrs else x.dtype
+    return _const(np.eye(x.shape[0], x.shape[1], attrs.get("k", 0)), dtype)
+
+
+def _window_values(op: str, size: int, periodic: bool) -> np.ndarray:
+    n = np.arange(size, dtype=np.float64)
+    angle = 2 * np.pi * n / (size if periodic else max(size - 1, 1))
+    if op == "HannWindow":
+        return 0.5 - 0.5 * np.cos(angle)
+    if op == "HammingWindow":
+        return 25 / 46 - (1 - 25 / 46) * np.cos(angle)
+    return 0.42 - 0.5 * np.cos(angle) + 0.08 * np.cos(2 * angle)
+
+
+@converter("HannWindow", "HammingWindow", "BlackmanWindow", attrs=("output_datatype", "periodic"),
+           static=(0,))
+def _window_fn(cx, ins, attrs):
+    # the size is known at import, so the window is a constant
+    size = int(np.asarray(cx.static(0, "size")).reshape(-1)[0])
+    dtype = onnx_dtype(attrs.get("output_datatype", 1), "output_datatype")
+    return _const(_window_values(cx.node.op_type, size, bool(attrs.get("periodic", 1))), dtype)
+
+
+def _check_mode(attrs):
+    mode = attrs.get("mode", "DCR")
+    return [] if mode in ("DCR", "CRD") else [f"mode={mode!r}"]
+
+
+@converter("DepthToSpace", attrs=("blocksize", "mode"), check=_check_mode)
+def _depth_to_space(cx, ins, attrs):
+    x, bs = ins[0], attrs["blocksize"]
+    n, c, h, w = x.shape
+    if attrs.get("mode", "DCR") == "DCR":
+        split, perm = (n, bs, bs, c // bs ** 2, h, w), (0, 3, 4, 1, 5, 2)
+    else:
+        split, perm = (n, c // bs ** 2, bs, bs, h, w), (0, 1, 4, 2, 5, 3)
+    y = cx.call("reshape", x, shape=split, suffix="_split")
+    y = cx.call("transpose", y, perm=perm, suffix="_move")
+    return cx.call("reshape", y, shape=(n, c // bs ** 2, h * bs, w * bs))
+
+
+@converter("SpaceToDepth", attrs=("blocksize",))
+def _space_to_depth(cx, ins, attrs):
+    x, bs = ins[0], attrs["blocksize"]
+    n, c, h, w = x.shape
+    y = cx.call("reshape", x, shape=(n, c, h // bs, bs, w // bs, bs), suffix="_split")
+    y = cx.call("transpose", y, perm=(0, 3, 5, 1, 2, 4), suffix="_move")
+    return cx.call("reshape", y, shape=(n, c * bs * bs, h // bs, w // bs))
+
+
+__all__ = ["CONVERTERS"]
