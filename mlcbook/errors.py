@@ -159,6 +159,12 @@ class ArtifactError(BuildError):
 
 
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
+class MissingFeatureError(TargetError):
+    """The program uses an instruction (a tensor intrinsic) the target CPU does not have."""
+
+    code = "MLC-C008"
+
+
 class GraphError(MLCError):
     code = "MLC-G001"
 

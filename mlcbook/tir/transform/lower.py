@@ -6,6 +6,8 @@
 
 Stages, in order:
 
+0. ``place_intrinsics`` — each block tensorized with ``sch.tensorize`` gets its intrinsic's
+   ``impl`` as body (:mod:`mlcbook.tir.tensor_intrin`);
 1. ``convert_blocks`` — blocks become plain statements (bindings substituted, predicates
    as ``if``, init hoisted or guarded, block allocations as ``Allocate``);
 2. ``compact_allocations`` — each allocation moves into the loops whose iterations use
@@ -28,6 +30,7 @@ from ..stmt import Evaluate, For, SeqStmt, seq
 from ..verify import verify
 from .compact_allocations import compact_allocations
 from .convert_blocks import convert_blocks
+from ..tensor_intrin import place_intrinsics
 from .flatten_buffers import flatten_buffers
 
 #: attribute set on every PrimFunc that went through :func:`lower`
@@ -104,6 +107,7 @@ def _simplify_stage(f: PrimFunc) -> PrimFunc:
 
 
 _STAGES = (
+    ("place_intrinsics", lambda f: f.with_body(place_intrinsics(f.body))),
     ("convert_blocks", lambda f: f.with_body(convert_blocks(f.body))),
     ("compact_allocations", lambda f: f.with_body(compact_allocations(f.body))),
     ("flatten_buffers", flatten_buffers),
