@@ -21,5 +21,6 @@ from .verify import verify
 from .interpreter import interpret
 from .reference import evaluate
 from .tensor_intrin import TensorIntrin
+from .int_math import round_half_even, saturate
 from . import x86_intrinsics  # noqa: F401 - registers the built-in x86 intrinsics
 from . import analysis, arith  # noqa: E402 - mb.tir.analysis and mb.tir.arith, the facts passes share

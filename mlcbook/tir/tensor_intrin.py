@@ -222,7 +222,7 @@ def _same(d, a, varmap: dict, buffers: dict, where: str = "the stored value") ->
                                      f"which moves inside the tile, but desc's {d.buffer.name} "
                                      "has no such dimension")
         for k, (x, y) in enumerate(zip(d.indices, a.indices[extra:])):
-            if not _equal_index(substitute(x, varmap), y):
+            if not _same_in_tile(substitute(x, varmap), y, moving):
                 raise IntrinMismatch("index pattern", f"index {extra + k} of {a.buffer.name} is {y} "
                                      f"but desc's {d.buffer.name} is indexed by "
                                      f"{substitute(x, varmap)}")
@@ -248,9 +248,11 @@ def _same(d, a, varmap: dict, buffers: dict, where: str = "the stored value") ->
             _same(x, y, varmap, buffers, where)
 
 
-def _equal_index(x: PrimExpr, y: PrimExpr) -> bool:
-    diff = affine(simplify(x - y)) if x.dtype == y.dtype else None
-    return diff is not None and diff.is_const() and diff.const == 0
+def _same_in_tile(x: PrimExpr, y: PrimExpr, moving: set) -> bool:
+    """Whether ``y - x`` stays the same across the tile (uses no variable in ``moving``):
+    the program's index is desc's plus the tile's origin."""
+    diff = affine(simplify(y - x)) if x.dtype == y.dtype else None
+    return diff is not None and not any(c for v, c in diff.coeffs.items() if v in moving)
 
 
 def _text(n) -> str:
