@@ -7,7 +7,7 @@ emitter registered here with the CPU features its instructions need.
 
 :func:`check_features` runs before code generation: a call whose features the target lacks
 is a :class:`~mlcbook.errors.MissingFeatureError` naming them, never a crash at run time.
-The x86 emitters below compute exactly what their ``desc`` says (int32 sums never saturate;
+The x86 emitters below compute exactly what their ``desc`` says (integer sums never saturate;
 float32 tiles use fused multiply-add, so they differ from ``desc`` by rounding only).
 """
 
@@ -166,19 +166,25 @@ def _dot_u8i8(lanes: int):
 
 
 @tensor_call("x86.dot_u8i8.8x4", features=("avx2",))
-def _dot_widen(em, ptrs, strides):
-    """AVX2 has no u8 x i8 -> i32 dot instruction that cannot saturate (vpmaddubsw saturates
-    at int16), so widen to int32, multiply, and add the four products of each lane."""
+def _dot_avx2(em, ptrs, strides):
+    """AVX2 has no exact u8 x i8 -> i32 dot instruction (vpmaddubsw adds pairs in int16
+    with saturation), so widen both to int16, where every product fits, and let
+    ``vpmaddwd`` add pairs of products into int32; then add neighbouring pairs."""
     acc, a4, b4 = _dot_u8i8(8)(em, ptrs, strides)
-    B, i8 = em.b, ir.IntType(8)
-    a = B.zext(B.bitcast(a4, _vec(32, i8)), _vec(32, I32))
-    b = B.sext(B.bitcast(b4, _vec(32, i8)), _vec(32, I32))
-    prod = B.mul(a, b)
-    undef = ir.Constant(prod.type, ir.Undefined)
-    for k in range(4):
-        part = B.shuffle_vector(prod, undef, ir.Constant(_vec(8, I32), [4 * i + k for i in range(8)]))
-        acc = B.add(acc, part)
-    B.store(acc, ptrs[2], align=4)
+    B, i8, i16 = em.b, ir.IntType(8), ir.IntType(16)
+    a = B.zext(B.bitcast(a4, _vec(32, i8)), _vec(32, i16))
+    b = B.sext(B.bitcast(b4, _vec(32, i8)), _vec(32, i16))
+    undef16 = ir.Constant(a.type, ir.Undefined)
+    halves = []
+    for h in range(2):   # rows 0-3, then rows 4-7
+        picks = ir.Constant(_vec(16, I32), list(range(16 * h, 16 * h + 16)))
+        halves.append(_call(em, "llvm.x86.avx2.pmadd.wd", _vec(8, I32), [
+            B.shuffle_vector(a, undef16, picks), B.shuffle_vector(b, undef16, picks)]))
+    pairs = B.shuffle_vector(halves[0], halves[1], ir.Constant(_vec(16, I32), list(range(16))))
+    undef = ir.Constant(pairs.type, ir.Undefined)
+    even = B.shuffle_vector(pairs, undef, ir.Constant(_vec(8, I32), list(range(0, 16, 2))))
+    odd = B.shuffle_vector(pairs, undef, ir.Constant(_vec(8, I32), list(range(1, 16, 2))))
+    B.store(B.add(acc, B.add(even, odd)), ptrs[2], align=4)
 
 
 @tensor_call("x86.vpdpbusd.16x4", features=("avx512vnni", "avx512f"))
