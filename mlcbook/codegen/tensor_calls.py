@@ -122,13 +122,16 @@ def _vec(n: int, t) -> ir.VectorType:
 
 def _at(em, ptr, offset: int, t):
     """Pointer ``offset`` elements of type ``t`` after ``ptr``."""
-    return em.b.gep(ptr, [ir.Constant(I32, offset)], source_etype=t, inbounds=True) if offset else ptr
+    if not offset:
+        return ptr
+    return em.b.gep(ptr, [ir.Constant(I32, offset)], source_etype=t, inbounds=True)
 
 
 def _splat(em, x, n: int):
     B = em.b
     v = B.insert_element(ir.Constant(_vec(n, x.type), ir.Undefined), x, ir.Constant(I32, 0))
-    return B.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), ir.Constant(_vec(n, I32), [0] * n))
+    zeros = ir.Constant(_vec(n, I32), [0] * n)
+    return B.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), zeros)
 
 
 def _call(em, name: str, ret, args):
@@ -227,5 +230,5 @@ for _name, (_lanes, _rows, _cols, _depth, _feats) in FMA_KERNELS.items():
     tensor_call(_name, _feats)(_fma_tile(_lanes, _rows, _cols, _depth))
 
 
-__all__ = ["TENSOR_CALLS", "TensorCallOp", "tensor_call", "lookup", "check_features", "host_cannot_run",
-           "emit_tensor_call"]
+__all__ = ["TENSOR_CALLS", "TensorCallOp", "tensor_call", "lookup", "check_features",
+           "host_cannot_run", "emit_tensor_call"]

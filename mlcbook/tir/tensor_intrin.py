@@ -28,8 +28,7 @@ from typing import Optional
 from ..errors import TIRError
 from .analysis import free_vars
 from .arith import affine
-from .expr import (Binary, BufferLoad, Call, Cast, Const, PrimExpr, Select, TensorCall, Unary,
-                   Var)
+from .expr import Binary, BufferLoad, Call, Const, PrimExpr, TensorCall, Unary, Var
 from .function import PrimFunc
 from .functor import Mutator, post_order_visit, substitute
 from .simplify import simplify
@@ -202,8 +201,8 @@ def _same(d, a, varmap: dict, buffers: dict, where: str = "the stored value") ->
     desc buffers bound to program buffers in ``buffers`` as they are met)."""
     if isinstance(d, (BufferStore, BufferLoad)):
         if type(a) is not type(d):
-            raise IntrinMismatch("computation", f"{where}: desc has {_text(d)}, the block has "
-                                 f"{_text(a)}")
+            raise IntrinMismatch("computation", f"{where}: desc has {d}, the block has "
+                                 f"{a}")
         if d.buffer.dtype != a.buffer.dtype:
             raise IntrinMismatch("dtype", f"buffer {a.buffer.name} is {a.buffer.dtype} but desc's "
                                  f"{d.buffer.name} is {d.buffer.dtype}")
@@ -223,23 +222,23 @@ def _same(d, a, varmap: dict, buffers: dict, where: str = "the stored value") ->
                                      "has no such dimension")
         for k, (x, y) in enumerate(zip(d.indices, a.indices[extra:])):
             if not _same_in_tile(substitute(x, varmap), y, moving):
-                raise IntrinMismatch("index pattern", f"index {extra + k} of {a.buffer.name} is {y} "
-                                     f"but desc's {d.buffer.name} is indexed by "
+                raise IntrinMismatch("index pattern", f"index {extra + k} of {a.buffer.name} "
+                                     f"is {y} but desc's {d.buffer.name} is indexed by "
                                      f"{substitute(x, varmap)}")
         if isinstance(d, BufferStore):
             _same(d.value, a.value, varmap, buffers)
         return
     if type(a) is not type(d) or getattr(a, "dtype", None) != getattr(d, "dtype", None):
         raise IntrinMismatch("dtype" if type(a) is type(d) else "computation",
-                             f"{where}: desc computes {_text(d)}, the block {_text(a)}")
+                             f"{where}: desc computes {d}, the block {a}")
     if isinstance(d, Const) and d.value != a.value:
         raise IntrinMismatch("computation", f"{where}: constant {a} instead of {d}")
     if isinstance(d, Var) and varmap.get(d, d) is not a:
         raise IntrinMismatch("computation", f"{where}: {a} instead of {d}")
     if isinstance(d, (Binary, Unary, Call)) and getattr(d, "op", getattr(d, "name", None)) != \
             getattr(a, "op", getattr(a, "name", None)):
-        raise IntrinMismatch("computation", f"{where}: desc computes {_text(d)}, the block "
-                             f"{_text(a)}")
+        raise IntrinMismatch("computation", f"{where}: desc computes {d}, the block "
+                             f"{a}")
     for f in ("a", "b", "value", "cond", "true_value", "false_value"):
         if hasattr(d, f) and isinstance(getattr(d, f), PrimExpr):
             _same(getattr(d, f), getattr(a, f), varmap, buffers, where)
@@ -253,10 +252,6 @@ def _same_in_tile(x: PrimExpr, y: PrimExpr, moving: set) -> bool:
     the program's index is desc's plus the tile's origin."""
     diff = affine(simplify(y - x)) if x.dtype == y.dtype else None
     return diff is not None and not any(c for v, c in diff.coeffs.items() if v in moving)
-
-
-def _text(n) -> str:
-    return str(n)
 
 
 def place_intrinsics(body: Stmt) -> Stmt:
@@ -303,5 +298,5 @@ def _strides(shape) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-__all__ = ["TensorIntrin", "IntrinMismatch", "Match", "match", "place_impl", "place_intrinsics", "nest",
-           "desc_nest", "ANNOTATION"]
+__all__ = ["TensorIntrin", "IntrinMismatch", "Match", "match", "place_impl", "place_intrinsics",
+           "nest", "desc_nest", "ANNOTATION"]

@@ -1,5 +1,6 @@
-"""The built-in x86 tensor intrinsics (``desc`` and ``impl``; the instructions behind each
-``impl`` call are emitted by :mod:`mlcbook.codegen.tensor_calls`), registered with :class:`mlcbook.tir.TensorIntrin`.
+"""The built-in x86 tensor intrinsics, registered with :class:`mlcbook.tir.TensorIntrin`
+(``desc`` and ``impl`` here; :mod:`mlcbook.codegen.tensor_calls` emits the instructions
+behind each ``impl`` call).
 
 =========================  =========================================  =====================
 name                       desc                                       needs

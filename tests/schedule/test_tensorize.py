@@ -31,7 +31,8 @@ def int8_matmul(m=8, n=32, k=16, a="uint8", b="int8", b_layout="NK", op="+"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.int32(0)
-                C[vi, vj] = C[vi, vj] {op} T.Cast("int32", A[vi, vk]) * T.Cast("int32", B[{b_index}])
+                C[vi, vj] = C[vi, vj] {op} (T.Cast("int32", A[vi, vk])
+                                             * T.Cast("int32", B[{b_index}]))
     """)
 
 
@@ -186,7 +187,8 @@ def test_tensorize_trace_round_trips():
 
 # --- mismatches ---------------------------------------------------------------------------------
 def test_wrong_index_pattern_is_an_error():
-    with pytest.raises(TensorizeError, match=r"MLC-S066.*index pattern.*index 0 of B is vk but desc.s B is indexed by vj"):
+    with pytest.raises(TensorizeError, match=r"MLC-S066.*index pattern.*index 0 of B is vk "
+                                             r"but desc.s B is indexed by vj"):
         tile_dot(int8_matmul(b_layout="KN"), 8, "x86.avx2.dot_u8i8_8x4")
 
 
