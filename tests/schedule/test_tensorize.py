@@ -228,3 +228,10 @@ def test_unknown_intrinsic_is_an_error():
 def test_error_marks_the_loop():
     with pytest.raises(TensorizeError, match=r"# <-- here: loop j_1"):
         tile_dot(int8_matmul(), 4, "x86.avx2.dot_u8i8_8x4")
+
+
+def test_tensorize_of_a_plain_block_is_an_error():
+    sch = Schedule(int8_matmul())
+    with pytest.raises(TensorizeError, match=r"the structure does not match desc.*not a loop "
+                                             r"nest around one block"):
+        sch.tensorize(sch.get_block("C"), "x86.avx2.dot_u8i8_8x4")
