@@ -6,9 +6,9 @@
 
 Stages, in order:
 
-0. ``place_intrinsics`` — each block tensorized with ``sch.tensorize`` gets its intrinsic's
-   ``impl`` as body (:mod:`mlcbook.tir.tensor_intrin`);
-1. ``convert_blocks`` — blocks become plain statements (bindings substituted, predicates
+1. ``convert_blocks`` — each block tensorized with ``sch.tensorize`` first gets its
+   intrinsic's ``impl`` as body (:mod:`mlcbook.tir.tensor_intrin`), then blocks become plain
+   statements (bindings substituted, predicates
    as ``if``, init hoisted or guarded, block allocations as ``Allocate``);
 2. ``compact_allocations`` — each allocation moves into the loops whose iterations use
    disjoint parts of it, and shrinks to the part one iteration touches;
@@ -107,8 +107,7 @@ def _simplify_stage(f: PrimFunc) -> PrimFunc:
 
 
 _STAGES = (
-    ("place_intrinsics", lambda f: f.with_body(place_intrinsics(f.body))),
-    ("convert_blocks", lambda f: f.with_body(convert_blocks(f.body))),
+    ("convert_blocks", lambda f: f.with_body(convert_blocks(place_intrinsics(f.body)))),
     ("compact_allocations", lambda f: f.with_body(compact_allocations(f.body))),
     ("flatten_buffers", flatten_buffers),
     ("simplify", _simplify_stage),

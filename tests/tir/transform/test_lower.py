@@ -48,8 +48,7 @@ def test_lowered_program_means_the_same(name):
 
 def test_stages_are_named_and_printable():
     stages = mb.lower(parse(MM_RELU), stages=True)
-    assert [n for n, _ in stages] == ["input", "place_intrinsics", "convert_blocks",
-                                      "compact_allocations",
+    assert [n for n, _ in stages] == ["input", "convert_blocks", "compact_allocations",
                                       "flatten_buffers", "simplify"]
     for _, mod in stages:
         assert "def mm_relu" in str(mod)
