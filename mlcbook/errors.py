@@ -177,6 +177,12 @@ class ExportError(BuildError):
     code = "MLC-C008"
 
 
+class MissingFeatureError(TargetError):
+    """The program uses an instruction (a tensor intrinsic) the target CPU does not have."""
+
+    code = "MLC-C009"
+
+
 # --- graph IR, operators, frontends (G) ----------------------------------------------------
 class GraphError(MLCError):
     code = "MLC-G001"

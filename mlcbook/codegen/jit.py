@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes.util
 import functools
 
-from ..errors import BuildError, ForeignTargetError
+from ..errors import BuildError, ForeignTargetError, MissingFeatureError
 from .target import Target, llvm_binding
 
 
@@ -40,7 +40,8 @@ def _optimize(mod, tm, level: int = 3) -> None:
 class CompiledModule:
     """Machine code for one LLVM module, with its IR before and after optimization."""
 
-    def __init__(self, ir_text: str, entries: list, target: Target):
+    def __init__(self, ir_text: str, entries: list, target: Target,
+                 cannot_run: str | None = None):
         llvm = llvm_binding()
         self.target, self.entries = target, entries
         self.llvm_ir = ir_text
@@ -56,12 +57,15 @@ class CompiledModule:
         self.optimized_ir = str(mod)
         self._engine = None
         self._missing = target.missing_features()
-        if target.is_host and not self._missing:
+        self.cannot_run = cannot_run
+        if target.is_host and not self._missing and cannot_run is None:
             load_libm()
             self._engine = llvm.create_mcjit_compiler(mod, self._tm)
             self._engine.finalize_object()
 
     def address(self, symbol: str) -> int:
+        if self.cannot_run is not None:
+            raise MissingFeatureError(self.cannot_run)
         if self._engine is None and self._missing:
             raise ForeignTargetError(
                 f"this kernel was compiled for the CPU {self.target.cpu!r} with "
@@ -99,5 +103,7 @@ class CompiledModule:
         return mod
 
 
-def compile_ir(ir_text: str, entries: list, target: Target) -> CompiledModule:
-    return CompiledModule(ir_text, entries, target)
+def compile_ir(ir_text: str, entries: list, target: Target,
+               cannot_run: str | None = None) -> CompiledModule:
+    """Compile LLVM IR for ``target``; ``cannot_run`` (a reason) keeps it from running here."""
+    return CompiledModule(ir_text, entries, target, cannot_run)

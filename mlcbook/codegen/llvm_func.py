@@ -26,10 +26,11 @@ import llvmlite.ir as ir
 
 from ..errors import BuildError, UnrollError, VectorizeError
 from ..tir.analysis import free_vars
-from ..tir.expr import Buffer, BufferLoad, Const, Var
+from ..tir.expr import Buffer, BufferLoad, Const, TensorCall, Var
 from ..tir.functor import StmtFunctor, Visitor
 from ..tir.stmt import Allocate, BufferStore, For
 from .llvm_expr import R, S, ExprEmitter, Val
+from .tensor_calls import emit_tensor_call
 from .llvm_types import I32, I64, PTR, VOID, itemsize, mem_type, reg_type
 from ..tir.lanes import vectorize_hazard
 
@@ -81,7 +82,8 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
             self.stmt(x)
 
     def stmt_Evaluate(self, s) -> None:
-        pass
+        if isinstance(s.value, TensorCall):
+            emit_tensor_call(self, s.value)
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
         self.store(s.buffer, s.indices[0], self.expr(s.value))

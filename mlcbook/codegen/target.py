@@ -103,6 +103,17 @@ class Target:
             return _WIDE_CPUS[self.cpu]
         return 128
 
+    def has_feature(self, name: str) -> bool:
+        """Whether the target has the CPU feature ``name`` (LLVM's name: ``"avx512vnni"``),
+        from ``-mattr`` or the host's features, else from what the named CPU is known to have.
+
+            >>> mb.Target("llvm -mcpu=znver4").has_feature("avx512vnni")
+            True
+        """
+        if self.features:
+            return f"+{name}" in self.features.split(",")
+        return name in _CPU_FEATURES.get(self.cpu, ())
+
     @property
     def arch(self) -> str:
         """The architecture part of the triple: ``"x86_64"``, ``"aarch64"``, ..."""
@@ -164,6 +175,16 @@ X86_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3,
 _WIDE_CPUS = {"skylake-avx512": 512, "cascadelake": 512, "icelake-server": 512,
               "sapphirerapids": 512, "znver4": 512, "znver5": 512, "haswell": 256,
               "skylake": 256, "znver2": 256, "znver3": 256}
+
+
+_AVX2 = ("avx", "avx2", "fma")
+_AVX512 = _AVX2 + ("avx512f", "avx512bw", "avx512vl")
+_VNNI = _AVX512 + ("avx512vnni",)
+#: features of CPUs named without -mattr (used for targets other than the host CPU)
+_CPU_FEATURES = {"haswell": _AVX2, "skylake": _AVX2, "znver2": _AVX2, "znver3": _AVX2,
+                 "skylake-avx512": _AVX512, "cascadelake": _VNNI, "icelake-server": _VNNI,
+                 "cooperlake": _VNNI + ("avx512bf16",), "sapphirerapids": _VNNI + ("avx512bf16",),
+                 "znver4": _VNNI + ("avx512bf16",), "znver5": _VNNI + ("avx512bf16",)}
 
 
 def _arch(triple: str) -> str:

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import Union
 
 from ..codegen import Target, codegen, compile_ir
+from ..codegen.tensor_calls import check_features, host_cannot_run
 from ..errors import BuildError
 from ..tir.function import IRModule, PrimFunc
 from ..tir.structural import structural_equal, structural_hash
@@ -54,8 +55,9 @@ def build(mod_or_func: Union[PrimFunc, IRModule], target: Union[str, Target] = "
             return result
     _STATS["misses"] += 1
     lowered = lower(mod)
+    check_features(lowered, target)
     ir_text, entries = codegen(lowered, target.triple, fastmath)
-    lib = compile_ir(ir_text, entries, target)
+    lib = compile_ir(ir_text, entries, target, host_cannot_run(lowered, target, Target()))
     kernels = {e.name: Kernel(lib, e, lowered[e.name]) for e in entries}
     result = next(iter(kernels.values())) if len(kernels) == 1 else KernelLibrary(kernels, lib)
     _CACHE.setdefault(key, []).append((mod, result))

@@ -1,5 +1,6 @@
 """Errors of the primitives that change data and blocks: caches, reductions, layout,
-padding, blockize.
+padding, blockize,
+tensorize.
 
 Codes MLC-S050..S099 (the loop and compute-location primitives own S001..S049, in
 :mod:`.errors`). Like those, each message is built with ``ctx.fail``: why the step would
@@ -108,6 +109,13 @@ class SharedLoopError(ScheduleError):
     """The block's loops also run other blocks that use the data the step moves."""
 
     code = "MLC-S065"
+
+
+class TensorizeError(ScheduleError):
+    """tensorize: the block does not compute the intrinsic's desc (buffers, index pattern,
+    iteration domain or dtype differ), or the intrinsic is unknown."""
+
+    code = "MLC-S066"
 
 
 __all__ = [name for name, obj in list(globals().items())

@@ -36,7 +36,7 @@ from ..tir.function import IRModule, PrimFunc
 from . import tree
 # the modules of the primitives, imported for their registration (the methods below run them)
 from . import (blockize, cache, compute_at, for_kind, inline, layout, loops,  # noqa: F401
-               padding, queries, reduction, sampling)
+               padding, queries, reduction, sampling, tensorize)
 from .context import Context
 from .errors import ArgumentTypeError, HandleError, TraceError, UnsupportedError
 from .handles import BlockRV, ExprRV, Handle, LoopRV, handles_in
@@ -285,6 +285,11 @@ class Schedule:
     @_primitive
     def blockize(self, loop: LoopRV) -> BlockRV:
         """Wrap ``loop`` and its block in an outer block (:func:`.blockize.blockize`)."""
+
+    @_primitive
+    def tensorize(self, block_or_loop: Union[BlockRV, LoopRV], intrin: str) -> BlockRV:
+        """Compute a block (or the loops from ``loop`` down, blockized first) with a tensor
+        intrinsic (:func:`.tensorize.tensorize`)."""
 
     # --- running a primitive -------------------------------------------------------------
     def _context(self, func_name: str, decision: Any) -> Context:

@@ -301,6 +301,22 @@ class BufferLoad(PrimExpr):
         object.__setattr__(self, "dtype", self.buffer.dtype)
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class TensorCall(PrimExpr):
+    """A call of a hardware tensor instruction sequence that code generation knows by ``op``
+    (``"x86.vpdpbusd.16x4"``), on the tiles that start at each ``args`` load (a pointer, not a
+    value). ``strides`` holds each argument buffer's row-major element strides; it is filled
+    in when an intrinsic's ``impl`` is placed in a program. It is an ``int32`` expression
+    used as a statement, ``Evaluate(TensorCall(...))``; the interpreters cannot run it (they
+    run the intrinsic's ``desc`` instead, see :mod:`mlcbook.tir.tensor_intrin`).
+    """
+
+    op: str
+    args: tuple["BufferLoad", ...]
+    strides: tuple = ()
+    dtype: str = field(default="int32", init=False)
+
+
 # --- buffers --------------------------------------------------------------------------------
 #: the largest buffer (bytes): offsets and sizes then never overflow 64-bit arithmetic
 MAX_BUFFER_BYTES = 1 << 48

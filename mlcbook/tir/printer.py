@@ -44,7 +44,7 @@ import numpy as np
 from ..printing import register
 from .functor import post_order_visit
 from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
-                   CMP_OPS)
+                   CMP_OPS, TensorCall)
 from .function import IRModule, PrimFunc
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                    IfThenElse, Range, SeqStmt, Stmt)
@@ -259,6 +259,9 @@ class _Printer:
                     f"{self.expr(e.false_value)})"), _ATOM
         if isinstance(e, Call):
             return f"T.{e.name}({', '.join(self.expr(a) for a in e.args)})", _ATOM
+        if isinstance(e, TensorCall):
+            args = ", ".join([_str_lit(e.op)] + [self.expr(a) for a in e.args])
+            return f"T.tensor_call({args})", _ATOM
         if isinstance(e, BufferLoad):
             return f"{self.name(e.buffer)}[{self._indices(e.indices)}]", _ATOM
         return f"<{type(e).__name__}>", _ATOM

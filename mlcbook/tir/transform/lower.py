@@ -6,7 +6,9 @@
 
 Stages, in order:
 
-1. ``convert_blocks`` — blocks become plain statements (bindings substituted, predicates
+1. ``convert_blocks`` — each block tensorized with ``sch.tensorize`` first gets its
+   intrinsic's ``impl`` as body (:mod:`mlcbook.tir.tensor_intrin`), then blocks become plain
+   statements (bindings substituted, predicates
    as ``if``, init hoisted or guarded, block allocations as ``Allocate``);
 2. ``compact_allocations`` — each allocation moves into the loops whose iterations use
    disjoint parts of it, and shrinks to the part one iteration touches;
@@ -28,6 +30,7 @@ from ..stmt import Evaluate, For, SeqStmt, seq
 from ..verify import verify
 from .compact_allocations import compact_allocations
 from .convert_blocks import convert_blocks
+from ..tensor_intrin import place_intrinsics
 from .flatten_buffers import flatten_buffers
 
 #: attribute set on every PrimFunc that went through :func:`lower`
@@ -104,7 +107,7 @@ def _simplify_stage(f: PrimFunc) -> PrimFunc:
 
 
 _STAGES = (
-    ("convert_blocks", lambda f: f.with_body(convert_blocks(f.body))),
+    ("convert_blocks", lambda f: f.with_body(convert_blocks(place_intrinsics(f.body)))),
     ("compact_allocations", lambda f: f.with_body(compact_allocations(f.body))),
     ("flatten_buffers", flatten_buffers),
     ("simplify", _simplify_stage),

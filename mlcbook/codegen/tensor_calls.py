@@ -1,0 +1,234 @@
+"""Tensor calls as LLVM code: the ``op`` of each :class:`~mlcbook.tir.TensorCall` is an
+emitter registered here with the CPU features its instructions need.
+
+    @tensor_call("x86.vpdpbusd.16x4", features=("avx512vnni",))
+    def _vnni(em, ptrs, strides):          # em: the function emitter; ptrs: tile origins
+        ...                                 # strides: each buffer's element strides
+
+:func:`check_features` runs before code generation: a call whose features the target lacks
+is a :class:`~mlcbook.errors.MissingFeatureError` naming them, never a crash at run time.
+The x86 emitters below compute exactly what their ``desc`` says (integer sums never saturate;
+float32 tiles use fused multiply-add, so they differ from ``desc`` by rounding only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import llvmlite.ir as ir
+
+from ..errors import BuildError, MissingFeatureError
+from ..tir.expr import TensorCall
+from ..tir.functor import post_order_visit
+from ..tir.x86_intrinsics import FMA_KERNELS
+from .llvm_types import I32, reg_type
+
+
+@dataclass(frozen=True)
+class TensorCallOp:
+    name: str
+    emit: Callable
+    features: tuple[str, ...]
+
+
+TENSOR_CALLS: dict[str, TensorCallOp] = {}
+
+
+def tensor_call(name: str, features=()) -> Callable[[Callable], Callable]:
+    """Register ``emit(em, ptrs, strides)`` as the code of tensor call ``name``."""
+
+    def register(fn: Callable) -> Callable:
+        TENSOR_CALLS[name] = TensorCallOp(name, fn, tuple(features))
+        return fn
+
+    return register
+
+
+def lookup(name: str) -> TensorCallOp:
+    try:
+        return TENSOR_CALLS[name]
+    except KeyError:
+        raise BuildError(f"no code generation for tensor call {name!r}; known: "
+                         f"{', '.join(sorted(TENSOR_CALLS))}. Instead: register an emitter "
+                         "with mlcbook.codegen.tensor_calls.tensor_call") from None
+
+
+def _calls(mod):
+    for func in mod.functions.values():
+        body = getattr(func, "body", None)
+        calls: list = []
+        if body is not None:
+            post_order_visit(body, lambda n: calls.append(n) if isinstance(n, TensorCall) else None)
+        for c in calls:
+            yield func, c
+
+
+def _missing(mod, target):
+    for func, c in _calls(mod):
+        missing = [f for f in lookup(c.op).features if not target.has_feature(f)]
+        if missing:
+            return func, c, missing
+    return None
+
+
+def check_features(mod, target) -> None:
+    """Raise MissingFeatureError if a tensor call in ``mod`` needs a feature ``target`` lacks."""
+    found = _missing(mod, target)
+    if found:
+        func, c, missing = found
+        raise MissingFeatureError(
+            f"{func.name} uses the tensor intrinsic call {c.op!r}, whose instructions need the "
+            f"CPU feature(s) {', '.join(missing)}, which target {target} does not have. "
+            "Instead: tensorize with an intrinsic from mb.tir.TensorIntrin.available(target), "
+            "or build for a CPU that has them (e.g. mb.Target('llvm -mcpu=znver4')) to read "
+            "the assembly")
+
+
+def host_cannot_run(mod, target, host) -> str | None:
+    """Why code of ``mod`` built for ``target`` cannot run on this machine (``host``, its
+    Target), or None: a tensor call needs a feature the host CPU lacks."""
+    if not target.is_host:
+        return None
+    found = _missing(mod, host)
+    if not found:
+        return None
+    func, c, missing = found
+    return (f"{func.name} was built for {target} and uses {c.op!r}, which needs the CPU "
+            f"feature(s) {', '.join(missing)}; this machine ({host.cpu}) does not have them, so "
+            "the kernel can show its .asm() but not run here. Instead: tensorize with an "
+            "intrinsic from mb.tir.TensorIntrin.available(mb.Target()) to run it here")
+
+
+def emit_tensor_call(em, e: TensorCall) -> None:
+    """Emit ``e`` with function emitter ``em`` (its args are flattened loads)."""
+    op = lookup(e.op)
+    if em.lanes is not None:
+        raise BuildError(f"tensor call {e.op!r} is inside a vectorized loop, but it is vector "
+                         "code already. Instead: do not vectorize the loops around a "
+                         "tensorized block (parallelize or unroll them)")
+    ptrs = []
+    for a in e.args:
+        idx = em.expr(a.indices[0])
+        ptrs.append(em.b.gep(em.buffers[a.buffer], [idx.value],
+                             source_etype=reg_type(a.buffer.dtype), inbounds=True))
+    op.emit(em, ptrs, e.strides)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def _vec(n: int, t) -> ir.VectorType:
+    return ir.VectorType(t, n)
+
+
+def _at(em, ptr, offset: int, t):
+    """Pointer ``offset`` elements of type ``t`` after ``ptr``."""
+    if not offset:
+        return ptr
+    return em.b.gep(ptr, [ir.Constant(I32, offset)], source_etype=t, inbounds=True)
+
+
+def _splat(em, x, n: int):
+    B = em.b
+    v = B.insert_element(ir.Constant(_vec(n, x.type), ir.Undefined), x, ir.Constant(I32, 0))
+    zeros = ir.Constant(_vec(n, I32), [0] * n)
+    return B.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), zeros)
+
+
+def _call(em, name: str, ret, args):
+    fn = em.cg.declare(name, ir.FunctionType(ret, [a.type for a in args]))
+    return em.b.call(fn, args)
+
+
+def _rows_of_4_bytes(em, ptr, rows: int, stride: int):
+    """``rows`` groups of 4 int8 (each ``stride`` bytes apart) as one ``<rows x i32>``."""
+    B, i8 = em.b, ir.IntType(8)
+    if stride == 4:
+        return B.load(ptr, typ=_vec(rows, I32), align=1)
+    v = ir.Constant(_vec(rows, I32), ir.Undefined)
+    for r in range(rows):
+        v = B.insert_element(v, B.load(_at(em, ptr, r * stride, i8), typ=I32, align=1),
+                             ir.Constant(I32, r))
+    return v
+
+
+def _dot_u8i8(lanes: int):
+    """C[i] += sum_k u8 A[k] * i8 B[i, k] for i < lanes, k < 4 (desc of the dot intrinsics)."""
+
+    def load(em, ptrs, strides):
+        a, b, c = ptrs
+        B = em.b
+        if strides[2][-1] != 1 or strides[1][-1] != 1 or strides[0][-1] != 1:
+            raise BuildError("the int8 dot-product tiles must be contiguous in their last "
+                             "dimension; Instead: transform_layout so that k is innermost")
+        acc = B.load(c, typ=_vec(lanes, I32), align=4)
+        a4 = _splat(em, B.load(a, typ=I32, align=1), lanes)
+        b4 = _rows_of_4_bytes(em, b, lanes, strides[1][0])
+        return acc, a4, b4
+
+    return load
+
+
+@tensor_call("x86.dot_u8i8.8x4", features=("avx2",))
+def _dot_avx2(em, ptrs, strides):
+    """AVX2 has no exact u8 x i8 -> i32 dot instruction (vpmaddubsw adds pairs in int16
+    with saturation), so widen both to int16, where every product fits, and let
+    ``vpmaddwd`` add pairs of products into int32; then add neighbouring pairs."""
+    acc, a4, b4 = _dot_u8i8(8)(em, ptrs, strides)
+    B, i8, i16 = em.b, ir.IntType(8), ir.IntType(16)
+    a = B.zext(B.bitcast(a4, _vec(32, i8)), _vec(32, i16))
+    b = B.sext(B.bitcast(b4, _vec(32, i8)), _vec(32, i16))
+    undef16 = ir.Constant(a.type, ir.Undefined)
+    halves = []
+    for h in range(2):   # rows 0-3, then rows 4-7
+        picks = ir.Constant(_vec(16, I32), list(range(16 * h, 16 * h + 16)))
+        halves.append(_call(em, "llvm.x86.avx2.pmadd.wd", _vec(8, I32), [
+            B.shuffle_vector(a, undef16, picks), B.shuffle_vector(b, undef16, picks)]))
+    pairs = B.shuffle_vector(halves[0], halves[1], ir.Constant(_vec(16, I32), list(range(16))))
+    undef = ir.Constant(pairs.type, ir.Undefined)
+    even = B.shuffle_vector(pairs, undef, ir.Constant(_vec(8, I32), list(range(0, 16, 2))))
+    odd = B.shuffle_vector(pairs, undef, ir.Constant(_vec(8, I32), list(range(1, 16, 2))))
+    B.store(B.add(acc, B.add(even, odd)), ptrs[2], align=4)
+
+
+@tensor_call("x86.vpdpbusd.16x4", features=("avx512vnni", "avx512f"))
+def _dot_vnni(em, ptrs, strides):
+    """One ``vpdpbusd``: 16 lanes of four u8 x i8 products added to int32 (no saturation)."""
+    acc, a4, b4 = _dot_u8i8(16)(em, ptrs, strides)
+    out = _call(em, "llvm.x86.avx512.vpdpbusd.512", acc.type, [acc, a4, b4])
+    em.b.store(out, ptrs[2], align=4)
+
+
+def _fma_tile(lanes: int, rows: int, cols: int, depth: int):
+    """C[i, j] += A[i, k] * B[k, j] over a rows x cols register tile, depth steps of k:
+    each step broadcasts one A value per row and does one FMA per vector of the row."""
+
+    def emit(em, ptrs, strides):
+        a, b, c = ptrs
+        B, f32 = em.b, ir.FloatType()
+        if strides[1][1] != 1 or strides[2][1] != 1:
+            raise BuildError("the fp32 micro-kernel needs B and C rows contiguous")
+        vt, nv = _vec(lanes, f32), cols // lanes
+        acc = [[B.load(_at(em, c, i * strides[2][0] + v * lanes, f32), typ=vt, align=4)
+                for v in range(nv)] for i in range(rows)]
+        for k in range(depth):
+            bv = [B.load(_at(em, b, k * strides[1][0] + v * lanes, f32), typ=vt, align=4)
+                  for v in range(nv)]
+            for i in range(rows):
+                x = B.load(_at(em, a, i * strides[0][0] + k * strides[0][1], f32), typ=f32,
+                           align=4)
+                av = _splat(em, x, lanes)
+                for v in range(nv):
+                    acc[i][v] = _call(em, f"llvm.fma.v{lanes}f32", vt, [av, bv[v], acc[i][v]])
+        for i in range(rows):
+            for v in range(nv):
+                B.store(acc[i][v], _at(em, c, i * strides[2][0] + v * lanes, f32), align=4)
+
+    return emit
+
+
+for _name, (_lanes, _rows, _cols, _depth, _feats) in FMA_KERNELS.items():
+    tensor_call(_name, _feats)(_fma_tile(_lanes, _rows, _cols, _depth))
+
+
+__all__ = ["TENSOR_CALLS", "TensorCallOp", "tensor_call", "lookup", "check_features",
+           "host_cannot_run", "emit_tensor_call"]
