@@ -116,10 +116,14 @@ def _cycles(g: dict[str, set[str]]) -> list[list[str]]:
                 out.append(sorted(comp))
 
     import sys
-    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
-    for v in g:
-        if v not in index:
-            visit(v)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(10000, old))
+    try:
+        for v in g:
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(old)  # later tests count on the usual limit
     return out
 
 

@@ -46,6 +46,10 @@ def skipped_in_turn(request, tmp_path_factory):
     return expected, grade(paths, timeout=120)
 
 
+#: exercises whose points depend on measured speed (graded with grading.compare.Partial)
+SPEED_GRADED = {"04.matmul_speed"}
+
+
 def test_skipping_one_exercise_leaves_every_other_its_full_points(skipped_in_turn):
     expected, reports = skipped_in_turn
     for skipped, report in zip(expected, reports):
@@ -54,7 +58,11 @@ def test_skipping_one_exercise_leaves_every_other_its_full_points(skipped_in_tur
         stub = scores[skipped.id]
         assert stub.points == 0 and stub.message.startswith("not implemented:"), str(stub)
         for ex in expected:
-            if ex is not skipped:
+            if ex is not skipped and ex.id in SPEED_GRADED:
+                # points for speed depend on this machine: skipping another exercise must
+                # not take them away, but the full speed points are not this test's business
+                assert scores[ex.id].points > 0, f"with {skipped.id} skipped: {scores[ex.id]}"
+            elif ex is not skipped:
                 assert scores[ex.id].points == ex.points, (
                     f"with {skipped.id} skipped: {scores[ex.id]}")
 
