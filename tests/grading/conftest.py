@@ -1,12 +1,12 @@
 from __future__ import annotations
 
+import functools
 import linecache
 import re
 from pathlib import Path
 
 import nbformat
-import pytest
-
+import mlcbook.grading as grading
 from mlcbook import book
 
 
@@ -36,16 +36,22 @@ def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
     return namespace
 
 
-@pytest.fixture(scope="session")
-def chapter1() -> book.Chapter:
-    return book.chapter(1)
+@functools.cache
+def solution(number: int) -> dict:
+    """The names chapter ``number``'s solution notebook defines (its answers among them)."""
+    return notebook_functions(book.chapter(number).solutions, definitions_only=True)
 
 
-@pytest.fixture(scope="session")
-def solution1(chapter1) -> dict:
-    return notebook_functions(chapter1.solutions)
+@functools.cache
+def stub(number: int) -> dict:
+    """The names chapter ``number``'s student notebook defines: the stubs that raise."""
+    return notebook_functions(book.chapter(number).exercises, definitions_only=True)
 
 
-@pytest.fixture(scope="session")
-def stub1(chapter1) -> dict:
-    return notebook_functions(chapter1.exercises)
+def zero(exercise_id: str, answer) -> str:
+    """Grade ``answer``, assert it earned nothing for a reason of the checker's own (not an
+    internal error), and return the message, for the test to check what it says."""
+    result = grading.check(exercise_id, answer)
+    assert result.points == 0, str(result)
+    assert "internal error" not in result.message, result.message
+    return result.message

@@ -1,4 +1,6 @@
-"""Every chapter-1 exercise: the solution earns full points, the stub and wrong answers zero."""
+"""Chapter 1's exercises: plausible wrong answers earn zero, with a message that says why.
+
+(test_contract.py checks every chapter's solutions, stubs and student notebooks.)"""
 
 from __future__ import annotations
 
@@ -9,46 +11,7 @@ import pytest
 
 import mlcbook.grading as grading
 
-EXERCISES = {
-    "01.lnumpy_mm_relu": "lnumpy_mm_relu",
-    "01.lnumpy_bmm": "lnumpy_bmm",
-    "01.lnumpy_softmax": "lnumpy_softmax",
-    "01.lnumpy_conv2d": "lnumpy_conv2d",
-    "01.lnumpy_mlp": "lnumpy_mlp",
-}
-
-
-def test_chapter_has_these_exercises():
-    assert [e.id for e in grading.exercises("01.")] == list(EXERCISES)
-    assert sum(e.points for e in grading.exercises("01.")) == 10
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_solution_earns_full_points(solution1, exercise_id):
-    result = grading.check(exercise_id, solution1[EXERCISES[exercise_id]])
-    assert result.passed and result.points == result.max_points > 0, str(result)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_solution_passes_on_other_seeds(solution1, exercise_id):
-    for seed in (1, 2):
-        result = grading.check(exercise_id, solution1[EXERCISES[exercise_id]], seed=seed)
-        assert result.passed, str(result)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_stub_earns_zero_not_implemented(stub1, exercise_id):
-    result = grading.check(exercise_id, stub1[EXERCISES[exercise_id]])
-    assert result.points == 0
-    assert result.message.startswith("not implemented:")
-    assert "NotImplementedError" in result.message
-
-
-def _score(exercise_id, answer):
-    result = grading.check(exercise_id, answer)
-    assert result.points == 0, str(result)
-    assert "internal error" not in result.message
-    return result.message
+from .conftest import zero
 
 
 # --- 01.lnumpy_mm_relu ---------------------------------------------------------------------
@@ -57,7 +20,7 @@ def test_mm_relu_missing_relu():
         for i in range(A.shape[0]):
             for j in range(B.shape[1]):
                 C[i, j] = sum(A[i, k] * B[k, j] for k in range(A.shape[1]))
-    message = _score("01.lnumpy_mm_relu", mm)
+    message = zero("01.lnumpy_mm_relu", mm)
     assert "values differ: C[" in message and "C equals A @ B: apply relu" in message
 
 
@@ -66,7 +29,7 @@ def test_mm_relu_relu_on_each_product():
         for i in range(A.shape[0]):
             for j in range(B.shape[1]):
                 C[i, j] = sum(max(A[i, k] * B[k, j], 0) for k in range(A.shape[1]))
-    assert "relu was applied to each product" in _score("01.lnumpy_mm_relu", mm)
+    assert "relu was applied to each product" in zero("01.lnumpy_mm_relu", mm)
 
 
 def test_mm_relu_off_by_one_loop():
@@ -74,7 +37,7 @@ def test_mm_relu_off_by_one_loop():
         for i in range(A.shape[0] - 1):
             for j in range(B.shape[1]):
                 C[i, j] = max(sum(A[i, k] * B[k, j] for k in range(A.shape[1])), 0)
-    message = _score("01.lnumpy_mm_relu", mm)
+    message = zero("01.lnumpy_mm_relu", mm)
     assert "was never set" in message and "check the ranges of your loops" in message
     assert "on A of shape" in message
 
@@ -95,7 +58,7 @@ def test_bmm_reference_form_passes():
 
 
 def test_bmm_uses_first_batch_of_b():
-    assert "every batch was multiplied by B[0]" in _score("01.lnumpy_bmm", _bmm(lambda t: 0))
+    assert "every batch was multiplied by B[0]" in zero("01.lnumpy_bmm", _bmm(lambda t: 0))
 
 
 def test_bmm_off_by_one_batch_loop():
@@ -104,7 +67,7 @@ def test_bmm_off_by_one_batch_loop():
             for i in range(A.shape[1]):
                 for j in range(B.shape[2]):
                     C[t, i, j] = sum(A[t, i, k] * B[t, k, j] for k in range(A.shape[2]))
-    message = _score("01.lnumpy_bmm", bmm)
+    message = zero("01.lnumpy_bmm", bmm)
     assert "C[" in message and "was never set" in message
 
 
@@ -114,7 +77,7 @@ def test_bmm_transposed_index_reports_the_line():
             for i in range(A.shape[1]):
                 for j in range(B.shape[2]):
                     C[t, i, j] = sum(A[t, i, k] * B[t, j, k] for k in range(A.shape[2]))
-    message = _score("01.lnumpy_bmm", bmm)
+    message = zero("01.lnumpy_bmm", bmm)
     assert message.startswith("lnumpy_bmm raised IndexError: index")
     assert "B[t, j, k]" in message  # the offending source line is quoted
 
@@ -126,7 +89,7 @@ def test_bmm_accumulating_without_reset():
                 for j in range(B.shape[2]):
                     for k in range(A.shape[2]):
                         C[t, i, j] += A[t, i, k] * B[t, k, j]
-    assert "+= only adds to the placeholder" in _score("01.lnumpy_bmm", bmm)
+    assert "+= only adds to the placeholder" in zero("01.lnumpy_bmm", bmm)
 
 
 # --- 01.lnumpy_softmax ---------------------------------------------------------------------
@@ -154,19 +117,19 @@ def test_softmax_reference_form_passes():
 
 
 def test_softmax_unstable_with_math_exp_overflows():
-    message = _score("01.lnumpy_softmax", _softmax(stable=False))
+    message = zero("01.lnumpy_softmax", _softmax(stable=False))
     assert "raised OverflowError" in message and "(large values)" in message
     assert "subtract each row's maximum before exp" in message
 
 
 def test_softmax_unstable_with_numpy_exp_gives_nan():
-    message = _score("01.lnumpy_softmax", _softmax(stable=False, exp=np.exp))
+    message = zero("01.lnumpy_softmax", _softmax(stable=False, exp=np.exp))
     assert "overflowed or divided by zero" in message
     assert "subtract each row's maximum before exp" in message
 
 
 def test_softmax_wrong_axis():
-    message = _score("01.lnumpy_softmax", _softmax(stable=True, axis=0))
+    message = zero("01.lnumpy_softmax", _softmax(stable=True, axis=0))
     assert "values differ: Y[" in message and "softmax of each column (axis 0)" in message
 
 
@@ -178,12 +141,12 @@ def test_softmax_subtracting_the_global_max_scores_zero():
         _softmax(stable=True, global_max=True, exp=np.exp)(X, Y)
     assert np.isnan(Y[1]).all()  # the row around 0 became 0 / 0
     for exp in (math.exp, np.exp):
-        message = _score("01.lnumpy_softmax", _softmax(stable=True, global_max=True, exp=exp))
+        message = zero("01.lnumpy_softmax", _softmax(stable=True, global_max=True, exp=exp))
         assert "subtract each row's own maximum, not the maximum of the whole array" in message
 
 
 def test_softmax_forgets_to_divide():
-    assert "do not sum to 1" in _score("01.lnumpy_softmax", _softmax(stable=True, divide=False))
+    assert "do not sum to 1" in zero("01.lnumpy_softmax", _softmax(stable=True, divide=False))
 
 
 # --- 01.lnumpy_conv2d ----------------------------------------------------------------------
@@ -209,15 +172,15 @@ def test_conv2d_reference_form_passes():
 
 
 def test_conv2d_flipped_kernel():
-    assert "kernel flipped" in _score("01.lnumpy_conv2d", _conv(flip=True))
+    assert "kernel flipped" in zero("01.lnumpy_conv2d", _conv(flip=True))
 
 
 def test_conv2d_first_channel_only():
-    assert "only input channel 0 was used" in _score("01.lnumpy_conv2d", _conv(channels=1))
+    assert "only input channel 0 was used" in zero("01.lnumpy_conv2d", _conv(channels=1))
 
 
 def test_conv2d_off_by_one_output_rows():
-    message = _score("01.lnumpy_conv2d", _conv(shrink=1))
+    message = zero("01.lnumpy_conv2d", _conv(shrink=1))
     assert "was never set" in message and "on X of shape" in message
 
 
@@ -245,17 +208,17 @@ def test_mlp_reference_form_passes():
 
 
 def test_mlp_missing_relu():
-    assert "MLP without relu" in _score("01.lnumpy_mlp", _mlp(relu=False))
+    assert "MLP without relu" in zero("01.lnumpy_mlp", _mlp(relu=False))
 
 
 def test_mlp_wrong_shape():
-    message = _score("01.lnumpy_mlp", _mlp(keep_batch=False))
+    message = zero("01.lnumpy_mlp", _mlp(keep_batch=False))
     assert message.startswith("wrong shape: the result has shape (")
     assert "batch dimension is missing" in message
 
 
 def test_mlp_returns_none():
-    assert _score("01.lnumpy_mlp", _mlp(returns=False)).startswith(
+    assert zero("01.lnumpy_mlp", _mlp(returns=False)).startswith(
         "the result is None: return the result array")
 
 
@@ -296,7 +259,7 @@ def _mlp_whole_array(X, W1, b1, W2, b2):
     ("01.lnumpy_mlp", _mlp_whole_array, "np.maximum is applied to a whole array here"),
 ], ids=lambda v: v if isinstance(v, str) and v.startswith("01.") else "")
 def test_whole_array_numpy_scores_zero_and_says_why(exercise_id, answer, why):
-    message = _score(exercise_id, answer)
+    message = zero(exercise_id, answer)
     name = grading.get(exercise_id).answer
     assert message.startswith(f"{name} uses whole-array numpy, which this exercise does not "
                               "accept: "), message
@@ -316,7 +279,7 @@ def test_whole_array_numpy_in_a_helper_is_found():
 
     globals()["helper"] = helper  # a notebook's helper is a global of the same namespace
     try:
-        message = _score("01.lnumpy_mm_relu", mm)
+        message = zero("01.lnumpy_mm_relu", mm)
     finally:
         del globals()["helper"]
     assert "of helper: `C[...] = A @ B`" in message

@@ -1,77 +1,24 @@
-"""Every chapter-5 exercise: the solution earns full points, the stub and wrong answers zero,
-and grading an operator leaves the op registry and the ONNX converters as they were."""
+"""Chapter 5's exercises: plausible wrong answers earn zero, and grading an operator leaves
+the op registry and the ONNX converters as they were.
+
+(test_contract.py checks every chapter's solutions, stubs and student notebooks.)"""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import onnxruntime as ort
-import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import mlcbook as mb
 import mlcbook.grading as grading
-from mlcbook import book
 from mlcbook.frontend import CONVERTERS
 from mlcbook.frontend.onnx_ops import converter
 from mlcbook.grading.ch05 import _bn_reference, bn_training_model, scratch_registry
-from mlcbook.grading.grade import grade_notebook
 from mlcbook.graph import TensorType
 
-from .conftest import notebook_functions
-
-EXERCISES = {
-    "05.call_tir_mlp": "mlp_module",
-    "05.infer_matmul": "infer_matmul",
-    "05.hard_sigmoid": "register_hard_sigmoid",
-    "05.fix_bn_training": "fix_model",
-}
-
-
-@pytest.fixture(scope="module")
-def solution5() -> dict:
-    return notebook_functions(book.chapter(5).solutions, definitions_only=True)
-
-
-@pytest.fixture(scope="module")
-def stub5() -> dict:
-    return notebook_functions(book.chapter(5).exercises, definitions_only=True)
-
-
-def test_chapter_has_these_exercises():
-    assert [e.id for e in grading.exercises("05.")] == list(EXERCISES)
-    assert sum(e.points for e in grading.exercises("05.")) == 11
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_solution_earns_full_points(solution5, exercise_id):
-    for seed in (None, 1, 2):
-        result = grading.check(exercise_id, solution5[EXERCISES[exercise_id]], seed=seed)
-        assert result.passed and result.points == result.max_points > 0, str(result)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_stub_earns_zero_not_implemented(stub5, exercise_id):
-    result = grading.check(exercise_id, stub5[EXERCISES[exercise_id]])
-    assert result.points == 0
-    assert result.message.startswith("not implemented:")
-    assert "NotImplementedError" in result.message
-
-
-def test_student_notebook_grades_every_exercise_as_not_implemented():
-    report = grade_notebook(book.chapter(5).exercises)
-    assert report.cell_errors == [], [str(e) for e in report.cell_errors]
-    assert [r.exercise for r in report.results] == list(EXERCISES)
-    assert all(r.points == 0 and r.message.startswith("not implemented:")
-               for r in report.results), [str(r) for r in report.results]
-
-
-def _zero(exercise_id, answer):
-    result = grading.check(exercise_id, answer)
-    assert result.points == 0, str(result)
-    assert "internal error" not in result.message, result.message
-    return result.message
+from .conftest import solution, zero
 
 
 # --- 05.call_tir_mlp -----------------------------------------------------------------------------
@@ -128,44 +75,44 @@ def test_mlp_reference_form_passes():
 
 
 def test_mlp_unfused_three_kernels():
-    message = _zero("05.call_tir_mlp", _mlp(fused=False))
+    message = zero("05.call_tir_mlp", _mlp(fused=False))
     assert "main makes 3 call_tir calls" in message
     assert "fuse the first linear layer and its relu into one PrimFunc" in message
 
 
 def test_mlp_using_an_op_call():
-    message = _zero("05.call_tir_mlp", _mlp(fused=False, op_relu=True))
+    message = zero("05.call_tir_mlp", _mlp(fused=False, op_relu=True))
     assert "main calls the op 'relu'" in message and "bb.call_tir" in message
 
 
 def test_mlp_missing_relu():
-    message = _zero("05.call_tir_mlp", _mlp(relu=False))
+    message = zero("05.call_tir_mlp", _mlp(relu=False))
     assert "values differ: the output[" in message
     assert "the MLP without relu: linear_relu must apply max(..., 0)" in message
 
 
 def test_mlp_missing_first_bias():
-    assert "the first layer's bias is missing" in _zero("05.call_tir_mlp", _mlp(bias0=False))
+    assert "the first layer's bias is missing" in zero("05.call_tir_mlp", _mlp(bias0=False))
 
 
 def test_mlp_anonymous_weights():
-    message = _zero("05.call_tir_mlp", _mlp(named=False))
+    message = zero("05.call_tir_mlp", _mlp(named=False))
     assert "no named weights" in message and 'bb.param("fc1.weight", W0)' in message
 
 
 def test_mlp_weight_stored_transposed():
-    message = _zero("05.call_tir_mlp", _mlp(transposed=True))
+    message = zero("05.call_tir_mlp", _mlp(transposed=True))
     assert "W['fc1.weight'] holds an array of shape" in message and "store each weight" in message
 
 
 def test_mlp_kernel_left_with_te_default_name_main():
-    message = _zero("05.call_tir_mlp", _mlp(kernel_name="main"))
+    message = zero("05.call_tir_mlp", _mlp(kernel_name="main"))
     # the builder refuses the clash itself, and the grader passes its message on
     assert "would replace the PrimFunc 'main'" in message and "another name" in message
 
 
 def test_mlp_returns_a_function_not_a_module():
-    message = _zero("05.call_tir_mlp", lambda *a: _mlp()(*a)["main"])
+    message = zero("05.call_tir_mlp", lambda *a: _mlp()(*a)["main"])
     assert "should return an IRModule" in message
 
 
@@ -209,36 +156,36 @@ def test_infer_reference_form_passes():
 
 
 def test_infer_without_batch_broadcasting():
-    message = _zero("05.infer_matmul", _infer(broadcast=False))
+    message = zero("05.infer_matmul", _infer(broadcast=False))
     assert "batch dimensions that broadcast" in message and "raised OpShapeError" in message
     assert "numpy's matmul gives shape" in message
 
 
 def test_infer_ignoring_the_1d_rules():
-    message = _zero("05.infer_matmul", _infer(one_d=False))
+    message = zero("05.infer_matmul", _infer(one_d=False))
     assert "(1-D @ 2-D) infer_matmul gives shape (1, " in message
     assert "A of shape (k,) acts as (1, k)" in message
 
 
 def test_infer_not_checking_inner_dimensions():
-    message = _zero("05.infer_matmul", _infer(check_inner=False))
+    message = zero("05.infer_matmul", _infer(check_inner=False))
     assert "(inner dimensions that differ) infer_matmul returned" in message
     assert "raise mb.errors.OpShapeError naming both shapes" in message
 
 
 def test_infer_raising_value_error():
-    message = _zero("05.infer_matmul", _infer(error=ValueError))
+    message = zero("05.infer_matmul", _infer(error=ValueError))
     assert "infer_matmul raised ValueError" in message
     assert "raise mb.errors.OpShapeError(message)" in message
 
 
 def test_infer_error_not_naming_the_shapes():
-    message = _zero("05.infer_matmul", _infer(name_shapes=False))
+    message = zero("05.infer_matmul", _infer(name_shapes=False))
     assert "its message should name both shapes" in message
 
 
 def test_infer_ignoring_dtypes():
-    message = _zero("05.infer_matmul", _infer(check_dtype=False))
+    message = zero("05.infer_matmul", _infer(check_dtype=False))
     assert "float32 @ int32 gave" in message and "OpDTypeError" in message
 
 
@@ -288,13 +235,13 @@ def test_hard_sigmoid_reference_form_passes_and_leaves_no_trace():
     assert "hard_sigmoid" not in mb.ops.list_ops() and "HardSigmoid" not in CONVERTERS
 
 
-def test_hard_sigmoid_check_works_when_the_student_already_registered_it(solution5):
+def test_hard_sigmoid_check_works_when_the_student_already_registered_it():
     """A student who ran the op's registration in the notebook still gets graded, and keeps
     the registration afterwards."""
     with scratch_registry():
-        solution5["register_hard_sigmoid"]()
+        solution(5)["register_hard_sigmoid"]()
         mine = mb.ops.get("hard_sigmoid")
-        assert grading.check("05.hard_sigmoid", solution5["register_hard_sigmoid"]).passed
+        assert grading.check("05.hard_sigmoid", solution(5)["register_hard_sigmoid"]).passed
         assert mb.ops.get("hard_sigmoid") is mine and "HardSigmoid" in CONVERTERS
     assert "hard_sigmoid" not in mb.ops.list_ops()
 
@@ -304,7 +251,7 @@ def test_a_failing_answer_leaves_no_trace():
         _hard_sigmoid(onnx_converter=False)()
         raise RuntimeError("oops")
     before = _registry_state()
-    message = _zero("05.hard_sigmoid", half_done)
+    message = zero("05.hard_sigmoid", half_done)
     assert "register_hard_sigmoid raised RuntimeError: oops" in message
     assert _registry_state() == before
 
@@ -320,33 +267,33 @@ def test_an_answer_that_replaces_another_ops_legalization_is_undone():
 
 
 def test_hard_sigmoid_without_the_clip_at_one():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(clip_high=False))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(clip_high=False))
     assert "on the numpy reference" in message
     assert "values above 1 were not clipped" in message
 
 
 def test_hard_sigmoid_wrong_kind():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(kind=mb.ops.OpKind.INJECTIVE))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(kind=mb.ops.OpKind.INJECTIVE))
     assert "registered with kind INJECTIVE" in message and "OpKind.ELEMWISE" in message
 
 
 def test_hard_sigmoid_without_dtype_check():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(dtype_check=False))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(dtype_check=False))
     assert "on an int32 tensor is inferred as" in message and "OpDTypeError" in message
 
 
 def test_hard_sigmoid_without_legalization():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(legalization=False))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(legalization=False))
     assert "has no legalization" in message and "register_legalization" in message
 
 
 def test_hard_sigmoid_without_converter():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(onnx_converter=False))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(onnx_converter=False))
     assert "the ONNX importer does not know HardSigmoid" in message
 
 
 def test_hard_sigmoid_converter_ignoring_attributes():
-    message = _zero("05.hard_sigmoid", _hard_sigmoid(use_attrs=False))
+    message = zero("05.hard_sigmoid", _hard_sigmoid(use_attrs=False))
     assert "output y of mb.graph.interpret" in message
     assert "use the alpha and beta of the call's attributes" in message
 
@@ -362,12 +309,12 @@ def test_the_grader_reference_is_what_onnx_and_onnxruntime_compute():
     np.testing.assert_allclose(_bn_reference(model, x), by_ort, rtol=1e-4, atol=1e-5)
 
 
-def test_solution_repair_matches_onnxruntime_on_the_original(solution5):
+def test_solution_repair_matches_onnxruntime_on_the_original():
     model = bn_training_model(2, 3, 7, epsilon=1e-3, seed=1)
     x = np.random.default_rng(1).standard_normal((3, 2, 7, 7)).astype(np.float32)
     (by_ort,) = ort.InferenceSession(model.SerializeToString(),
                                      providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    fixed = solution5["fix_model"](onnx.ModelProto.FromString(model.SerializeToString()))
+    fixed = solution(5)["fix_model"](onnx.ModelProto.FromString(model.SerializeToString()))
     exe = mb.compile(mb.from_onnx(fixed, batch_size=3))
     np.testing.assert_allclose(exe(x), by_ort, rtol=1e-4, atol=1e-4)
 
@@ -412,35 +359,35 @@ def test_fix_by_dropping_training_mode():
         bn.attribute.extend(keep)
         del bn.output[1:]
         return model
-    message = _zero("05.fix_bn_training", fix_model)
+    message = zero("05.fix_bn_training", fix_model)
     assert "values differ: y[" in message
     assert "with the stored running mean and variance, what training_mode=0 computes" in message
 
 
 def test_fix_with_per_image_statistics():
-    message = _zero("05.fix_bn_training", _fix(axes=(2, 3)))
+    message = zero("05.fix_bn_training", _fix(axes=(2, 3)))
     assert "the statistics were taken per image (axes 2, 3)" in message
 
 
 def test_fix_without_epsilon():
-    message = _zero("05.fix_bn_training", _fix(use_eps=False))
+    message = zero("05.fix_bn_training", _fix(use_eps=False))
     assert "this is y without this node's epsilon" in message
 
 
 def test_fix_with_a_hard_coded_epsilon():
-    message = _zero("05.fix_bn_training", _fix(epsilon=1e-5))
+    message = zero("05.fix_bn_training", _fix(epsilon=1e-5))
     assert "epsilon=0.01" in message and "values differ" in message
     assert "reading epsilon from the node's attributes" in message
 
 
 def test_fix_returning_the_model_unchanged():
-    message = _zero("05.fix_bn_training", lambda model: model)
+    message = zero("05.fix_bn_training", lambda model: model)
     assert message.startswith("mlcbook still cannot import the repaired model:")
     assert "training_mode=1 is not supported" in message
 
 
 def test_fix_returning_nothing():
-    assert "fix_model returned None" in _zero("05.fix_bn_training", lambda model: None)
+    assert "fix_model returned None" in zero("05.fix_bn_training", lambda model: None)
 
 
 def test_fix_renaming_the_output():
@@ -448,4 +395,4 @@ def test_fix_renaming_the_output():
         model = _fix()(model)
         model.graph.output[0].name = "out"
         return model
-    assert "keep the original ones, ['x'] and ['y']" in _zero("05.fix_bn_training", fix_model)
+    assert "keep the original ones, ['x'] and ['y']" in zero("05.fix_bn_training", fix_model)

@@ -1,73 +1,20 @@
-"""Every chapter-6 exercise: the solution earns full points, the stub zero, and plausible
-wrong answers zero with a message that says what is wrong; the chapter's fusion driver with
-the reference rule reproduces mb.graph.fuse_ops."""
+"""Chapter 6's exercises: plausible wrong answers earn zero with a message that says what is
+wrong; the chapter's fusion driver with the reference rule reproduces mb.graph.fuse_ops.
+
+(test_contract.py checks every chapter's solutions, stubs and student notebooks.)"""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import mlcbook as mb
 import mlcbook.grading as grading
-from mlcbook import book
 from mlcbook.grading.ch06 import (_reference_joins, fuse_by_rule, post_dominators, random_graph,
                                   random_steps)
-from mlcbook.grading.grade import grade_notebook
-from mlcbook.graph import Constant, Function, TensorType, Var, op
+from mlcbook.graph import Function, TensorType, Var, op
 from mlcbook.ops import OpKind
 
-from .conftest import notebook_functions
-
-EXERCISES = {
-    "06.fusion_rule": "joins",
-    "06.fold_bn": "fold_bn",
-    "06.lifetimes": "lifetimes_and_peak",
-}
-
-
-@pytest.fixture(scope="module")
-def solution6() -> dict:
-    return notebook_functions(book.chapter(6).solutions, definitions_only=True)
-
-
-@pytest.fixture(scope="module")
-def stub6() -> dict:
-    return notebook_functions(book.chapter(6).exercises, definitions_only=True)
-
-
-def test_chapter_has_these_exercises():
-    assert [e.id for e in grading.exercises("06.")] == list(EXERCISES)
-    assert sum(e.points for e in grading.exercises("06.")) == 7
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_solution_earns_full_points(solution6, exercise_id):
-    for seed in (None, 1, 2):
-        result = grading.check(exercise_id, solution6[EXERCISES[exercise_id]], seed=seed)
-        assert result.passed and result.points == result.max_points > 0, str(result)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_stub_earns_zero_not_implemented(stub6, exercise_id):
-    result = grading.check(exercise_id, stub6[EXERCISES[exercise_id]])
-    assert result.points == 0
-    assert result.message.startswith("not implemented:")
-    assert "NotImplementedError" in result.message
-
-
-def test_student_notebook_grades_every_exercise_as_not_implemented():
-    report = grade_notebook(book.chapter(6).exercises)
-    assert report.cell_errors == [], [str(e) for e in report.cell_errors]
-    assert [r.exercise for r in report.results] == list(EXERCISES)
-    assert all(r.points == 0 and r.message.startswith("not implemented:")
-               for r in report.results), [str(r) for r in report.results]
-
-
-def _zero(exercise_id, answer):
-    result = grading.check(exercise_id, answer)
-    assert result.points == 0, str(result)
-    assert "internal error" not in result.message, result.message
-    return result.message
+from .conftest import zero
 
 
 # --- the driver and the post-dominators the grader relies on ------------------------------------
@@ -108,7 +55,7 @@ def test_elementwise_into_a_matmul_is_refused():
         if group <= OpKind.BROADCAST and pdom == OpKind.OUT_ELEMWISE_FUSABLE:
             return True
         return _reference_joins(group, between, pdom)
-    message = _zero("06.fusion_rule", wrong)
+    message = zero("06.fusion_rule", wrong)
     assert "never joins a conv/matmul" in message and "returned True, expected False" in message
 
 
@@ -117,23 +64,23 @@ def test_epilogue_that_takes_injective_ops_is_refused():
         if group == OpKind.OUT_ELEMWISE_FUSABLE:
             return all(k <= OpKind.INJECTIVE for k in list(between) + [pdom])
         return _reference_joins(group, between, pdom)
-    assert "takes only elementwise or broadcast ops after it" in _zero("06.fusion_rule", wrong)
+    assert "takes only elementwise or broadcast ops after it" in zero("06.fusion_rule", wrong)
 
 
 def test_ignoring_the_ops_between_is_refused():
     def wrong(group, between, pdom):
         return _reference_joins(group, [], pdom)
-    message = _zero("06.fusion_rule", wrong)
+    message = zero("06.fusion_rule", wrong)
     assert "returned True, expected False" in message
 
 
 def test_never_fusing_is_refused():
-    message = _zero("06.fusion_rule", lambda group, between, pdom: False)
+    message = zero("06.fusion_rule", lambda group, between, pdom: False)
     assert "returned False, expected True" in message
 
 
 def test_a_rule_that_returns_no_bool():
-    assert "return True or False" in _zero("06.fusion_rule", lambda g, b, p: None)
+    assert "return True or False" in zero("06.fusion_rule", lambda g, b, p: None)
 
 
 # --- 06.fold_bn ----------------------------------------------------------------------------------
@@ -152,28 +99,28 @@ def test_fold_reference_form_passes():
 
 
 def test_fold_without_epsilon():
-    assert "epsilon is missing" in _zero("06.fold_bn", _fold(eps_used=0.0))
+    assert "epsilon is missing" in zero("06.fold_bn", _fold(eps_used=0.0))
 
 
 def test_fold_with_a_fixed_epsilon():
-    message = _zero("06.fold_bn", _fold(eps_used=1e-5))
+    message = zero("06.fold_bn", _fold(eps_used=1e-5))
     assert "values differ" in message
 
 
 def test_fold_forgetting_the_conv_bias():
-    assert "the conv's own bias b was dropped" in _zero("06.fold_bn", _fold(bias=False))
+    assert "the conv's own bias b was dropped" in zero("06.fold_bn", _fold(bias=False))
 
 
 def test_fold_forgetting_the_bias_shift():
-    assert "the bias was not folded" in _zero("06.fold_bn", _fold(shift_b=False))
+    assert "the bias was not folded" in zero("06.fold_bn", _fold(shift_b=False))
 
 
 def test_fold_forgetting_the_mean():
-    assert "the running mean was not subtracted" in _zero("06.fold_bn", _fold(mean=False))
+    assert "the running mean was not subtracted" in zero("06.fold_bn", _fold(mean=False))
 
 
 def test_fold_not_scaling_the_weight():
-    assert "the weight was not scaled" in _zero("06.fold_bn", _fold(scale_w=False))
+    assert "the weight was not scaled" in zero("06.fold_bn", _fold(scale_w=False))
 
 
 # --- 06.lifetimes --------------------------------------------------------------------------------
@@ -200,16 +147,16 @@ def test_lifetimes_reference_form_passes():
 
 
 def test_output_that_dies_at_its_step():
-    message = _zero("06.lifetimes", _life(output_to_end=False))
+    message = zero("06.lifetimes", _life(output_to_end=False))
     assert "the output lives to the end of the run" in message
 
 
 def test_lifetimes_with_the_input():
-    assert "include the model's input x" in _zero("06.lifetimes", _life(include_x=True))
+    assert "include the model's input x" in zero("06.lifetimes", _life(include_x=True))
 
 
 def test_peak_that_frees_inputs_before_the_step():
-    message = _zero("06.lifetimes", _life(strict_peak=True))
+    message = zero("06.lifetimes", _life(strict_peak=True))
     assert "a step needs its inputs and its output at the same time" in message
 
 

@@ -1,5 +1,7 @@
-"""Every chapter-11 exercise: the solution earns full points, the stub and plausible wrong
-answers zero, each with a message that says what is wrong."""
+"""Chapter 11's exercises: plausible wrong answers earn zero, each with a message that says
+what is wrong.
+
+(test_contract.py checks every chapter's solutions, stubs and student notebooks.)"""
 
 from __future__ import annotations
 
@@ -9,64 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import mlcbook.grading as grading
-from mlcbook import book
 from mlcbook.codegen.target import X86_LEVELS
 from mlcbook.grading.ch11 import best_level
-from mlcbook.grading.grade import grade_notebook
 
-from .conftest import notebook_functions
+from .conftest import solution, zero
+
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
-
-EXERCISES = {
-    "11.c_caller": "c_caller",
-    "11.fleet_target": "choose_target",
-    "11.verify_export": "verify_export",
-}
-
-
-@pytest.fixture(scope="module")
-def solution11() -> dict:
-    return notebook_functions(book.chapter(11).solutions, definitions_only=True)
-
-
-@pytest.fixture(scope="module")
-def stub11() -> dict:
-    return notebook_functions(book.chapter(11).exercises, definitions_only=True)
-
-
-def test_chapter_has_these_exercises():
-    assert [e.id for e in grading.exercises("11.")] == list(EXERCISES)
-    assert sum(e.points for e in grading.exercises("11.")) == 7
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_solution_earns_full_points(solution11, exercise_id):
-    for seed in (None, 1):
-        result = grading.check(exercise_id, solution11[EXERCISES[exercise_id]], seed=seed)
-        assert result.passed and result.points == result.max_points > 0, str(result)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_stub_earns_zero_not_implemented(stub11, exercise_id):
-    result = grading.check(exercise_id, stub11[EXERCISES[exercise_id]])
-    assert result.points == 0 and result.message.startswith("not implemented:")
-
-
-def test_student_notebook_grades_every_exercise_as_not_implemented():
-    report = grade_notebook(book.chapter(11).exercises)
-    assert report.cell_errors == [], [str(e) for e in report.cell_errors]
-    assert [r.exercise for r in report.results] == list(EXERCISES)
-    assert all(r.points == 0 and r.message.startswith("not implemented:")
-               for r in report.results), [str(r) for r in report.results]
-
-
-def _zero(exercise_id, answer) -> str:
-    result = grading.check(exercise_id, answer)
-    assert result.points == 0, str(result)
-    assert "internal error" not in result.message, result.message
-    return result.message
 
 
 # --- 11.c_caller ---------------------------------------------------------------------------------
@@ -86,46 +37,46 @@ int main(void) {{
 
 
 def test_printing_the_outputs_as_text_earns_zero():
-    assert "raw bytes" in _zero("11.c_caller", _text_output)
+    assert "raw bytes" in zero("11.c_caller", _text_output)
 
 
-def test_a_caller_hard_wired_to_one_model_earns_zero(solution11):
+def test_a_caller_hard_wired_to_one_model_earns_zero():
     # the chapter's program, for the model called "tiny": it does not build against others
-    fixed = solution11["c_caller"]("tiny")
-    assert "cc could not build" in _zero("11.c_caller", lambda name: fixed)
+    fixed = solution(11)["c_caller"]("tiny")
+    assert "cc could not build" in zero("11.c_caller", lambda name: fixed)
 
 
-def test_a_caller_with_a_fixed_input_size_earns_zero(solution11):
+def test_a_caller_with_a_fixed_input_size_earns_zero():
     def fixed_size(name):
-        return solution11["c_caller"](name).replace(f"{name.upper()}_INPUT0_SIZE", "8")
-    _zero("11.c_caller", fixed_size)
+        return solution(11)["c_caller"](name).replace(f"{name.upper()}_INPUT0_SIZE", "8")
+    zero("11.c_caller", fixed_size)
 
 
 # --- 11.fleet_target -----------------------------------------------------------------------------
 def test_the_host_target_earns_zero():
-    assert "illegal instruction" in _zero("11.fleet_target", lambda fleet: "llvm")
+    assert "illegal instruction" in zero("11.fleet_target", lambda fleet: "llvm")
 
 
 def test_the_newest_level_of_any_machine_earns_zero():
     def newest_anywhere(fleet):
         union = set().union(*fleet)
         return f"llvm -mcpu={best_level([union])}"
-    assert "lacks" in _zero("11.fleet_target", newest_anywhere)
+    assert "lacks" in zero("11.fleet_target", newest_anywhere)
 
 
 def test_always_the_oldest_level_earns_zero():
-    assert "fastest code they all run" in _zero("11.fleet_target",
+    assert "fastest code they all run" in zero("11.fleet_target",
                                                 lambda fleet: "llvm -mcpu=x86-64")
 
 
 def test_judging_machines_by_avx2_alone_earns_zero():
     def by_avx2(fleet):  # misses the CPU with AVX2 but no FMA
         return "llvm -mcpu=x86-64-v3" if all("avx2" in m for m in fleet) else "llvm -mcpu=x86-64-v2"
-    _zero("11.fleet_target", by_avx2)
+    zero("11.fleet_target", by_avx2)
 
 
 def test_a_named_cpu_without_features_earns_zero():
-    assert "not explicit" in _zero("11.fleet_target", lambda fleet: "llvm -mcpu=haswell")
+    assert "not explicit" in zero("11.fleet_target", lambda fleet: "llvm -mcpu=haswell")
 
 
 def test_best_level_reads_features_not_names():
@@ -147,18 +98,18 @@ def test_comparing_sizes_only_earns_zero():
             if not path.is_file() or path.stat().st_size == 0:
                 bad.append(name)
         return bad
-    _zero("11.verify_export", sizes)
+    zero("11.verify_export", sizes)
 
 
 def test_checking_only_the_shared_library_earns_zero():
     def shared_only(folder):
         return [name for digest, name in _recorded(folder) if name.endswith(".so")
                 and hashlib.sha256((Path(folder) / name).read_bytes()).hexdigest() != digest]
-    _zero("11.verify_export", shared_only)
+    zero("11.verify_export", shared_only)
 
 
 def test_a_missing_file_must_count_as_damaged():
     def skip_missing(folder):
         return [name for digest, name in _recorded(folder) if (Path(folder) / name).is_file()
                 and hashlib.sha256((Path(folder) / name).read_bytes()).hexdigest() != digest]
-    _zero("11.verify_export", skip_missing)
+    zero("11.verify_export", skip_missing)
