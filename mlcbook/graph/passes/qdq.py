@@ -15,7 +15,7 @@ float ops and surrounds them with quantize/dequantize pairs::
 once: ``multiplier = xs * ws / ys`` per output channel, ``bias' = Bq - xzp * sum_k Wq``
 (so the activations need not be shifted), a relu becoming a clamp at ``yzp``. A reshape or
 flatten between a dequantize and a quantize with the same scale and zero point moves to the
-integers. What does not match (int8 activations, asymmetric weights, grouped convs, batched
+integers, and so does a max pool. What does not match (int8 activations, asymmetric weights, grouped convs, batched
 matmuls) keeps its float QDQ form, which computes the same model more slowly.
 
     >>> func = lower_qdq(func)      # runs first at opt_level >= 1, before constants are folded
@@ -31,8 +31,9 @@ from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
 
-#: ops whose output is their input's elements in another shape
-_VIEWS = ("reshape", "flatten")
+#: ops that commute with quantize/dequantize of one scale and zero point: views of the
+#: elements in another shape, and max pooling (rounding and ``x * s``, s > 0, keep order)
+_INTEGER_SAFE = ("reshape", "flatten", "max_pool")
 
 
 def lower_qdq(func: Function) -> Function:
@@ -54,7 +55,7 @@ def _scalar(e: Expr):
 
 def _same_params(a: Call, b: Call) -> bool:
     sa, za, sb, zb = (_scalar(x) for x in (*a.args[1:3], *b.args[1:3]))
-    return None not in (sa, za, sb, zb) and sa == sb and za == zb and \
+    return None not in (sa, za, sb, zb) and sa == sb and sa > 0 and za == zb and \
         a.args[2].type.dtype == b.args[2].type.dtype
 
 
@@ -106,7 +107,7 @@ class _LowerQDQ(ExprMutator):
             return self._conv(new, y, float(ys), int(yzp), relu) or new
         if _is(y, "gemm") or _is(y, "matmul"):
             return self._dense(new, y, float(ys), int(yzp), relu) or new
-        if isinstance(y, Call) and y.op in _VIEWS and not relu and \
+        if isinstance(y, Call) and y.op in _INTEGER_SAFE and not relu and \
                 _is(y.args[0], "dequantize_linear") and \
                 _same_params(y.args[0], new):
             # quantize(view(dequantize(q))) with the same parameters is view(q)
