@@ -310,7 +310,7 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
     """``func`` with the default schedule applied to every block (see the module docstring);
     ``target`` (default: this machine) sizes register tiles."""
     if int8_acc_blocks(func):
-        return schedule_int8_kernel(func, target)
+        return schedule_int8_kernel(func, target, PARALLEL_WORK)
     vector_bits = Target(target or "llvm").vector_bits
     sch = Schedule(func)
     inline_intermediates(sch, tiled_blocks(func)[0])

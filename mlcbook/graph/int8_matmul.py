@@ -20,6 +20,8 @@ lanes (VNNI) or two tiles of 8 (AVX2).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..codegen.target import Target
@@ -101,11 +103,12 @@ def _root_blocks(func: PrimFunc) -> list[str]:
     return names
 
 
-def schedule_int8_kernel(func: PrimFunc, target=None) -> PrimFunc:
+def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20) -> PrimFunc:
     """The default schedule of an ``int8_dense`` / ``int8_conv2d`` kernel: its product stage
     tensorized with the best dot intrinsic of ``target`` (a ``ScheduleError`` if the target
-    has none), the other stages (im2col, padding, the requantizing epilogue) vectorized
-    along their last axis; rows in parallel."""
+    has none), the other stages (padding, the requantizing epilogue) vectorized
+    along their last axis; rows in parallel when a stage has at least ``parallel_work``
+    inner iterations (waking the pool's workers costs more than a small stage)."""
     t = Target(target or "llvm")
     intrin = best_dot_u8i8(t)
     if intrin is None:
@@ -118,22 +121,41 @@ def schedule_int8_kernel(func: PrimFunc, target=None) -> PrimFunc:
     for name in _root_blocks(func):
         block = sch.get_block(name)
         loops = sch.get_loops(block)
+        work = math.prod(_extent(sch, lp) for lp in loops)
         if name.endswith(ACC_SUFFIX):
-            i, jo, ji, ko, ki = loops
-            if lanes < PACK_LANES:
-                ja, ji = sch.split(ji, [None, lanes])
-                sch.reorder(i, jo, ko, ja, ji, ki)
-            else:
-                sch.reorder(i, jo, ko, ji, ki)
-            sch.tensorize(ji, intrin.name)
-            sch.parallel(i)
-            continue
-        outer = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
-        if len(loops) > 1 and _extent(sch, loops[-1]) >= 4:
-            sch.vectorize(loops[-1])
-        if len(loops) > 1:
-            sch.parallel(outer)
+            _tensorize_product(sch, block, intrin.name, lanes, work >= parallel_work)
+        else:
+            _vectorize_rows(sch, loops, work >= parallel_work)
     return sch.func
+
+
+def _tensorize_product(sch: Schedule, block, intrin: str, lanes: int, parallel: bool) -> None:
+    """Loops ``(*rows, jo, ji, *reduce, ki)`` -> ``(*rows, jo, [ja,] *reduce, ji, ki)`` with
+    ``(ji, ki)`` one instruction's tile."""
+    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
+    loops = sch.get_loops(block)
+    n_spatial = len(loops) - n_reduce
+    rows, (jo, ji), reduce_ = loops[:n_spatial - 2], loops[n_spatial - 2:n_spatial], \
+        loops[n_spatial:]
+    split = [] if lanes >= PACK_LANES else list(sch.split(ji, [None, lanes]))
+    ja, ji = (split[0], split[1]) if split else (None, ji)
+    sch.reorder(*rows, jo, *([ja] if ja is not None else []), *reduce_[:-1], ji, reduce_[-1])
+    sch.tensorize(ji, intrin)
+    if parallel and rows:
+        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
+
+
+def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
+    """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
+    makes slow code), fuse the others and run them in parallel if ``parallel``."""
+    last = loops[-1]
+    lanes = next((w for w in (16, 8) if _extent(sch, last) % w == 0), None)
+    if lanes is not None and len(loops) > 1:
+        if _extent(sch, last) > lanes:
+            _, last = sch.split(last, [None, lanes])
+        sch.vectorize(last)
+    if parallel and len(loops) > 1:
+        sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
 
 
 def _extent(sch: Schedule, loop) -> int:

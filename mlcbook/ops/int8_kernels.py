@@ -1,6 +1,7 @@
 """The integer kernel ops quantized models are rewritten to (:mod:`mlcbook.graph.passes.qdq`):
 ``int8_dense`` and ``int8_conv2d``. Unlike ONNX's QLinear ops they take their weights packed
-for the dot-product instructions (:func:`~mlcbook.te.ops.int8_kernels.pack_int8`), an int32
+for the dot-product instructions (:func:`~mlcbook.te.ops.int8_kernels.pack_int8`,
+:func:`~mlcbook.te.ops.int8_kernels.pack_conv_int8`), an int32
 bias that already holds the activation zero point's correction, and one float32
 requantization multiplier per output channel; see :mod:`mlcbook.te.ops.int8_kernels`.
 
@@ -16,13 +17,13 @@ import numpy as np
 
 from ..errors import OpShapeError
 from ..te.ops import int8_kernels as TK
-from ..te.ops.int8_kernels import PACK_LANES, pack_int8
+from ..te.ops.int8_kernels import PACK_LANES, pack_conv_int8, pack_int8
 from ._infer import require_dtype
 from .quant import QTYPES
 from .registry import REQUIRED, OpKind, get, register, register_legalization
 from .types import TensorType
 
-__all__ = ["pack_int8", "unpack_int8"]
+__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8"]
 
 
 def unpack_int8(wp: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -85,12 +86,16 @@ def _window(attrs) -> dict:
     return {k: tuple(attrs[k]) for k in _WINDOW}
 
 
+def _c4(c: int) -> int:
+    return -(-c // 4) * 4
+
+
 def _conv_infer(types, attrs):
     x = types[0]
     if x.ndim != 4:
         raise OpShapeError(f"int8_conv2d: the data must be (N, C, H, W), got {x.shape}")
     kh, kw = attrs["kernel_shape"]
-    _check("int8_conv2d", types, attrs["channels"], kh * kw * x.shape[1])
+    _check("int8_conv2d", types, attrs["channels"], kh * kw * _c4(x.shape[1]))
     shape = get("conv").infer_type([TensorType(x.shape), TensorType(
         (attrs["channels"], x.shape[1], kh, kw))], _window(attrs)).shape
     return TensorType(shape, attrs["dtype"])
@@ -100,7 +105,8 @@ def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0
               dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0):
     kh, kw = kernel_shape
     c = x.shape[1]
-    w = unpack_int8(wp, channels, kh * kw * c).reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
+    w = unpack_int8(wp, channels, kh * kw * _c4(c)).reshape(channels, kh, kw, -1)[..., :c]
+    w = w.transpose(0, 3, 1, 2)
     w64 = w.astype(np.float64)
     # the padding holds x_zp: conv of x - x_zp (zero padded) plus x_zp times the weights' sums
     acc = get("conv").reference(x.astype(np.float64) - x_zp, w64, strides=strides, pads=pads,
@@ -112,7 +118,8 @@ def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0
 
 register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_ref,
          attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE}, num_inputs=(4, 4),
-         doc="2-D conv of uint8 data with packed int8 weights, int32 sums requantized")
+         doc="2-D conv of uint8 data with int8 weights packed by pack_conv_int8, int32 sums "
+             "requantized")
 
 
 @register_legalization("int8_dense")

@@ -10,7 +10,7 @@ from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.graph.int8_matmul import (dot_lanes, int8_matmul, pack_weights, schedule_int8_kernel,
                                        schedule_int8_matmul)
 from mlcbook.ops import get, legalize_call, type_of_array
-from mlcbook.ops.int8_kernels import pack_int8
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8
 
 
 def data(m, n, k, seed=0):
@@ -91,8 +91,8 @@ def test_default_schedule_tensorizes_int8_dense_and_matches_reference():
 def test_int8_conv2d_compiled_matches_reference():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 256, (1, 3, 5, 5), dtype=np.uint8)
-    w2d = rng.integers(-128, 128, (4, 27), dtype=np.int8)
-    args = [x, pack_int8(w2d), rng.integers(-500, 500, 4).astype(np.int32),
+    w = rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)
+    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 4).astype(np.int32),
             np.full(4, 1e-3, np.float32)]
     attrs = dict(channels=4, kernel_shape=(3, 3), pads=(1, 1, 1, 1), strides=(2, 2), x_zp=9,
                  y_zp=-3, dtype="int8")

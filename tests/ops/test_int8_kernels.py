@@ -5,7 +5,7 @@ import pytest
 
 from mlcbook.errors import OpShapeError
 from mlcbook.ops import TensorType, get, type_of_array
-from mlcbook.ops.int8_kernels import pack_int8, unpack_int8
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
 
 
 def test_pack_unpack_round_trip_and_zero_padding():
@@ -37,15 +37,22 @@ def test_int8_conv2d_is_qlinear_conv():
     rng = np.random.default_rng(2)
     x = rng.integers(0, 256, (1, 3, 6, 6), dtype=np.uint8)
     w = rng.integers(-60, 60, (5, 3, 3, 3), dtype=np.int8)
-    w2d = w.transpose(0, 2, 3, 1).reshape(5, -1)
-    bias, mult = epilogue(w2d, 11, np.full(5, 0.01, np.float32), 0.02, 0.2)
+    bias, mult = epilogue(w.reshape(5, -1), 11, np.full(5, 0.01, np.float32), 0.02, 0.2)
     window = dict(strides=(2, 2), pads=(1, 1, 1, 1), dilations=(1, 1))
-    got = get("int8_conv2d").reference(x, pack_int8(w2d), bias, mult, channels=5,
+    got = get("int8_conv2d").reference(x, pack_conv_int8(w), bias, mult, channels=5,
                                        kernel_shape=(3, 3), x_zp=11, y_zp=3, dtype="int8",
                                        **window)
     want = get("qlinear_conv").reference(x, np.float32(0.02), np.uint8(11), w, np.float32(0.01),
                                          np.int8(0), np.float32(0.2), np.int8(3), **window)
     np.testing.assert_array_equal(got, want)
+
+
+def test_conv_weights_are_packed_channels_last_and_padded_to_4():
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)
+    wp = pack_conv_int8(w)
+    hwc = unpack_int8(wp, 2, 2 * 2 * 4).reshape(2, 2, 2, 4)
+    np.testing.assert_array_equal(hwc[..., :3], w.transpose(0, 2, 3, 1))
+    assert not hwc[..., 3].any()
 
 
 def test_relu_clamps_at_the_output_zero_point():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import get as get_op
-from ...ops.int8_kernels import pack_int8
+from ...ops.int8_kernels import pack_conv_int8, pack_int8
 from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
@@ -114,14 +114,14 @@ class _LowerQDQ(ExprMutator):
             return Call(y.op, (y.args[0].args[0],), y.attrs, new.name)
         return new
 
-    def _kernel(self, q: Call, op: str, xq: Expr, wq: Constant, w2d: np.ndarray, ws, xs: float,
-                xzp: int, bias, ys: float, yzp: int, relu: bool, **attrs) -> Call:
+    def _kernel(self, q: Call, op: str, xq: Expr, wq: Constant, w2d: np.ndarray, packed, ws,
+                xs: float, xzp: int, bias, ys: float, yzp: int, relu: bool, **attrs) -> Call:
         n = w2d.shape[0]
         bias_q = np.zeros(n, np.int64) if bias is None else np.rint(
             bias.astype(np.float64) / (np.float64(xs) * ws.astype(np.float64))).astype(np.int64)
         total = bias_q - xzp * w2d.astype(np.int64).sum(axis=1)
         mult = (np.float32(xs) * ws) / np.float32(ys)
-        args = (xq, Constant(pack_int8(w2d), f"{wq.name}_packed" if wq.name else ""),
+        args = (xq, Constant(packed, f"{wq.name}_packed" if wq.name else ""),
                 Constant(total.astype(np.int32), f"{q.name}_bias"),
                 Constant(mult.astype(np.float32), f"{q.name}_multiplier"))
         return Call(op, args, Attrs(dict(attrs, x_zp=xzp, y_zp=yzp, relu=int(relu),
@@ -135,9 +135,10 @@ class _LowerQDQ(ExprMutator):
                 conv.args[0].type.ndim != 4 or conv.attrs["group"] != 1:
             return None
         (xq, xs, xzp), (wq, ws) = x, w
-        w2d = wq.data.transpose(0, 2, 3, 1).reshape(wq.data.shape[0], -1)
+        w2d = wq.data.reshape(wq.data.shape[0], -1)
         a = conv.attrs
-        return self._kernel(q, "int8_conv2d", xq, wq, w2d, ws, xs, xzp, bias, ys, yzp, relu,
+        return self._kernel(q, "int8_conv2d", xq, wq, w2d, pack_conv_int8(wq.data), ws, xs, xzp,
+                            bias, ys, yzp, relu,
                             channels=w2d.shape[0], kernel_shape=tuple(wq.data.shape[2:]),
                             strides=tuple(a["strides"]), pads=tuple(a["pads"]),
                             dilations=tuple(a["dilations"]))
@@ -158,5 +159,5 @@ class _LowerQDQ(ExprMutator):
         w2d = wq.data if trans_b else wq.data.T
         if bias is not None:
             bias = np.broadcast_to(bias.reshape(-1), (w2d.shape[0],))
-        return self._kernel(q, "int8_dense", xq, wq, np.ascontiguousarray(w2d), ws, xs, xzp,
+        return self._kernel(q, "int8_dense", xq, wq, w2d, pack_int8(w2d), ws, xs, xzp,
                             bias, ys, yzp, relu, units=w2d.shape[0])

@@ -1,10 +1,10 @@
 """The integer kernels quantized models compile to: ``int8_dense`` and ``int8_conv2d``, uint8
 activations times int8 weights summed in int32, requantized in the epilogue.
 
-Both share one core, the int32 product of a uint8 matrix ``A (M, K4)`` with weights packed
-offline as ``Wp[j // 16, k // 4, j % 16, k % 4]`` (:func:`pack_int8`; ``K4`` and the columns
-padded with zeros to multiples of 4 and 16), computed in the stage ``<name>_int8_acc`` of
-shape ``(M, N16 // 16, 16)``. Each ``(16 x 4)`` tile of ``Wp`` is contiguous, so one
+Both share one core, the int32 product of uint8 activations with weights packed offline as
+``Wp[j // 16, k // 4, j % 16, k % 4]`` (:func:`pack_int8`; ``K`` and the columns padded with
+zeros to multiples of 4 and 16), computed in the stage ``<name>_int8_acc`` whose last two
+axes are ``(N16 // 16, 16)``. Each ``(16 x 4)`` tile of ``Wp`` is contiguous, so one
 instruction (VNNI's ``vpdpbusd``, or two AVX2 multiply-adds of 8 lanes each) consumes it;
 the default schedule tensorizes the stage (:mod:`mlcbook.graph.int8_matmul`). The epilogue
 adds the int32 ``bias`` (which carries the activation zero point's correction
@@ -14,8 +14,7 @@ quantized zero)::
 
     y = int8_dense(x, wp, bias, mult, units=10, y_zp=3, dtype="uint8")     # x (M, K) uint8
 
-``int8_conv2d`` first gathers the windows of the data (NCHW) into ``A`` (im2col, the stage
-``<name>_cols``, padded with ``x_zp``: the real zero), with ``k = (kh * KW + kw) * C + c``.
+``int8_conv2d`` is a direct convolution over the data copied channels-last (no im2col).
 """
 
 from __future__ import annotations
@@ -24,13 +23,14 @@ import numpy as np
 
 from ...errors import TEShapeError
 from ...tir import expr as _e
-from ...tir.int_math import round_half_even, saturate
+from ...tir.int_math import saturate
 from .. import reduction as _r
 from ..tensor import Tensor
 from .nn import window_out_size
 from .util import clamp, compute_named
 
-__all__ = ["PACK_LANES", "pack_int8", "int8_dense", "int8_conv2d", "ACC_SUFFIX"]
+__all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
+           "ACC_SUFFIX"]
 
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
 PACK_LANES = 16
@@ -70,7 +70,7 @@ def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
 
 def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtype: str,
              relu: bool) -> _e.PrimExpr:
-    v = round_half_even(_e.cast("float32", acc_ij + bias[j]) * mult[j]) + float(y_zp)
+    v = _e.round(_e.cast("float32", acc_ij + bias[j]) * mult[j]) + float(y_zp)
     if relu:
         v = _e.max(v, float(y_zp))
     return saturate(dtype, v)
@@ -105,32 +105,56 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
                 kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                 x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
                 name: str = "int8_conv2d") -> Tensor:
-    """2-D convolution of ``x`` (N, C, H, W) uint8 with packed weights of ``channels``
-    filters of ``kernel_shape`` (packed from ``w.transpose(0, 2, 3, 1).reshape(F, -1)``),
-    requantized to ``dtype`` (N, channels, OH, OW)."""
+    """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
+    ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
+    (N, channels, OH, OW). A direct convolution: the data is copied once into
+    ``<name>_pad`` (N, H + pads, W + pads, C4), channels innermost and padded to a multiple
+    of 4, the border holding ``x_zp`` (the real zero); the product then reads 4 consecutive
+    channels of one pixel per instruction."""
     n, c, h, w = x.shape
     kh, kw = kernel_shape
+    c4 = _up(c, 4)
     _check_epilogue(name, bias, multiplier, channels)
+    if wp.shape != (-(-channels // PACK_LANES), kh * kw * c4 // 4, PACK_LANES, 4):
+        raise TEShapeError(f"{name}: packed weights {wp.shape} do not fit {channels} filters "
+                           f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
     oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
     ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
-    k = kh * kw * c
-    kp = _up(k, 4)
+    hp, wq = h + pads[0] + pads[2], w + pads[1] + pads[3]
 
-    def window(p, kk):
-        b, rest = p // (oh * ow), p % (oh * ow)
-        r, ch = kk // c, kk % c
-        hi = (rest // ow) * strides[0] + (r // kw) * dilations[0] - pads[0]
-        wi = (rest % ow) * strides[1] + (r % kw) * dilations[1] - pads[1]
-        inside = (kk < k) & (hi >= 0) & (hi < h) & (wi >= 0) & (wi < w)
-        return _e.select(inside, x[b, clamp(ch, c), clamp(hi, h), clamp(wi, w)],
+    def pad(b, y, z, ch):
+        yi, zi = y - pads[0], z - pads[1]
+        inside = (ch < c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
+        return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
                          _e.const(x_zp, x.dtype))
 
-    cols = compute_named((n * oh * ow, kp), ["p", "k"], window, f"{name}_cols")
-    acc = _acc(cols, wp, name)
+    xp = compute_named((n, hp, wq, c4), ["n", "y", "x", "c"], pad, f"{name}_pad")
+    ry = _r.reduce_axis(kh, name="ry")
+    rx = _r.reduce_axis(kw, name="rx")
+    ko = _r.reduce_axis(c4 // 4, name="ko")
+    ki = _r.reduce_axis(4, name="ki")
+
+    def product(b, y, z, jo, ji):
+        src = xp[b, y * strides[0] + ry * dilations[0], z * strides[1] + rx * dilations[1],
+                 ko * 4 + ki]
+        wk = wp[jo, (ry * kw + rx) * (c4 // 4) + ko, ji, ki]
+        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, rx, ko, ki])
+
+    acc = compute_named((n, oh, ow, wp.shape[0], PACK_LANES), ["n", "y", "x", "jo", "ji"],
+                        product, name + ACC_SUFFIX)
 
     def out(b, f, y, z):
-        p = (b * oh + y) * ow + z
-        return _requant(acc[p, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier, y_zp,
-                        dtype, relu)
+        return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
+                        y_zp, dtype, relu)
 
     return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
+
+
+def pack_conv_int8(w: np.ndarray) -> np.ndarray:
+    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: channels
+    innermost, padded to a multiple of 4, then :func:`pack_int8` of the ``(F, KH*KW*C4)``
+    matrix."""
+    f, c = w.shape[:2]
+    hwc = np.zeros((f,) + w.shape[2:] + (_up(c, 4),), np.int8)
+    hwc[..., :c] = w.transpose(0, 2, 3, 1)
+    return pack_int8(hwc.reshape(f, -1))

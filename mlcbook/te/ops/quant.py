@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ...errors import TEShapeError
 from ...tir import expr as _e
-from ...tir.int_math import round_half_even, saturate
+from ...tir.int_math import saturate
 from ..tensor import Tensor
 from .linalg import matmul
 from .nn import conv
@@ -53,7 +53,7 @@ def quantize_linear(x: Tensor, scale: Tensor, zero_point: Tensor, axis: int = 1,
     axis = _axis(axis, x, "quantize_linear", scale, zero_point)
 
     def body(*i):
-        v = round_half_even(load(x, i) / _param(scale, i, axis, "scale", x))
+        v = _e.round(load(x, i) / _param(scale, i, axis, "scale", x))
         return saturate(zero_point.dtype,
                         v + _e.cast("float32", _param(zero_point, i, axis, "zero point", x)))
 
@@ -101,7 +101,7 @@ def requantize(acc: Tensor, multiplier, zero_point: Tensor, dtype: str, name: st
     """``saturate(rint(float32(acc) * multiplier(i)) + zero_point)``: an int32 sum back to
     ``dtype``; ``multiplier(i)`` is the float32 factor at output index ``i``."""
     def body(*i):
-        v = round_half_even(_e.cast("float32", acc[i]) * multiplier(i))
+        v = _e.round(_e.cast("float32", acc[i]) * multiplier(i))
         return saturate(dtype, v + _e.cast("float32", load(zero_point, (0,))))
 
     return compute_named(acc.shape, _names(acc), body, name)
