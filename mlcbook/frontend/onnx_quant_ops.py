@@ -6,8 +6,8 @@ An absent zero point is a constant 0 (of ``uint8`` for QuantizeLinear, as ONNX s
 its operand's dtype), so every graph op takes all of its inputs. Blocked quantization
 (``block_size``), float8/int4/16-bit element types and ``precision`` are not supported.
 
-    >>> CONVERTERS["QuantizeLinear"].attrs
-    frozenset({'axis', 'block_size', 'output_dtype', 'saturate'})
+    >>> sorted(CONVERTERS["QuantizeLinear"].attrs)
+    ['axis', 'block_size', 'output_dtype', 'saturate']
 """
 
 from __future__ import annotations
