@@ -45,7 +45,7 @@ def test_a_planned_executable_saves_and_loads(tmp_path):
 
 def test_dump_dir_writes_the_graph_after_each_pass(tmp_path):
     mb.compile(model("mlp"), dump_dir=tmp_path)
-    assert (tmp_path / "01_fold_constants.txt").read_text().startswith("def main(")
+    assert (tmp_path / "02_fold_constants.txt").read_text().startswith("def main(")
 
 
 def test_a_main_function_with_another_name_is_compiled_whole():
