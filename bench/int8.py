@@ -1,8 +1,12 @@
 """int8 matmul, n x n x n: mlcbook's tensorized int8 kernel beside mlcbook's best fp32
-matmul, numpy's int32 matmul and onnxruntime's MatMulInteger, in the same run.
+matmul, numpy's int32 matmul and onnxruntime's MatMulInteger, in the same run. Then whole
+quantized models: the CNN and MLP of ``bench/e2e.py`` quantized by onnxruntime (QDQ format,
+:func:`mlcbook.frontend.quantize.quantize_qdq`), int8 beside the same model in fp32, for
+mlcbook and for onnxruntime, so mlcbook's int8 speed-up stands beside onnxruntime's own.
 
-    python bench/int8.py                    # n = 1024, 1 and 2 threads
+    python bench/int8.py                    # n = 1024 and the two models, 1 and 2 threads
     python bench/int8.py --sizes 256 --rounds 2 --save   # smoke run; --save writes RESULTS_int8.md
+    python bench/int8.py --models           # the matmul only
 
 The int8 kernel uses the best u8 x i8 dot intrinsic of this machine: VNNI's ``vpdpbusd``
 (16 lanes, 64 products per instruction) where the CPU has AVX-512 VNNI, else the AVX2
@@ -22,6 +26,8 @@ import numpy as np
 from _common import Case, by_key, kernel_call, machine, measure, table
 
 SIZES = (1024,)
+MODELS = ("cnn", "mlp")
+THREADS = (1, 2)
 PROGRAMS = ("mlcbook int8", "mlcbook fp32 best", "numpy int32", "onnxruntime MatMulInteger")
 
 
@@ -106,20 +112,94 @@ def report(all_cases: list[Case], intrin: str) -> str:
                          "GOP/s, 2 threads", "vs fp32 best"], rows)
 
 
+def _model(name: str):
+    from mlcbook.frontend import examples
+    if name == "mlp":
+        return examples.mlp(batch=64), (64, 784)
+    return examples.cnn(batch=8), (8, 1, 28, 28)
+
+
+def _output_step(qmodel) -> float:
+    """The scale of the quantized output: the model ends in DequantizeLinear(y, scale, zp)."""
+    from onnx import numpy_helper
+    g = qmodel.graph
+    last = next(n for n in g.node if g.output[0].name in n.output)
+    assert last.op_type == "DequantizeLinear", last.op_type
+    return float(numpy_helper.to_array(next(i for i in g.initializer if i.name == last.input[1])))
+
+
+def model_cases(models=MODELS) -> list[Case]:
+    """Each model in fp32 and QDQ int8, compiled by mlcbook and run by onnxruntime; the int8
+    outputs must agree within one quantization step of the output."""
+    import logging
+
+    import onnxruntime as ort
+
+    import mlcbook as mb
+    from mlcbook.frontend.quantize import quantize_qdq
+    rng = np.random.default_rng(0)
+    out = []
+    for name in models:
+        model, shape = _model(name)
+        logging.disable(logging.WARNING)   # onnxruntime's advice to pre-process, at length
+        qmodel = quantize_qdq(model, [{"input": rng.standard_normal(shape).astype(np.float32)}
+                                      for _ in range(8)])
+        logging.disable(logging.NOTSET)
+        step = _output_step(qmodel)
+        x = rng.standard_normal(shape).astype(np.float32)
+        for kind, m in (("fp32", model), ("int8", qmodel)):
+            exe = mb.compile(mb.from_onnx(m))
+            got = exe(x)
+            for t in THREADS:
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads, opts.inter_op_num_threads = t, 1
+                sess = ort.InferenceSession(m.SerializeToString(), opts,
+                                            providers=["CPUExecutionProvider"])
+                want = sess.run(None, {"input": x})[0]
+                err = np.abs(got - want).max()
+                if err > (step * 1.001 if kind == "int8" else 1e-3):
+                    raise SystemExit(f"{name} {kind}: mlcbook and onnxruntime disagree by {err}")
+                out.append(Case("model", (name, f"onnxruntime {kind}"), t,
+                                lambda s=sess, x=x: s.run(None, {"input": x})))
+                out.append(Case("model", (name, f"mlcbook {kind}"), t, lambda e=exe, x=x: e(x)))
+    return out
+
+
+def model_report(all_cases: list[Case]) -> str:
+    by = by_key(all_cases)
+    rows = []
+    for name in sorted({c.key[0] for c in all_cases}):
+        for t in THREADS:
+            ms = {p: by[((name, p), t)].median * 1e3 for p in (
+                "mlcbook fp32", "mlcbook int8", "onnxruntime fp32", "onnxruntime int8")}
+            rows.append([name, t] + [f"{ms[p]:.3f}" for p in ("mlcbook fp32", "mlcbook int8")] +
+                        [f"{ms['mlcbook fp32'] / ms['mlcbook int8']:.2f}x"] +
+                        [f"{ms[p]:.3f}" for p in ("onnxruntime fp32", "onnxruntime int8")] +
+                        [f"{ms['onnxruntime fp32'] / ms['onnxruntime int8']:.2f}x"])
+    return ("Quantized models (QDQ, quantize_static: uint8 activations, int8 weights): "
+            "speed-up = fp32 time / int8 time, higher is better; medians of interleaved "
+            "repeats.\n\n" + table(
+                ["model", "threads", "mlcbook fp32 ms", "mlcbook int8 ms", "mlcbook speed-up",
+                 "onnxruntime fp32 ms", "onnxruntime int8 ms", "onnxruntime speed-up"], rows))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS,
+                    help="quantized models to run (none: the matmul only)")
     ap.add_argument("--save", action="store_true", help="write bench/RESULTS_int8.md")
     args = ap.parse_args(argv)
     cs, intrin = cases(args.sizes)
-    measure(cs, args.rounds)
-    text = report(cs, intrin)
+    ms = model_cases(args.models)
+    measure(cs + ms, args.rounds)
+    text = report(cs, intrin) + ("\n\n" + model_report(ms) if ms else "")
     print(text)
     if args.save:
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_int8.md")
         with open(path, "w") as f:
-            f.write(f"# int8 matmul\n\n`python bench/int8.py {' '.join(sys.argv[1:])}`\n\n"
+            f.write(f"# int8 matmul and quantized models\n\n`python bench/int8.py {' '.join(sys.argv[1:])}`\n\n"
                     + text + "\n")
 
 

@@ -31,6 +31,7 @@ from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize, For, SeqStmt
+from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -308,6 +309,8 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
 def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
     """``func`` with the default schedule applied to every block (see the module docstring);
     ``target`` (default: this machine) sizes register tiles."""
+    if int8_acc_blocks(func):
+        return schedule_int8_kernel(func, target, PARALLEL_WORK)
     vector_bits = Target(target or "llvm").vector_bits
     sch = Schedule(func)
     inline_intermediates(sch, tiled_blocks(func)[0])

@@ -11,9 +11,16 @@ so that each instruction reads one contiguous ``L x 4`` tile::
     bp = pack_weights(b, lanes=8)                   # b: (N, K) int8
     kernel = mb.build(schedule_int8_matmul(func))
     kernel(a, bp, c)                                # c == a.astype(int32) @ b.astype(int32).T
+
+:func:`schedule_int8_kernel` is the default schedule of the kernels that quantized models
+compile to (``int8_dense``, ``int8_conv2d``: :mod:`mlcbook.te.ops.int8_kernels`), whose
+weights are packed in tiles of 16 lanes: it tensorizes their ``*_int8_acc`` stage with 16
+lanes (VNNI) or two tiles of 8 (AVX2).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -21,7 +28,9 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..script import parse
+from ..te.ops.int8_kernels import ACC_SUFFIX, PACK_LANES
 from ..tir.function import PrimFunc
+from ..tir.stmt import BlockRealize, For, SeqStmt
 from ..tir.x86_intrinsics import best_dot_u8i8
 
 
@@ -78,4 +87,80 @@ def schedule_int8_matmul(func: PrimFunc, target=None) -> PrimFunc:
     return sch.func
 
 
-__all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes"]
+def int8_acc_blocks(func: PrimFunc) -> list[str]:
+    """Names of the root blocks of ``func`` that are an int8 kernel's packed product."""
+    return [name for name in _root_blocks(func) if name.endswith(ACC_SUFFIX)]
+
+
+def _root_blocks(func: PrimFunc) -> list[str]:
+    body = func.body.block.body
+    names = []
+    for stmt in (body.stmts if isinstance(body, SeqStmt) else [body]):
+        while isinstance(stmt, For):
+            stmt = stmt.body
+        if isinstance(stmt, BlockRealize):
+            names.append(stmt.block.name)
+    return names
+
+
+def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20) -> PrimFunc:
+    """The default schedule of an ``int8_dense`` / ``int8_conv2d`` kernel: its product stage
+    tensorized with the best dot intrinsic of ``target`` (a ``ScheduleError`` if the target
+    has none), the other stages (padding, the requantizing epilogue) vectorized
+    along their last axis; rows in parallel when a stage has at least ``parallel_work``
+    inner iterations (waking the pool's workers costs more than a small stage)."""
+    t = Target(target or "llvm")
+    intrin = best_dot_u8i8(t)
+    if intrin is None:
+        raise ScheduleError(f"the int8 kernel {func.name!r} needs a u8 x i8 dot-product "
+                            f"instruction, and target {t} has none (AVX2 or AVX-512 VNNI). "
+                            "Instead: compile the quantized model with opt_level=0, which "
+                            "keeps its float QDQ form, or for an x86-64 target with AVX2")
+    lanes = intrin.desc.params[2].shape[0]
+    sch = Schedule(func)
+    for name in _root_blocks(func):
+        block = sch.get_block(name)
+        loops = sch.get_loops(block)
+        work = math.prod(_extent(sch, lp) for lp in loops)
+        if name.endswith(ACC_SUFFIX):
+            _tensorize_product(sch, block, intrin.name, lanes, work >= parallel_work)
+        else:
+            _vectorize_rows(sch, loops, work >= parallel_work)
+    return sch.func
+
+
+def _tensorize_product(sch: Schedule, block, intrin: str, lanes: int, parallel: bool) -> None:
+    """Loops ``(*rows, jo, ji, *reduce, ki)`` -> ``(*rows, jo, [ja,] *reduce, ji, ki)`` with
+    ``(ji, ki)`` one instruction's tile."""
+    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
+    loops = sch.get_loops(block)
+    n_spatial = len(loops) - n_reduce
+    rows, (jo, ji), reduce_ = loops[:n_spatial - 2], loops[n_spatial - 2:n_spatial], \
+        loops[n_spatial:]
+    split = [] if lanes >= PACK_LANES else list(sch.split(ji, [None, lanes]))
+    ja, ji = (split[0], split[1]) if split else (None, ji)
+    sch.reorder(*rows, jo, *([ja] if ja is not None else []), *reduce_[:-1], ji, reduce_[-1])
+    sch.tensorize(ji, intrin)
+    if parallel and rows:
+        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
+
+
+def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
+    """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
+    makes slow code), fuse the others and run them in parallel if ``parallel``."""
+    last = loops[-1]
+    lanes = next((w for w in (16, 8) if _extent(sch, last) % w == 0), None)
+    if lanes is not None and len(loops) > 1:
+        if _extent(sch, last) > lanes:
+            _, last = sch.split(last, [None, lanes])
+        sch.vectorize(last)
+    if parallel and len(loops) > 1:
+        sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
+
+
+def _extent(sch: Schedule, loop) -> int:
+    return sch.get(loop).extent.value
+
+
+__all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
+           "int8_acc_blocks", "schedule_int8_kernel"]

@@ -1,11 +1,16 @@
-"""The int8 matmul and its default schedule, tensorized with the best dot intrinsic."""
+"""The int8 matmul and the int8 kernels of quantized models, with their default schedules,
+tensorized with the best dot intrinsic."""
 
 import numpy as np
 import pytest
 
 import mlcbook as mb
 from mlcbook.errors import ScheduleError
-from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, pack_weights, schedule_int8_matmul
+from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.int8_matmul import (dot_lanes, int8_matmul, pack_weights, schedule_int8_kernel,
+                                       schedule_int8_matmul)
+from mlcbook.ops import get, legalize_call, type_of_array
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8
 
 
 def data(m, n, k, seed=0):
@@ -54,3 +59,66 @@ def test_bad_shape_is_an_error():
 def test_weights_packed_for_other_lanes_is_an_error():
     with pytest.raises(ScheduleError, match="packed for 4 lanes"):
         schedule_int8_matmul(int8_matmul(4, 16, 8, 4))
+
+
+# --- the int8 kernels of quantized models (int8_dense, int8_conv2d) -------------------------------
+
+
+def dense_case(m=3, k=10, n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, n).astype(np.int32)
+    mult = (rng.random(n) * 2e-4).astype(np.float32)
+    args = [x, pack_int8(w), bias, mult]
+    attrs = dict(units=n, x_zp=5, y_zp=60, relu=1)
+    return legalize_call("int8_dense", [type_of_array(a) for a in args], attrs), args, \
+        get("int8_dense").reference(*args, **attrs)
+
+
+def test_default_schedule_tensorizes_int8_dense_and_matches_reference():
+    func, args, want = dense_case()
+    sched = default_schedule(func)
+    assert "tensor_intrin" in sched.script()
+    out = np.zeros_like(want)
+    mb.build(sched)(*args, out)
+    np.testing.assert_array_equal(out, want)
+    out[:] = 0
+    mb.tir.interpret(sched, *args, out)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_int8_conv2d_compiled_matches_reference():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (1, 3, 5, 5), dtype=np.uint8)
+    w = rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)
+    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 4).astype(np.int32),
+            np.full(4, 1e-3, np.float32)]
+    attrs = dict(channels=4, kernel_shape=(3, 3), pads=(1, 1, 1, 1), strides=(2, 2), x_zp=9,
+                 y_zp=-3, dtype="int8")
+    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
+    want = get("int8_conv2d").reference(*args, **attrs)
+    out = np.zeros_like(want)
+    mb.build(default_schedule(func))(*args, out)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_int8_kernel_uses_vpdpbusd_on_a_vnni_target():
+    target = mb.Target("llvm -mcpu=znver4")
+    func, _, _ = dense_case()
+    assert "vpdpbusd" in mb.build(default_schedule(func, target), target=target).asm()
+
+
+def test_int8_kernel_on_a_target_without_a_dot_instruction_is_an_error():
+    func, _, _ = dense_case()
+    with pytest.raises(ScheduleError, match="needs a u8 x i8 dot-product instruction"):
+        schedule_int8_kernel(func, "llvm -mcpu=x86-64")
+
+
+def test_tensorizing_the_int8_stage_with_a_float_intrinsic_is_an_error():
+    func, _, _ = dense_case()
+    sch = mb.Schedule(func)
+    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("int8_dense_int8_acc"))
+    sch.reorder(i, jo, ko, ji, ki)
+    with pytest.raises(ScheduleError, match="does not match"):
+        sch.tensorize(ji, "x86.avx2.fma_f32_4x16")

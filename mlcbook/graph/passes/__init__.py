@@ -10,8 +10,10 @@ pipeline of :mod:`.pipeline`; each pass can also be run alone.
 
 from .fold import fold_batch_norm, fold_constants
 from .layout import convert_layout
+from .qdq import lower_qdq
 from .pipeline import PIPELINE, Pass, PassContext, optimize
 from .simplify import eliminate_common_subexpressions, simplify_chains
 
 __all__ = ["Pass", "PassContext", "PIPELINE", "optimize", "fold_constants", "fold_batch_norm",
-           "eliminate_common_subexpressions", "simplify_chains", "convert_layout"]
+           "eliminate_common_subexpressions", "simplify_chains", "convert_layout",
+           "lower_qdq"]

@@ -4,8 +4,9 @@ Which passes run is decided by ``opt_level``, as in most compilers:
 
 ====  ==========================================================================
  0    nothing: every op becomes its own kernel, every value its own buffer
- 1    cleanup: constant folding, BatchNorm folding, chains of reshapes/transposes
-      collapsed, common subexpressions merged
+ 1    quantized (QDQ) groups lowered to integer kernels; cleanup: constant
+      folding, BatchNorm folding, chains of reshapes/transposes collapsed,
+      common subexpressions merged
  2    + weight packing for the gemm kernels, operator fusion and memory planning
       (both happen when the graph is lowered, see :mod:`mlcbook.graph.fusion`
       and :mod:`mlcbook.graph.memory_plan`)
@@ -31,6 +32,7 @@ from ..interpret import main_function
 from ..weight_layout import pack_weights
 from .fold import fold_batch_norm, fold_constants
 from .layout import convert_layout
+from .qdq import lower_qdq
 from .simplify import eliminate_common_subexpressions, simplify_chains
 
 
@@ -49,6 +51,8 @@ class Pass:
 #: the graph passes in the order they run; fusion and memory planning happen later, when
 #: the optimized graph is lowered (they need the kernels' shapes, not just the graph's)
 PIPELINE: tuple[Pass, ...] = (
+    # first: folding would turn the dequantized weights into float constants
+    Pass("lower_qdq", lower_qdq, 1),
     Pass("fold_constants", fold_constants, 1),
     Pass("fold_batch_norm", fold_batch_norm, 1),
     Pass("simplify_chains", simplify_chains, 1),

@@ -44,8 +44,9 @@ def test_the_context_times_prints_and_dumps_every_pass(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fold_batch_norm" in out and "calls ->" in out
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files[1] == "02_fold_batch_norm.txt" and len(files) == len(names)
-    assert "batch_norm" not in (tmp_path / files[1]).read_text().split("owner")[-1]
+    k = names.index("fold_batch_norm")
+    assert files[k] == f"{k + 1:02d}_fold_batch_norm.txt" and len(files) == len(names)
+    assert "batch_norm" not in (tmp_path / files[k]).read_text().split("owner")[-1]
     assert "fold_constants" in ctx.report()
 
 

@@ -1,0 +1,135 @@
+"""The integer kernel ops quantized models are rewritten to (:mod:`mlcbook.graph.passes.qdq`):
+``int8_dense`` and ``int8_conv2d``. Unlike ONNX's QLinear ops they take their weights packed
+for the dot-product instructions (:func:`~mlcbook.te.ops.int8_kernels.pack_int8`,
+:func:`~mlcbook.te.ops.int8_kernels.pack_conv_int8`), an int32
+bias that already holds the activation zero point's correction, and one float32
+requantization multiplier per output channel; see :mod:`mlcbook.te.ops.int8_kernels`.
+
+    >>> wp = pack_int8(w)                                  # w (10, 64) int8
+    >>> get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
+    ...     TensorType((10,), "int32"), TensorType((10,))], {"units": 10})
+    Tensor((4, 10), "uint8")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OpShapeError
+from ..te.ops import int8_kernels as TK
+from ..te.ops.int8_kernels import PACK_LANES, pack_conv_int8, pack_int8
+from ._infer import require_dtype
+from .quant import QTYPES
+from .registry import REQUIRED, OpKind, get, register, register_legalization
+from .types import TensorType
+
+__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8"]
+
+
+def unpack_int8(wp: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The ``(n, k)`` int8 weights ``wp`` was packed from."""
+    nb, kb = wp.shape[:2]
+    return wp.transpose(0, 2, 1, 3).reshape(nb * PACK_LANES, kb * 4)[:n, :k]
+
+
+def _check(op, types, n: int, k: int) -> None:
+    x, wp, bias, mult = types
+    require_dtype(op, x, ("uint8",), "data")
+    require_dtype(op, wp, ("int8",), "packed weight")
+    require_dtype(op, bias, ("int32",), "bias")
+    require_dtype(op, mult, ("float32",), "multiplier")
+    want = (-(-n // PACK_LANES), -(-k // 4), PACK_LANES, 4)
+    if wp.shape != want or bias.shape != (n,) or mult.shape != (n,):
+        raise OpShapeError(f"{op}: for {n} outputs over {k} terms the packed weight must be "
+                           f"{want}, bias and multiplier ({n},); got {wp.shape}, {bias.shape}, "
+                           f"{mult.shape}. Instead: pack the weights with pack_int8")
+
+
+def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    v = np.rint(acc.astype(np.float32) * mult.reshape(shape)) + np.float32(y_zp)
+    if relu:
+        v = np.maximum(v, np.float32(y_zp))
+    info = np.iinfo(dtype)
+    return np.clip(v, info.min, info.max).astype(dtype)
+
+
+_EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0}
+
+
+def _dense_infer(types, attrs):
+    x = types[0]
+    if x.ndim != 2:
+        raise OpShapeError(f"int8_dense: the data must be 2-D (M, K), got {x.shape}")
+    _check("int8_dense", types, attrs["units"], x.shape[1])
+    if attrs["dtype"] not in QTYPES:
+        raise OpShapeError(f"int8_dense: dtype={attrs['dtype']!r} is not int8 or uint8")
+    return TensorType((x.shape[0], attrs["units"]), attrs["dtype"])
+
+
+def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0):
+    w = unpack_int8(wp, units, x.shape[1]).astype(np.int32)
+    acc = x.astype(np.int32) @ w.T + bias
+    return _requant_ref(acc, mult, y_zp, dtype, relu, 1)
+
+
+register("int8_dense", kind=OpKind.OPAQUE, infer=_dense_infer, reference=_dense_ref,
+         attrs={"units": REQUIRED, **_EPILOGUE}, num_inputs=(4, 4),
+         doc="uint8 x @ int8 W.T + bias in int32, requantized (W packed by pack_int8)")
+
+_WINDOW = {"kernel_shape": REQUIRED, "strides": (1, 1), "pads": (0, 0, 0, 0),
+           "dilations": (1, 1)}
+
+
+def _window(attrs) -> dict:
+    return {k: tuple(attrs[k]) for k in _WINDOW}
+
+
+def _c4(c: int) -> int:
+    return -(-c // 4) * 4
+
+
+def _conv_infer(types, attrs):
+    x = types[0]
+    if x.ndim != 4:
+        raise OpShapeError(f"int8_conv2d: the data must be (N, C, H, W), got {x.shape}")
+    kh, kw = attrs["kernel_shape"]
+    _check("int8_conv2d", types, attrs["channels"], kh * kw * _c4(x.shape[1]))
+    shape = get("conv").infer_type([TensorType(x.shape), TensorType(
+        (attrs["channels"], x.shape[1], kh, kw))], _window(attrs)).shape
+    return TensorType(shape, attrs["dtype"])
+
+
+def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
+              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0):
+    kh, kw = kernel_shape
+    c = x.shape[1]
+    w = unpack_int8(wp, channels, kh * kw * _c4(c)).reshape(channels, kh, kw, -1)[..., :c]
+    w = w.transpose(0, 3, 1, 2)
+    w64 = w.astype(np.float64)
+    # the padding holds x_zp: conv of x - x_zp (zero padded) plus x_zp times the weights' sums
+    acc = get("conv").reference(x.astype(np.float64) - x_zp, w64, strides=strides, pads=pads,
+                                dilations=dilations)
+    acc = acc + x_zp * w64.sum(axis=(1, 2, 3)).reshape(1, -1, 1, 1)
+    return _requant_ref(acc.astype(np.int32) + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype,
+                        relu, 1)
+
+
+register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_ref,
+         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE}, num_inputs=(4, 4),
+         doc="2-D conv of uint8 data with int8 weights packed by pack_conv_int8, int32 sums "
+             "requantized")
+
+
+@register_legalization("int8_dense")
+def _legalize_dense(ins, attrs, out_type):
+    return TK.int8_dense(*ins, units=attrs["units"], x_zp=attrs["x_zp"], y_zp=attrs["y_zp"],
+                         dtype=attrs["dtype"], relu=bool(attrs["relu"]))
+
+
+@register_legalization("int8_conv2d")
+def _legalize_conv(ins, attrs, out_type):
+    return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
+                          y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
+                          **_window(attrs))

@@ -1,0 +1,160 @@
+"""The integer kernels quantized models compile to: ``int8_dense`` and ``int8_conv2d``, uint8
+activations times int8 weights summed in int32, requantized in the epilogue.
+
+Both share one core, the int32 product of uint8 activations with weights packed offline as
+``Wp[j // 16, k // 4, j % 16, k % 4]`` (:func:`pack_int8`; ``K`` and the columns padded with
+zeros to multiples of 4 and 16), computed in the stage ``<name>_int8_acc`` whose last two
+axes are ``(N16 // 16, 16)``. Each ``(16 x 4)`` tile of ``Wp`` is contiguous, so one
+instruction (VNNI's ``vpdpbusd``, or two AVX2 multiply-adds of 8 lanes each) consumes it;
+the default schedule tensorizes the stage (:mod:`mlcbook.graph.int8_matmul`). The epilogue
+adds the int32 ``bias`` (which carries the activation zero point's correction
+``-x_zp * sum_k w``), scales by the float32 ``multiplier`` per output channel, rounds half to
+even, adds ``y_zp`` and saturates (and with ``relu``, clamps below at ``y_zp``, the
+quantized zero)::
+
+    y = int8_dense(x, wp, bias, mult, units=10, y_zp=3, dtype="uint8")     # x (M, K) uint8
+
+``int8_conv2d`` is a direct convolution over the data copied channels-last (no im2col).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TEShapeError
+from ...tir import expr as _e
+from ...tir.int_math import saturate
+from .. import reduction as _r
+from ..tensor import Tensor
+from .nn import window_out_size
+from .util import clamp, compute_named
+
+__all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
+           "ACC_SUFFIX"]
+
+#: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
+PACK_LANES = 16
+#: the name of the stage the schedule tensorizes ends with this
+ACC_SUFFIX = "_int8_acc"
+
+
+def _up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def pack_int8(w: np.ndarray) -> np.ndarray:
+    """Weights ``w`` (N, K) int8 as ``Wp (ceil(N/16), ceil(K/4), 16, 4)``, zero padded.
+
+        >>> pack_int8(np.ones((3, 5), np.int8)).shape
+        (1, 2, 16, 4)
+    """
+    n, k = w.shape
+    wp = np.zeros((_up(n, PACK_LANES), _up(k, 4)), np.int8)
+    wp[:n, :k] = w
+    nb, kb = wp.shape[0] // PACK_LANES, wp.shape[1] // 4
+    return np.ascontiguousarray(wp.reshape(nb, PACK_LANES, kb, 4).transpose(0, 2, 1, 3))
+
+
+def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
+    """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``."""
+    nb, kb = wp.shape[0], wp.shape[1]
+    if a.shape[1] != 4 * kb or wp.shape[2:] != (PACK_LANES, 4):
+        raise TEShapeError(f"{name}: the activations {a.shape} and the packed weights "
+                           f"{wp.shape} do not fit; pack the weights with pack_int8")
+    ko = _r.reduce_axis(kb, name="ko")
+    ki = _r.reduce_axis(4, name="ki")
+    return compute_named((a.shape[0], nb, PACK_LANES), ["i", "jo", "ji"], lambda i, jo, ji: _r.sum(
+        _e.cast("int32", a[i, ko * 4 + ki]) * _e.cast("int32", wp[jo, ko, ji, ki]),
+        axis=[ko, ki]), name + ACC_SUFFIX)
+
+
+def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtype: str,
+             relu: bool) -> _e.PrimExpr:
+    v = _e.round(_e.cast("float32", acc_ij + bias[j]) * mult[j]) + float(y_zp)
+    if relu:
+        v = _e.max(v, float(y_zp))
+    return saturate(dtype, v)
+
+
+def _check_epilogue(name: str, bias: Tensor, mult: Tensor, n: int) -> None:
+    if bias.shape != (n,) or mult.shape != (n,) or bias.dtype != "int32" or \
+            mult.dtype != "float32":
+        raise TEShapeError(f"{name}: bias must be ({n},) int32 and multiplier ({n},) float32, "
+                           f"got {bias.shape} {bias.dtype} and {mult.shape} {mult.dtype}")
+
+
+def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: int,
+               x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
+               name: str = "int8_dense") -> Tensor:
+    """``x`` (M, K) uint8 times the packed weights of ``units`` outputs, requantized to
+    ``dtype`` (M, units)."""
+    m, k = x.shape
+    _check_epilogue(name, bias, multiplier, units)
+    a = x
+    if k % 4:
+        # the reduction runs over whole tiles of 4: the extra columns meet zero weights
+        kp = _up(k, 4)
+        a = compute_named((m, kp), ["i", "k"], lambda i, kk: _e.select(
+            kk < k, x[i, clamp(kk, k)], _e.const(x_zp, x.dtype)), f"{name}_pad")
+    acc = _acc(a, wp, name)
+    return compute_named((m, units), ["i", "j"], lambda i, j: _requant(
+        acc[i, j // PACK_LANES, j % PACK_LANES], j, bias, multiplier, y_zp, dtype, relu), name)
+
+
+def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channels: int,
+                kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
+                x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
+                name: str = "int8_conv2d") -> Tensor:
+    """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
+    ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
+    (N, channels, OH, OW). A direct convolution: the data is copied once into
+    ``<name>_pad`` (N, H + pads, W + pads, C4), channels innermost and padded to a multiple
+    of 4, the border holding ``x_zp`` (the real zero); the product then reads 4 consecutive
+    channels of one pixel per instruction."""
+    n, c, h, w = x.shape
+    kh, kw = kernel_shape
+    c4 = _up(c, 4)
+    _check_epilogue(name, bias, multiplier, channels)
+    if wp.shape != (-(-channels // PACK_LANES), kh * kw * c4 // 4, PACK_LANES, 4):
+        raise TEShapeError(f"{name}: packed weights {wp.shape} do not fit {channels} filters "
+                           f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
+    oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
+    ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
+    hp, wq = h + pads[0] + pads[2], w + pads[1] + pads[3]
+
+    def pad(b, y, z, ch):
+        yi, zi = y - pads[0], z - pads[1]
+        inside = (ch < c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
+        return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
+                         _e.const(x_zp, x.dtype))
+
+    xp = compute_named((n, hp, wq, c4), ["n", "y", "x", "c"], pad, f"{name}_pad")
+    ry = _r.reduce_axis(kh, name="ry")
+    rx = _r.reduce_axis(kw, name="rx")
+    ko = _r.reduce_axis(c4 // 4, name="ko")
+    ki = _r.reduce_axis(4, name="ki")
+
+    def product(b, y, z, jo, ji):
+        src = xp[b, y * strides[0] + ry * dilations[0], z * strides[1] + rx * dilations[1],
+                 ko * 4 + ki]
+        wk = wp[jo, (ry * kw + rx) * (c4 // 4) + ko, ji, ki]
+        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, rx, ko, ki])
+
+    acc = compute_named((n, oh, ow, wp.shape[0], PACK_LANES), ["n", "y", "x", "jo", "ji"],
+                        product, name + ACC_SUFFIX)
+
+    def out(b, f, y, z):
+        return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
+                        y_zp, dtype, relu)
+
+    return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
+
+
+def pack_conv_int8(w: np.ndarray) -> np.ndarray:
+    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: channels
+    innermost, padded to a multiple of 4, then :func:`pack_int8` of the ``(F, KH*KW*C4)``
+    matrix."""
+    f, c = w.shape[:2]
+    hwc = np.zeros((f,) + w.shape[2:] + (_up(c, 4),), np.int8)
+    hwc[..., :c] = w.transpose(0, 2, 3, 1)
+    return pack_int8(hwc.reshape(f, -1))

@@ -1,0 +1,78 @@
+"""The int8 kernel ops' references against the QLinear ops they stand for, and weight packing."""
+
+import numpy as np
+import pytest
+
+from mlcbook.errors import OpShapeError
+from mlcbook.ops import TensorType, get, type_of_array
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
+
+
+def test_pack_unpack_round_trip_and_zero_padding():
+    w = np.arange(-30, 5, dtype=np.int8).reshape(5, 7)
+    wp = pack_int8(w)
+    assert wp.shape == (1, 2, 16, 4) and wp[0, 1, 2, 1] == w[2, 5] and wp[0, 1, 2, 3] == 0
+    np.testing.assert_array_equal(unpack_int8(wp, 5, 7), w)
+
+
+def epilogue(w2d, xz, ws, xs, ys):
+    bias = -xz * w2d.astype(np.int32).sum(axis=1)
+    mult = (np.float32(xs) * ws) / np.float32(ys)
+    return bias.astype(np.int32), mult.astype(np.float32)
+
+
+def test_int8_dense_is_qlinear_matmul():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (3, 10), dtype=np.uint8)
+    w = rng.integers(-60, 60, (6, 10), dtype=np.int8)
+    ws = np.linspace(0.01, 0.02, 6).astype(np.float32)
+    bias, mult = epilogue(w, 7, ws, 0.03, 0.1)
+    got = get("int8_dense").reference(x, pack_int8(w), bias, mult, units=6, x_zp=7, y_zp=9)
+    want = get("qlinear_matmul").reference(x, np.float32(0.03), np.uint8(7), w.T.copy(), ws,
+                                           np.zeros(6, np.int8), np.float32(0.1), np.uint8(9))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_int8_conv2d_is_qlinear_conv():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (1, 3, 6, 6), dtype=np.uint8)
+    w = rng.integers(-60, 60, (5, 3, 3, 3), dtype=np.int8)
+    bias, mult = epilogue(w.reshape(5, -1), 11, np.full(5, 0.01, np.float32), 0.02, 0.2)
+    window = dict(strides=(2, 2), pads=(1, 1, 1, 1), dilations=(1, 1))
+    got = get("int8_conv2d").reference(x, pack_conv_int8(w), bias, mult, channels=5,
+                                       kernel_shape=(3, 3), x_zp=11, y_zp=3, dtype="int8",
+                                       **window)
+    want = get("qlinear_conv").reference(x, np.float32(0.02), np.uint8(11), w, np.float32(0.01),
+                                         np.int8(0), np.float32(0.2), np.int8(3), **window)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv_weights_are_packed_channels_last_and_padded_to_4():
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)
+    wp = pack_conv_int8(w)
+    hwc = unpack_int8(wp, 2, 2 * 2 * 4).reshape(2, 2, 2, 4)
+    np.testing.assert_array_equal(hwc[..., :3], w.transpose(0, 2, 3, 1))
+    assert not hwc[..., 3].any()
+
+
+def test_relu_clamps_at_the_output_zero_point():
+    x = np.zeros((1, 4), np.uint8)
+    w = np.ones((2, 4), np.int8)
+    got = get("int8_dense").reference(x, pack_int8(w), np.array([-50, 50], np.int32),
+                                      np.ones(2, np.float32), units=2, y_zp=20, relu=1)
+    np.testing.assert_array_equal(got, [[20, 70]])
+
+
+def test_unpacked_weights_are_an_error():
+    with pytest.raises(OpShapeError, match="pack the weights with pack_int8"):
+        get("int8_dense").infer_type([TensorType((2, 8), "uint8"), TensorType((4, 8), "int8"),
+                                      TensorType((4,), "int32"), TensorType((4,))],
+                                     {"units": 4})
+
+
+def test_output_type():
+    wp = pack_int8(np.zeros((10, 64), np.int8))
+    t = get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
+                                      TensorType((10,), "int32"), TensorType((10,))],
+                                     {"units": 10, "dtype": "int8"})
+    assert t == TensorType((4, 10), "int8")
