@@ -170,17 +170,18 @@ class BatchExecutable:
                                                                     **kwargs)
 
     def save(self, path) -> str:
-        raise DynamicShapeError(self._static_only("saved", f"exe.specialize(8).save({path!r})"))
+        raise DynamicShapeError(self._static_only("a saved model",
+                                                  f"exe.specialize(8).save({str(path)!r})"))
 
     def export(self, out_dir, name: str = "model", cc: str = "cc"):
         raise DynamicShapeError(self._static_only(
-            "exported", f"exe.specialize(8).export({str(out_dir)!r}, name={name!r})"))
+            "an exported model", f"exe.specialize(8).export({str(out_dir)!r}, name={name!r})"))
 
     def _static_only(self, what: str, example: str) -> str:
         compiled = f" (compiled so far: {', '.join(map(str, self.batch_sizes))})" \
             if self._compiled else ""
-        return (f"this executable has the symbolic batch size {self.batch_dim!r}, and a "
-                f"{what} model has static shapes. Instead: pick a batch size{compiled}, e.g. "
+        return (f"this executable has the symbolic batch size {self.batch_dim!r}, and "
+                f"{what} has static shapes. Instead: pick a batch size{compiled}, e.g. "
                 f"{example}, or import with mb.from_onnx(..., batch_size=8)")
 
     def __reduce_ex__(self, protocol):
