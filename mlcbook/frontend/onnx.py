@@ -281,8 +281,13 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     if batch_dim is None:
         return _import_graph(model, shapes, constants, batch_size)
     batch_inputs = tuple(dict.fromkeys(d.input for d in symbolic))
-    return SymbolicBatchModule(_import_graph(model, shapes, constants, 1).functions,
-                               batch_dim, batch_inputs,
+    try:
+        shown = _import_graph(model, shapes, constants, 1)
+    except GraphError as e:
+        # a model may fix its batch in a Reshape or Expand and fail at 1 but not at its size
+        raise type(e)(f"{e.message}\n(The symbolic batch {batch_dim!r} was set to 1 for this "
+                      f"import. If the model needs another size, pass batch_size=N.)") from None
+    return SymbolicBatchModule(shown.functions, batch_dim, batch_inputs,
                                partial(_import_graph, model, shapes, constants))
 
 

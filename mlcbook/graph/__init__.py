@@ -38,6 +38,7 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "op", "Call",
            "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
-           "legalize", "compile", "load", "Executable", "BatchExecutable", "SymbolicBatchModule", "draw", "GraphDrawing", "passes",
+           "legalize", "compile", "load", "Executable", "BatchExecutable", "SymbolicBatchModule",
+           "draw", "GraphDrawing", "passes",
            "fuse_ops", "explain_fusion",
            "assert_structural_equal", "structural_equal", "structural_hash"]

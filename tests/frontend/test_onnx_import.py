@@ -59,6 +59,17 @@ def test_specialize_reimports_shape_subgraphs_at_the_new_batch():
     np.testing.assert_array_equal(interpret(mod.specialize(5), x), x.reshape(5, 6))
 
 
+def test_a_model_that_fails_at_batch_one_says_the_batch_was_one():
+    # the Reshape's target hard-codes a batch of 2
+    nodes = [helper.make_node("Reshape", ["x", "t"], ["y"])]
+    target = numpy_helper.from_array(np.array([2, -1], np.int64), "t")
+    model = make(nodes, [vi("x", ["N", 3])], [vi("y", [2, None])], [target])
+    with pytest.raises(GraphError, match=r"(?s)Reshape.*symbolic batch 'N' was set to 1 for "
+                       r"this import. If the model needs another size, pass batch_size=N"):
+        mb.from_onnx(model)
+    assert mb.from_onnx(model, batch_size=2)["main"].ret_type.shape == (2, 3)
+
+
 @pytest.mark.parametrize("bad", [0, -2, 2.0, True])
 def test_a_batch_size_must_be_a_positive_integer(bad):
     model = examples.mlp(batch=None, sizes=(6, 3))
