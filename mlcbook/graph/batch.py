@@ -54,6 +54,12 @@ class SymbolicBatchModule(IRModule):
     batch_inputs: tuple[str, ...] = ()
     rebuild: Callable[[int], IRModule] | None = None
 
+    def __post_init__(self):
+        super().__post_init__()
+        if not callable(self.rebuild):
+            raise ArgumentError("a SymbolicBatchModule needs rebuild, a function from a batch "
+                                f"size to the module at that size; got {self.rebuild!r}")
+
     def specialize(self, batch_size: int) -> IRModule:
         """The module with the symbolic batch dimension set to ``batch_size``."""
         return self.rebuild(check_batch_size(batch_size, f"the batch size {self.batch_dim!r}"))

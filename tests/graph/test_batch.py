@@ -145,6 +145,11 @@ def test_dump_dir_gets_a_folder_per_batch_size(tmp_path):
     assert any((tmp_path / "batch_2").iterdir())
 
 
+def test_a_module_without_rebuild_is_an_error():
+    with pytest.raises(ArgumentError, match="needs rebuild, a function from a batch size"):
+        SymbolicBatchModule(symbolic_mlp().functions, "N", ("x",))
+
+
 def test_kernel_calls_ask_for_a_batch_size():
     with pytest.raises(DynamicShapeError, match="symbolic batch size 'N'.*mod.specialize"):
         kernel_calls(symbolic_mlp())
