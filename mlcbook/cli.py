@@ -57,10 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("model", metavar="MODEL.onnx")
     comp.add_argument("-o", "--output", required=True, metavar="OUT.mlcb",
                       help="where to write the compiled model")
-    comp.add_argument("--batch-size", type=int, metavar="N",
-                      help="the size of a symbolic first dimension of the inputs")
-    comp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
-                      help="the full shape of one input (repeat for several inputs)")
+    _add_shape_arguments(comp)
     comp.add_argument("--records", metavar="RECORDS.jsonl",
                       help="tuning records (from `mlcbook tune`) to schedule the kernels with")
     comp.set_defaults(run=_compile)
@@ -76,10 +73,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="the C name prefix: NAME_run, NAME.h (default: model)")
     exp.add_argument("--target", default="llvm", metavar="T",
                      help="the target, e.g. 'llvm -mcpu=x86-64-v3' (default: this CPU)")
-    exp.add_argument("--batch-size", type=int, metavar="N",
-                     help="the size of a symbolic first dimension of the inputs")
-    exp.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
-                     help="the full shape of one input (repeat for several inputs)")
+    _add_shape_arguments(exp)
     exp.set_defaults(run=_export)
     tn = sub.add_parser("tune", help="tune the kernels of an ONNX model, writing tuning records",
                         description="Measure schedules of every kernel of an ONNX model on this "
@@ -95,10 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--batch", type=int, default=8, help="candidates measured per round")
     tn.add_argument("--timeout", type=float, default=60.0,
                     help="seconds before a candidate is given up as hanging")
-    tn.add_argument("--batch-size", type=int, metavar="N",
-                    help="the size of a symbolic first dimension of the inputs")
-    tn.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
-                    help="the full shape of one input (repeat for several inputs)")
+    _add_shape_arguments(tn)
     tn.set_defaults(run=_tune)
 
     run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
@@ -161,29 +152,41 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _symbolic_dims_hint(model, batch_size, shapes) -> None:
-    """Raise ArgumentError naming the option to use if an input has a symbolic dimension
-    that neither ``--batch-size`` nor ``--shape`` fixes."""
-    from .errors import ArgumentError
+def _add_shape_arguments(parser: argparse.ArgumentParser) -> None:
+    """--batch-size and --shape: the input shapes a compiled model is made for."""
+    parser.add_argument("--batch-size", type=int, metavar="N",
+                        help="the size of a symbolic first dimension of the inputs (compiled "
+                        "files and tuned kernels have static shapes)")
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                        help="the full shape of one input (repeat for several inputs)")
+
+
+def _import_onnx(args: argparse.Namespace):
+    """The graph module of ``args.model`` at the static shapes ``--batch-size`` and
+    ``--shape`` give; a DynamicShapeError naming the option to use for a symbolic dimension
+    that neither fixes."""
+    from .errors import ArgumentError, DynamicShapeError
+    from .frontend import from_onnx
+    from .frontend.onnx import load_model, symbolic_dims
+    if args.batch_size is not None and args.batch_size < 1:
+        raise ArgumentError(f"--batch-size must be at least 1, got {args.batch_size}")
+    shapes = _parse_shapes(args.shape)
+    model = load_model(args.model)
     inits = {i.name for i in model.graph.initializer}
     inputs = [vi.name for vi in model.graph.input if vi.name not in inits]
     for name in shapes:
         if name not in inputs:
             raise ArgumentError(f"--shape names {name!r}, which is not an input of the model; "
                                 f"its inputs are: {', '.join(inputs) or 'none'}")
-    for vi in model.graph.input:
-        if vi.name in inits or vi.name in shapes or not vi.type.HasField("tensor_type"):
+    for d in symbolic_dims(model, shapes):
+        if d.axis == 0 and args.batch_size is not None:
             continue
-        dims = vi.type.tensor_type.shape.dim
-        shown = ",".join(str(d.dim_value) if d.HasField("dim_value") else "?" for d in dims)
-        for axis, d in enumerate(dims):
-            if d.HasField("dim_value") or (axis == 0 and batch_size is not None):
-                continue
-            sym = d.dim_param or "?"
-            fix = "--batch-size N" if axis == 0 else f"--shape {vi.name}={shown.replace('?', 'D')}"
-            raise ArgumentError(f"input {vi.name!r} has the symbolic dimension {sym!r} at axis "
-                                f"{axis} (shape {shown}); mlcbook compiles static shapes: "
-                                f"pass {fix}")
+        fix = "--batch-size N" if d.axis == 0 else \
+            f"--shape {d.input}={','.join(str(n) if isinstance(n, int) else 'D' for n in d.dims)}"
+        raise DynamicShapeError(f"input {d.input!r} has the symbolic dimension {d.name!r} at "
+                                f"axis {d.axis} (shape {d.shape}); `mlcbook {args.command}` "
+                                f"makes code for static shapes: pass {fix}")
+    return from_onnx(model, shapes=shapes, batch_size=args.batch_size)
 
 
 def _parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
@@ -203,17 +206,8 @@ def _parse_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def _compile_onnx(args: argparse.Namespace, target: str = "llvm", records=None):
-    from .errors import ArgumentError
-    from .frontend.onnx import load_model
-    from .frontend import from_onnx
     from .graph import compile as compile_model
-    if args.batch_size is not None and args.batch_size < 1:
-        raise ArgumentError(f"--batch-size must be at least 1, got {args.batch_size}")
-    shapes = _parse_shapes(args.shape)
-    model = load_model(args.model)
-    _symbolic_dims_hint(model, args.batch_size, shapes)
-    mod = from_onnx(model, shapes=shapes, batch_size=args.batch_size)
-    return compile_model(mod, target=target, tuning_records=records)
+    return compile_model(_import_onnx(args), target=target, tuning_records=records)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -256,15 +250,11 @@ def _tune(args: argparse.Namespace) -> int:
     import time
 
     from .errors import ArgumentError
-    from .frontend import from_onnx
-    from .frontend.onnx import load_model
     from .tune.tasks import tune_model
     if args.trials < 1:
         raise ArgumentError(f"--trials must be at least 1, got {args.trials}")
     t0 = time.perf_counter()
-    model = load_model(args.model)
-    _symbolic_dims_hint(model, args.batch_size, _parse_shapes(args.shape))
-    mod = from_onnx(model, shapes=_parse_shapes(args.shape), batch_size=args.batch_size)
+    mod = _import_onnx(args)
     results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
                          batch=args.batch, timeout=args.timeout)
     for name, r in results.items():

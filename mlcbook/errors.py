@@ -234,6 +234,13 @@ class LegalizeError(GraphError):
     code = "MLC-G009"
 
 
+class DynamicShapeError(GraphError):
+    """A dimension that is not known at compile time where mlcbook needs it static: a
+    symbolic dimension other than the batch, or a symbolic-batch model saved or exported."""
+
+    code = "MLC-G010"
+
+
 # --- training: gradients, optimizers, checkpoints (D) ---------------------------------------
 class TrainingError(MLCError):
     """A training graph, optimizer, trainer or checkpoint is used wrongly."""

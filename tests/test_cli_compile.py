@@ -98,12 +98,18 @@ def test_a_model_with_two_inputs_and_two_outputs(tmp_path, capsys):
 
 
 # --- compile: errors ---------------------------------------------------------------------------
-def test_symbolic_batch_asks_for_batch_size(tmp_path, capsys):
+@pytest.mark.parametrize("command,extra", [("compile", []), ("export", []),
+                                           ("tune", ["--trials", "1"])])
+def test_symbolic_batch_asks_for_batch_size(tmp_path, capsys, command, extra):
+    # a compiled file, an exported library and tuned kernels have static shapes
     path = models.save_tiny_convnet(tmp_path / "tiny.onnx")
-    line = _error(capsys, ["compile", path, "-o", str(tmp_path / "t.mlcb")], "compile")
-    assert "input 'image' has the symbolic dimension 'N' at axis 0" in line
-    assert "pass --batch-size N" in line
-    assert not (tmp_path / "t.mlcb").exists()
+    out = tmp_path / "out"
+    line = _error(capsys, [command, path, "-o", str(out), *extra], command)
+    assert line.startswith(f"mlcbook {command}: error: [MLC-G010] input 'image' has the "
+                           "symbolic dimension 'N' at axis 0 (shape (N, 1, 28, 28)); "
+                           f"`mlcbook {command}` makes code for static shapes: pass "
+                           "--batch-size N"), line
+    assert not out.exists()
 
 
 def test_symbolic_inner_dimension_asks_for_shape(tmp_path, capsys):
@@ -116,7 +122,8 @@ def test_symbolic_inner_dimension_asks_for_shape(tmp_path, capsys):
     onnx.save(model, tmp_path / "m.onnx")
     line = _error(capsys, ["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.mlcb"),
                            "--batch-size", "2"], "compile")
-    assert "symbolic dimension 'T' at axis 1" in line and "pass --shape x=2,D" in line
+    assert "[MLC-G010] input 'x' has the symbolic dimension 'T' at axis 1" in line
+    assert "pass --shape x=2,D" in line
 
 
 def test_unsupported_ops_are_all_listed(tmp_path, capsys):

@@ -6,7 +6,9 @@
 
 * Initializers become named weights (``W["fc1.weight"]``) owned by the op that uses them.
 * Every shape is static: symbolic dimensions are fixed at import (``batch_size`` for the
-  first axis, or ``shapes={"input": (...)}``).
+  first axis, or ``shapes={"input": (...)}``). Without ``batch_size``, a symbolic first
+  axis makes a :class:`~mlcbook.graph.SymbolicBatchModule`, imported again for each batch
+  size that ``mb.compile``'s executable meets; another symbolic axis is an error.
 * Inputs ONNX passes as tensors but mlcbook needs as attributes (Reshape's shape, Slice's
   starts, ...) must be constants; subgraphs computing them from shapes are folded.
 * Anything unsupported is reported all at once: one :class:`UnsupportedModelError` lists
@@ -21,13 +23,17 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import GraphError, InvalidModelError, OpDTypeError, UnsupportedModelError
+from ..errors import (DynamicShapeError, GraphError, InvalidModelError, OpDTypeError,
+                      UnsupportedModelError)
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule
+from ..graph.batch import SymbolicBatchModule, check_batch_size
 from ..graph.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, post_order
 from ..graph.interpret import evaluate
 from ..graph.passes.fold import fold_expr
@@ -153,8 +159,71 @@ def _attrs(node) -> dict[str, Any]:
     return out
 
 
-def _input_types(graph, shapes: Mapping[str, Any], batch_size: int | None, skip: set[str],
+@dataclass(frozen=True)
+class SymbolicDim:
+    """A dimension of a graph input that is a name (``dim_param``) or unknown, not a number.
+
+    ``name`` is the dim_param (``"?"`` for an unknown one); ``dims`` the input's whole
+    shape, numbers and names, which ``shape`` shows as ``(N, 3, 224, 224)``.
+    """
+
+    input: str
+    axis: int
+    name: str
+    dims: tuple
+
+    @property
+    def shape(self) -> str:
+        return f"({', '.join(map(str, self.dims))}{',' if len(self.dims) == 1 else ''})"
+
+
+def symbolic_dims(model, shapes: Mapping[str, Any] = (), skip=()) -> list[SymbolicDim]:
+    """Every symbolic dimension of the inputs of ``model`` (a ModelProto) that are not
+    initializers, in ``skip`` or given a shape in ``shapes``.
+
+        >>> [(d.input, d.axis, d.name) for d in symbolic_dims(examples.mlp(batch=None))]
+        [('input', 0, 'N')]
+    """
+    skip = set(skip) | {i.name for i in model.graph.initializer} | set(shapes)
+    out = []
+    for vi in model.graph.input:
+        if vi.name in skip or not vi.type.HasField("tensor_type"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        names = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param or "?"
+                      for d in dims)
+        out.extend(SymbolicDim(vi.name, axis, names[axis], names)
+                   for axis, d in enumerate(dims) if not d.HasField("dim_value"))
+    return out
+
+
+def _batch_dim(symbolic: list[SymbolicDim], batch_size: int | None) -> str | None:
+    """The name of the symbolic batch dimension left to specialize (None if there is none,
+    or ``batch_size`` fixes it); a DynamicShapeError for a symbolic dimension that is not
+    a batch, or inputs whose first dimensions have different names."""
+    for d in symbolic:
+        if d.axis != 0:
+            raise DynamicShapeError(
+                f"input {d.input!r} has the symbolic dimension {d.name!r} at axis {d.axis} "
+                f"(shape {d.shape}); mlcbook compiles static shapes and specializes only a "
+                f"symbolic batch, the first axis. Instead: pass shapes={{{d.input!r}: "
+                f"{d.shape}}} to from_onnx with numbers in place of the names")
+    named = {d.name: d.input for d in symbolic if d.name != "?"}
+    if batch_size is not None or not symbolic:
+        return None
+    if len(named) > 1:
+        (a, ia), (b, ib) = list(named.items())[:2]
+        raise DynamicShapeError(
+            f"inputs {ia!r} and {ib!r} have different symbolic first dimensions {a!r} and "
+            f"{b!r}; mlcbook specializes one batch size for all inputs. Instead: pass "
+            f"batch_size=N if they are always equal, or shapes={{...}} for each input")
+    return next(iter(named), "?")
+
+
+def _input_types(graph, shapes: Mapping[str, Any], batch_size: int, skip: set[str],
                  problems: list[str]) -> dict[str, TensorType]:
+    """The type of every input; ``batch_size`` is the size of a symbolic first dimension
+    (symbolic dimensions elsewhere were refused by :func:`_batch_dim`)."""
     out = {}
     for vi in graph.input:
         if vi.name in skip:
@@ -172,18 +241,7 @@ def _input_types(graph, shapes: Mapping[str, Any], batch_size: int | None, skip:
         if vi.name in shapes:
             out[vi.name] = TensorType(tuple(shapes[vi.name]), dtype)
             continue
-        dims = []
-        for axis, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value"):
-                dims.append(d.dim_value)
-            elif axis == 0 and batch_size is not None:
-                dims.append(batch_size)
-            else:
-                sym = d.dim_param or "?"
-                raise GraphError(
-                    f"input {vi.name!r} has the symbolic dimension {sym!r} at axis {axis}; "
-                    f"mlcbook compiles static shapes: pass batch_size=N (for axis 0) or "
-                    f"shapes={{{vi.name!r}: (...)}} to from_onnx")
+        dims = [d.dim_value if d.HasField("dim_value") else batch_size for d in tt.shape.dim]
         out[vi.name] = TensorType(tuple(dims), dtype)
     return out
 
@@ -196,18 +254,50 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     ``shapes`` fixes the shapes of inputs by name; ``batch_size`` fixes a symbolic first
     dimension; ``constants`` gives values to graph inputs that should be constants (for
     example a Reshape's target shape passed as an input).
-    """
-    from onnx import numpy_helper
 
+    A model whose inputs have a symbolic first dimension and no ``batch_size`` imports as a
+    :class:`~mlcbook.graph.SymbolicBatchModule`: the model at batch 1, which
+    ``mod.specialize(n)`` imports again at batch ``n`` and ``mb.compile`` compiles per batch
+    size on first call. Any other symbolic dimension needs ``shapes``
+    (:class:`~mlcbook.errors.DynamicShapeError` otherwise).
+
+        >>> mod = mb.from_onnx("mlp.onnx")          # input (N, 784)
+        >>> mod.batch_dim, mod["main"].params[0].type.shape
+        ('N', (1, 784))
+        >>> mod.specialize(8)["main"].params[0].type.shape
+        (8, 784)
+    """
     model = upgrade_opset(load_model(model))
-    opset = model_opset(model)
-    graph = model.graph
     shapes, constants = dict(shapes or {}), dict(constants or {})
-    input_names = {vi.name for vi in graph.input}
+    input_names = {vi.name for vi in model.graph.input}
     for name in list(shapes) + list(constants):
         if name not in input_names:
             raise GraphError(f"the model has no input {name!r}; its inputs are: "
-                             f"{', '.join(vi.name for vi in graph.input)}")
+                             f"{', '.join(vi.name for vi in model.graph.input)}")
+    if batch_size is not None:
+        batch_size = check_batch_size(batch_size)
+    symbolic = symbolic_dims(model, shapes, constants)
+    batch_dim = _batch_dim(symbolic, batch_size)
+    if batch_dim is None:
+        return _import_graph(model, shapes, constants, batch_size)
+    batch_inputs = tuple(dict.fromkeys(d.input for d in symbolic))
+    try:
+        shown = _import_graph(model, shapes, constants, 1)
+    except GraphError as e:
+        # a model may fix its batch in a Reshape or Expand and fail at 1 but not at its size
+        raise type(e)(f"{e.message}\n(The symbolic batch {batch_dim!r} was set to 1 for this "
+                      f"import. If the model needs another size, pass batch_size=N.)") from None
+    return SymbolicBatchModule(shown.functions, batch_dim, batch_inputs,
+                               partial(_import_graph, model, shapes, constants))
+
+
+def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) -> IRModule:
+    """The graph of ``model`` (checked, at a supported opset) with its symbolic first
+    dimensions set to ``batch_size``."""
+    from onnx import numpy_helper
+
+    opset = model_opset(model)
+    graph = model.graph
     problems: list[str] = []
     cx = Context(opset)
     init_names = set()

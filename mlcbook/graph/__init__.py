@@ -25,6 +25,7 @@ from .expr import (Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem,
                    children, post_order)
 from .functor import ExprMutator, ExprVisitor
 from . import passes
+from .batch import BatchExecutable, SymbolicBatchModule
 from .compile import compile  # noqa: A004 - mb.compile, as in TVM
 from .draw import GraphDrawing, draw
 from .executable import Executable, load
@@ -37,6 +38,7 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "op", "Call",
            "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
-           "legalize", "compile", "load", "Executable", "draw", "GraphDrawing", "passes",
+           "legalize", "compile", "load", "Executable", "BatchExecutable", "SymbolicBatchModule",
+           "draw", "GraphDrawing", "passes",
            "fuse_ops", "explain_fusion",
            "assert_structural_equal", "structural_equal", "structural_hash"]

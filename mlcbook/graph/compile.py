@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from typing import Any
 
-from ..errors import DatabaseError, LegalizeError
+from ..errors import DatabaseError, DynamicShapeError, LegalizeError
 from ..ops import get as get_op
 from ..ops import view_ops
 from ..ops.registry import OpKind
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
+from .batch import BatchExecutable, SymbolicBatchModule
 from .default_schedule import default_schedule
 from .executable import Executable
 from .expr import CallTIR, Function, post_order
@@ -57,8 +59,18 @@ def check_sizes(func: Function) -> None:
 
 
 def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 3,  # noqa: A001
-            dump_dir=None, verbose: bool = False, tuning_records=None) -> Executable:
+            dump_dir=None, verbose: bool = False,
+            tuning_records=None) -> Executable | BatchExecutable:
     """Compile a module's main graph function (or a graph Function) to an Executable.
+
+    A :class:`~mlcbook.graph.SymbolicBatchModule` (``mb.from_onnx`` of a model with a
+    symbolic batch size) compiles to a :class:`~mlcbook.graph.BatchExecutable`, which
+    compiles with these options for each batch size on its first call with it (``dump_dir``
+    gets one folder ``batch_N`` per size):
+
+        >>> exe = mb.compile(mb.from_onnx("mlp.onnx"))     # nothing compiled yet
+        >>> exe(x8); exe.batch_sizes                        # compiled for batch 8
+        [8]
 
     ``opt_level`` picks the optimizations (0 none, 1 folding and cleanup, 2 + fusion and
     memory planning, 3 + layouts; see :mod:`mlcbook.graph.passes.pipeline`); ``dump_dir``
@@ -67,6 +79,10 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     record for by its best record, the others by the default schedule
     (``exe.stats["tuned_kernels"]`` counts the former).
     """
+    if isinstance(mod, SymbolicBatchModule):
+        options = dict(target=target, fastmath=fastmath, opt_level=opt_level, verbose=verbose,
+                       tuning_records=tuning_records)
+        return BatchExecutable(mod, partial(_compile_batch, mod, dump_dir, options))
     from ..runtime import build
     t0 = time.perf_counter()
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
@@ -102,6 +118,12 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     return Executable(plan, kernels, consts, stats)
 
 
+def _compile_batch(mod: SymbolicBatchModule, dump_dir, options: dict,
+                   batch_size: int) -> Executable:
+    dump = os.path.join(dump_dir, f"batch_{batch_size}") if dump_dir is not None else None
+    return compile(mod.specialize(batch_size), dump_dir=dump, **options)
+
+
 def _legalized(mod, opt_level: int, ctx: PassContext):
     """The graph passes, fusion and legalization: (module of graph + PrimFuncs, its main
     graph function, names of kernels that may run in place, ops in the input)."""
@@ -130,6 +152,11 @@ def kernel_calls(mod, opt_level: int = 3) -> list:
 
         >>> [(name, n) for name, _, n in kernel_calls(mod)]     # [('fused_matmul_add', 1), ...]
     """
+    if isinstance(mod, SymbolicBatchModule):
+        raise DynamicShapeError(
+            f"the module has the symbolic batch size {mod.batch_dim!r}, and kernels are made "
+            "for static shapes. Instead: pick the batch size to tune for with "
+            "mod.specialize(n), or import with mb.from_onnx(..., batch_size=n)")
     lmod, func, _, _ = _legalized(mod, opt_level, PassContext())
     counts: dict = {}
     for n in post_order(func.body):

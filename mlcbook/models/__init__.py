@@ -34,7 +34,8 @@ def tiny_convnet(seed: int = 0):
         flatten, linear 784 -> 64, relu, linear 64 -> 10, softmax -> (N, 10)
 
     Returns an ``onnx.ModelProto`` whose batch dimension is symbolic (``"N"``): fix it at
-    import with ``mb.from_onnx(model, batch_size=...)``.
+    import with ``mb.from_onnx(model, batch_size=...)``, or leave it for ``mb.compile``'s
+    executable to compile per batch size (:mod:`mlcbook.graph.batch`).
     """
     from onnx import TensorProto, helper, numpy_helper
 

@@ -1,12 +1,14 @@
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import mlcbook as mb
-from mlcbook.errors import GraphError, InvalidModelError, UnsupportedModelError
+from mlcbook.errors import (ArgumentError, DynamicShapeError, GraphError, InvalidModelError,
+                           UnsupportedModelError)
 from mlcbook.frontend import examples
-from mlcbook.graph import Constant, interpret, post_order
+from mlcbook.graph import Constant, IRModule, SymbolicBatchModule, interpret, post_order
 
 
 def make(nodes, inputs, outputs, inits=(), opset=17):
@@ -27,14 +29,93 @@ def test_initializers_become_named_weights_owned_by_their_node():
     assert weights["fc2.bias"].owner == "fc2"
 
 
-def test_symbolic_batch_needs_a_size():
-    model = examples.mlp(batch=None)
-    with pytest.raises(GraphError, match="symbolic dimension 'N' at axis 0; .*batch_size=N"):
-        mb.from_onnx(model)
+def test_batch_size_or_shapes_fix_a_symbolic_batch():
+    model = examples.mlp(batch=None, sizes=(6, 3))
     mod = mb.from_onnx(model, batch_size=3)
-    assert mod["main"].params[0].type.shape == (3, 784)
-    mod = mb.from_onnx(model, shapes={"input": (5, 784)})
-    assert mod["main"].params[0].type.shape == (5, 784)
+    assert type(mod) is IRModule and mod["main"].params[0].type.shape == (3, 6)
+    mod = mb.from_onnx(model, shapes={"input": (5, 6)})
+    assert type(mod) is IRModule and mod["main"].params[0].type.shape == (5, 6)
+
+
+def test_symbolic_batch_imports_at_batch_one_and_specializes():
+    mod = mb.from_onnx(examples.mlp(batch=None, sizes=(6, 3)))
+    assert isinstance(mod, SymbolicBatchModule)
+    assert (mod.batch_dim, mod.batch_inputs) == ("N", ("input",))
+    assert mod["main"].params[0].type.shape == (1, 6)
+    four = mod.specialize(4)
+    assert four["main"].params[0].type.shape == (4, 6) and four["main"].ret_type.shape == (4, 3)
+    assert "batch 'N' of 'input', shown at 1" in repr(mod)
+
+
+def test_specialize_reimports_shape_subgraphs_at_the_new_batch():
+    # Reshape(x, Concat(Shape(x)[:1], [-1])): the folded target shape holds the batch size
+    nodes = [helper.make_node("Shape", ["x"], ["s"], end=1),
+             helper.make_node("Concat", ["s", "m1"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"])]
+    minus1 = numpy_helper.from_array(np.array([-1], np.int64), "m1")
+    mod = mb.from_onnx(make(nodes, [vi("x", ["B", 2, 3])], [vi("y", ["B", 6])], [minus1]))
+    assert mod.batch_dim == "B" and mod["main"].ret_type.shape == (1, 6)
+    x = np.arange(30, dtype="float32").reshape(5, 2, 3)
+    np.testing.assert_array_equal(interpret(mod.specialize(5), x), x.reshape(5, 6))
+
+
+def test_a_model_that_fails_at_batch_one_says_the_batch_was_one():
+    # the Reshape's target hard-codes a batch of 2
+    nodes = [helper.make_node("Reshape", ["x", "t"], ["y"])]
+    target = numpy_helper.from_array(np.array([2, -1], np.int64), "t")
+    model = make(nodes, [vi("x", ["N", 3])], [vi("y", [2, None])], [target])
+    with pytest.raises(GraphError, match=r"(?s)Reshape.*symbolic batch 'N' was set to 1 for "
+                       r"this import. If the model needs another size, pass batch_size=N"):
+        mb.from_onnx(model)
+    assert mb.from_onnx(model, batch_size=2)["main"].ret_type.shape == (2, 3)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.0, True])
+def test_a_batch_size_must_be_a_positive_integer(bad):
+    model = examples.mlp(batch=None, sizes=(6, 3))
+    with pytest.raises(ArgumentError, match=f"batch_size must be a positive integer, got {bad}"):
+        mb.from_onnx(model, batch_size=bad)
+    with pytest.raises(ArgumentError, match=f"batch size 'N' must be a positive integer"):
+        mb.from_onnx(model).specialize(bad)
+
+
+def test_a_symbolic_batch_model_compiles_per_batch_size_and_matches_onnxruntime():
+    model = examples.mlp(batch=None, sizes=(6, 5, 3))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    exe = mb.compile(mb.from_onnx(model))
+    rng = np.random.default_rng(0)
+    for n in (1, 7):
+        x = rng.standard_normal((n, 6)).astype("float32")
+        (want,) = session.run(None, {"input": x})
+        np.testing.assert_allclose(exe(x), want, rtol=1e-4, atol=1e-5)
+    assert exe.batch_sizes == [1, 7]
+
+
+def test_a_symbolic_inner_dimension_is_an_error_naming_it():
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["N", "T"])],
+                 [vi("y", ["N", "T"])])
+    for kwargs in ({}, {"batch_size": 2}):
+        with pytest.raises(DynamicShapeError, match=r"\[MLC-G010\] input 'x' has the symbolic "
+                           r"dimension 'T' at axis 1 \(shape \(N, T\)\).*Instead: pass "
+                           r"shapes=\{'x': \(N, T\)\} to from_onnx with numbers"):
+            mb.from_onnx(model, **kwargs)
+    assert mb.from_onnx(model, shapes={"x": (2, 7)})["main"].ret_type.shape == (2, 7)
+
+
+def test_differently_named_batch_dimensions_are_an_error():
+    model = make([helper.make_node("Add", ["a", "b"], ["y"])], [vi("a", ["N", 3]),
+                 vi("b", ["M", 3])], [vi("y", ["N", 3])])
+    with pytest.raises(DynamicShapeError, match="inputs 'a' and 'b' have different symbolic "
+                       "first dimensions 'N' and 'M'.*Instead: pass batch_size=N"):
+        mb.from_onnx(model)
+    assert mb.from_onnx(model, batch_size=2)["main"].ret_type.shape == (2, 3)
+
+
+def test_an_unnamed_first_dimension_is_the_batch_too():
+    model = make([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [None, 3])],
+                 [vi("y", [None, 3])])
+    mod = mb.from_onnx(model)
+    assert (mod.batch_dim, mod.batch_inputs) == ("?", ("x",))
 
 
 def test_from_a_file(tmp_path):
