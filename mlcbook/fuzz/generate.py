@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 OPSET = 18
-#: ranks of Gather's index tensors. 0-d indices are issue 19's item 3 (a known miscompile,
-#: fixed on the ``hardcases`` branch): add 0 here once that branch is merged
-GATHER_INDEX_RANKS = (1, 2)
+#: ranks of Gather's index tensors: 0-d (a scalar index drops the axis), 1-d and 2-d
+GATHER_INDEX_RANKS = (0, 1, 2)
 
 
 @dataclass
