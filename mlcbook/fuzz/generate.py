@@ -277,8 +277,11 @@ def _norm(b: _Builder):
     nd = len(x.shape)
     axis = int(b.rng.integers(-nd, nd))
     if op == "MeanVarianceNormalization":
-        # onnxruntime returns NaN where the values normalized together are all equal (ONNX's
-        # definition gives 0), so MVN takes a graph input, over at least two values each
+        # where the values normalized together are all equal, onnxruntime (1.32) returns NaN
+        # or -1 (all zeros give NaN: it adds no epsilon), while ONNX's function body gives
+        # (x - mean) / (sqrt(0) + 1e-9) = 0, as mlcbook does (tests/frontend/
+        # test_onnx_tensor_ops.py; tests/fuzz pins onnxruntime's NaN). So MVN takes a graph
+        # input, random floats, over at least two values each: never equal
         x = b.values[int(b.rng.integers(0, len(b.inputs)))]
         nd = len(x.shape)
         axes = sorted(int(a) for a in b.rng.choice(nd, int(b.rng.integers(1, nd + 1)),
