@@ -20,9 +20,12 @@ def test_fixed_seed_batch_matches_onnxruntime():
 
 
 def test_long_reduction_models_are_generated():
-    kinds = {tuple(random_model(np.random.default_rng([7, i]), large=1.0).ops)
-             for i in range(6)}
-    assert kinds <= {("ReduceMean",), ("LayerNormalization",)} and len(kinds) == 2
+    cases = [random_model(np.random.default_rng([7, i]), large=1.0) for i in range(12)]
+    kinds = {tuple(c.ops) for c in cases}
+    assert kinds == {("ReduceMean",), ("LayerNormalization",), ("MeanVarianceNormalization",)}
+    assert all(c.inputs["x0"].size >= 1 << 16 for c in cases)
+    # both along rows (the last axis longest) and down columns (the first)
+    assert {np.argmax(c.inputs["x0"].shape) for c in cases} == {0, 1}
 
 
 def test_generated_models_pass_the_onnx_checker():
