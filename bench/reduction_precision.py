@@ -3,9 +3,10 @@ and how long it takes.
 
     python bench/reduction_precision.py     # prints a table, writes bench/RESULTS_reduction.md
 
-A float32 mean over 2M values (one row) and a LayerNormalization over rows of 64k values.
-The default schedule sums a reduction of more than 8k terms in two levels (blocks of about
-sqrt(n) terms, then the block sums), which ``--one-level`` turns off for the comparison.
+A float32 mean over 2M values (one row), one down the 128k rows of 16 columns, and a
+LayerNormalization over rows of 64k values. The default schedule sums a reduction of more
+than 8k terms in two levels (blocks of about sqrt(n) terms, then the block sums), which
+``--one-level`` turns off for the comparison.
 Errors are relative to the same computation in float64; times are medians of interleaved
 rounds (mlcbook at the pool's default thread count; onnxruntime with its defaults).
 """
@@ -31,7 +32,7 @@ def _model(op: str, shape, axes):
     inits = []
     if op == "ReduceMean":
         node = helper.make_node("ReduceMean", ["x"], ["y"], axes=list(axes), keepdims=0)
-        out = [shape[0]]
+        out = [d for i, d in enumerate(shape) if i not in axes]
     else:
         scale = helper.make_tensor("s", TensorProto.FLOAT, [shape[-1]], [1.0] * shape[-1])
         bias = helper.make_tensor("b", TensorProto.FLOAT, [shape[-1]], [0.0] * shape[-1])
@@ -43,10 +44,10 @@ def _model(op: str, shape, axes):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _float64(op, x):
+def _float64(op, x, axes):
     x = x.astype(np.float64)
     if op == "ReduceMean":
-        return x.mean(axis=1)
+        return x.mean(axis=axes)
     mu = x.mean(axis=-1, keepdims=True)
     return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
 
@@ -62,6 +63,7 @@ def main(argv=None) -> None:
         ds.LONG_REDUCTION = 1 << 62
     rng = np.random.default_rng(0)
     cases = {"ReduceMean 1x2M": ("ReduceMean", (1, 2_000_000), (1,)),
+             "ReduceMean 128kx16 down columns": ("ReduceMean", (131_072, 16), (0,)),
              "LayerNorm 4x64k": ("LayerNormalization", (4, 65_536), (-1,))}
     lines = [f"# Long reductions\n\n{machine()}\n",
              f"two-level sums: {'off' if args.one_level else 'on'}\n",
@@ -70,12 +72,12 @@ def main(argv=None) -> None:
     for name, (op, shape, axes) in cases.items():
         model = _model(op, shape, axes)
         x = (rng.random(shape) + 1).astype("float32")
-        want = _float64(op, x)
+        want = _float64(op, x, axes)
         exe = mb.compile(mb.from_onnx(model))
         sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         run_ort = lambda: sess.run(None, {"x": x})[0]  # noqa: E731
         err = lambda y: float(np.max(np.abs(y - want)) / np.max(np.abs(want)))  # noqa: E731
-        np_f32 = x.mean(axis=1) if op == "ReduceMean" else None
+        np_f32 = x.mean(axis=axes) if op == "ReduceMean" else None
         times = {"mb": [], "ort": []}
         for _ in range(args.rounds):
             for key, fn in (("mb", lambda: exe(x)), ("ort", run_ort)):

@@ -240,7 +240,14 @@ def _group_norm(cx, ins, attrs):
 def _mvn(cx, ins, attrs):
     x = ins[0]
     axes = tuple(attrs.get("axes", (0, 2, 3)))
-    d = cx.call("sub", x, cx.call("mean", x, axes=axes, keepdims=1, suffix="_mean"),
+    # the deviations are taken from the first value along ``axes`` before the mean: in float32
+    # a mean of equal values is not always that value, and with an epsilon of only 1e-9 a
+    # rounding error of the mean divided by its own size gives +-1 where ONNX's formula
+    # gives 0; shifted, equal values subtract to exact zeros (and close ones exactly too)
+    first = cx.call("slice", x, starts=(0,) * len(axes), ends=(1,) * len(axes), axes=axes,
+                    suffix="_first")
+    s = cx.call("sub", x, first, suffix="_shifted")
+    d = cx.call("sub", s, cx.call("mean", s, axes=axes, keepdims=1, suffix="_mean"),
                 suffix="_centered")
     var = cx.call("mean", cx.call("mul", d, d, suffix="_sq"), axes=axes, keepdims=1,
                   suffix="_var")

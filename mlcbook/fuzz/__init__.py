@@ -42,11 +42,12 @@ class Report:
 
 
 def fuzz(models: int, seed: int, out: str | None = None, large: float = 0.01,
-         progress=None) -> Report:
-    """Run ``models`` random models from ``seed``; save shrunk failures under ``out``."""
+         progress=None, start: int = 0) -> Report:
+    """Run ``models`` random models from ``seed`` (numbers ``start`` on, so that a long run
+    can be split into chunks that run the same models); save shrunk failures under ``out``."""
     report = Report()
     t0 = time.perf_counter()
-    for i in range(models):
+    for i in range(start, start + models):
         case = random_model(np.random.default_rng([seed, i]), large=large)
         report.op_counts.update(case.ops)
         failure = check(case)

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 OPSET = 18
-#: ranks of Gather's index tensors. 0-d indices are issue 19's item 3 (a known miscompile,
-#: fixed on the ``hardcases`` branch): add 0 here once that branch is merged
-GATHER_INDEX_RANKS = (1, 2)
+#: ranks of Gather's index tensors: 0-d (a scalar index drops the axis), 1-d and 2-d
+GATHER_INDEX_RANKS = (0, 1, 2)
 
 
 @dataclass
@@ -278,8 +277,11 @@ def _norm(b: _Builder):
     nd = len(x.shape)
     axis = int(b.rng.integers(-nd, nd))
     if op == "MeanVarianceNormalization":
-        # onnxruntime returns NaN where the values normalized together are all equal (ONNX's
-        # definition gives 0), so MVN takes a graph input, over at least two values each
+        # where the values normalized together are all equal, onnxruntime (1.32) returns NaN
+        # or -1 (all zeros give NaN: it adds no epsilon), while ONNX's function body gives
+        # (x - mean) / (sqrt(0) + 1e-9) = 0, as mlcbook does (tests/frontend/
+        # test_onnx_tensor_ops.py; tests/fuzz pins onnxruntime's NaN). So MVN takes a graph
+        # input, random floats, over at least two values each: never equal
         x = b.values[int(b.rng.integers(0, len(b.inputs)))]
         nd = len(x.shape)
         axes = sorted(int(a) for a in b.rng.choice(nd, int(b.rng.integers(1, nd + 1)),
@@ -397,16 +399,22 @@ _GENERATORS = ((_unary, 5), (_smooth, 2), (_binary, 5), (_compare, 2), (_reduce,
 
 
 def _large(b: _Builder) -> None:
-    """Long reductions, where float32 accumulation order matters: ReduceMean or
-    LayerNormalization over up to 2**21 elements."""
-    rows = int(b.rng.choice([1, 2, 4]))
-    cols = int(b.rng.choice([1 << 16, 1 << 19, 1 << 21])) // rows
-    x = b.add_input((rows, cols))
-    if b.rng.random() < 0.5:
-        b.node("ReduceMean", [x.name, b.const(np.asarray([-1], np.int64))], (rows, 1))
+    """Long reductions, where float32 accumulation order matters: ReduceMean,
+    LayerNormalization or MeanVarianceNormalization over up to 2**21 elements, along rows
+    (the last axis) or, for the mean and MVN, down columns (the first axis)."""
+    rows = int(b.rng.choice([1, 2, 4, 16]))
+    n = int(b.rng.choice([1 << 16, 1 << 19, 1 << 21])) // rows
+    op = str(b.rng.choice(["ReduceMean", "LayerNormalization", "MeanVarianceNormalization"]))
+    down = op != "LayerNormalization" and b.rng.random() < 0.5
+    x = b.add_input((n, rows) if down else (rows, n))
+    axis = 0 if down else 1
+    if op == "ReduceMean":
+        b.node(op, [x.name, b.const(np.asarray([axis], np.int64))],
+               (1, rows) if down else (rows, 1))
+    elif op == "MeanVarianceNormalization":
+        b.node(op, [x.name], x.shape, axes=[axis])
     else:
-        b.node("LayerNormalization", [x.name, b.const(np.ones(cols, np.float32))], (rows, cols),
-               axis=-1)
+        b.node(op, [x.name, b.const(np.ones(n, np.float32))], x.shape, axis=-1)
 
 
 def random_model(rng: np.random.Generator, max_nodes: int = 8, large: float = 0.01) -> Case:

@@ -123,9 +123,10 @@ def _schedule_row_reduction(sch: Schedule, block, n_spatial: int) -> None:
     _parallel_outer(sch, list(loops[:n_spatial]), work)
 
 
-def _two_level(sch: Schedule, block, n_spatial: int):
+def _two_level(sch: Schedule, block, n_spatial: int, factor_axis: int | None = None):
     """Sum a long float reduction in two levels: blocks of about sqrt(n) consecutive terms
-    (``rfactor`` into partial sums), then the partial sums. A float32 sum of n terms in one
+    (``rfactor`` into partial sums, their block axis at ``factor_axis`` of the partial-sum
+    buffer, default last), then the partial sums. A float32 sum of n terms in one
     running total loses up to about n rounding errors; two levels lose about 2 sqrt(n), and
     the blocks can run in parallel. Returns the partial-sum block, or None (short, integer,
     or no block size divides the reduction: then one level, as before)."""
@@ -142,9 +143,34 @@ def _two_level(sch: Schedule, block, n_spatial: int):
     try:
         k = sch.fuse(*reduce_loops) if len(reduce_loops) > 1 else reduce_loops[0]
         outer, _ = sch.split(k, [None, size])
-        return sch.rfactor(outer, factor_axis=n_spatial)
+        return sch.rfactor(outer, factor_axis=n_spatial if factor_axis is None else factor_axis)
     except ScheduleError:
         return None   # e.g. a reducer rfactor cannot split (not a sum, max or min)
+
+
+def _two_level_tiled(sch: Schedule, name: str, n_spatial: int) -> str | None:
+    """A long statistic along outer axes (a sum of one tensor, e.g. a mean over the rows of
+    a matrix) in two levels like :func:`_two_level`, the block axis first, so that the
+    partial sums tile the same output columns; returns the partial-sum block's name, or None.
+    Contractions (matmul, conv: two operands indexed by the reduction) keep one level."""
+    block = sch.get_block(name)
+    node = sch.get(block)
+    reduce_vars = {iv.var for iv in node.iter_vars if iv.kind == "reduce"}
+    operands: set = set()
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and reduce_vars & set(free_vars(n)):
+            operands.add(id(n.buffer))
+
+    post_order_visit(node.body, visit)
+    if len(operands) != 1:
+        return None
+    partial = _two_level(sch, block, n_spatial, factor_axis=0)
+    if partial is None:
+        return None
+    loops = sch.get_loops(partial)
+    sch.reorder(loops[n_spatial], *loops[:n_spatial])   # block axis outermost, as its index
+    return sch.get(partial).name
 
 
 def _block_size(n: int) -> int | None:
@@ -325,7 +351,14 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
         name = block.name
         n_spatial = sum(iv.kind == "spatial" for iv in block.iter_vars)
         if name in tiled:
-            _schedule_tiled(sch, name, n_spatial, vector_bits)
+            partial = _two_level_tiled(sch, name, n_spatial)
+            if partial is None:
+                _schedule_tiled(sch, name, n_spatial, vector_bits)
+            else:
+                # the sum of the partial sums is short beside them: a plain row reduction
+                _schedule_tiled(sch, partial, n_spatial + 1, vector_bits)
+                block = sch.get_block(name)
+                _schedule_row_reduction(sch, block, len(sch.get_loops(block)) - 1)
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
                 _schedule_spatial(sch, name)

@@ -140,3 +140,29 @@ def test_short_and_integer_sums_stay_one_level():
     ints = default_schedule(legalize_call("sum", [TensorType((1, 1 << 16), "int32")],
                                           {"axes": (1,)}))
     assert "_rf" not in str(short) and "_rf" not in str(ints)
+
+
+def test_a_long_sum_down_columns_is_computed_in_two_levels_close_to_float64():
+    # a mean over the rows of a (2**17, 16) matrix is a tiled reduction (its output row is
+    # the vector); its partial sums are tiled the same way, the block axis outermost
+    from mlcbook.graph import Function, TensorType, Var, op
+    from mlcbook.ops.legalize import legalize_call
+    n = 1 << 17
+    scheduled = default_schedule(legalize_call("mean", [TensorType((n, 16))],
+                                               {"axes": (0,), "keepdims": 0}))
+    assert "mean_sum_rf" in str(scheduled)
+    x = Var("x", TensorType((n, 16)))
+    exe = mb.compile(Function([x], op.mean(x, axes=(0,), keepdims=0)))
+    a = (np.random.default_rng(0).random((n, 16)) + 1).astype("float32")
+    exact = a.astype(np.float64).mean(axis=0)
+    assert np.max(np.abs(exe(a) - exact) / exact) < 1e-6       # one level: 1.3e-5
+
+
+def test_a_long_contraction_stays_one_level():
+    # matmul and conv accumulate one level (as onnxruntime's GEMM does): partial sums of a
+    # contraction would cost a buffer of blocks x outputs
+    from mlcbook.ops.legalize import legalize_call
+    from mlcbook.ops.types import TensorType
+    mm = default_schedule(legalize_call("matmul", [TensorType((4, 1 << 14)),
+                                                   TensorType((1 << 14, 16))]))
+    assert "_rf" not in str(mm)
