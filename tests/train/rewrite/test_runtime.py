@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.train.rewrite import widen
+from mlcbook.train.rewrite import prune, widen
 from mlcbook.train.rewrite.policies import GrowOnPlateau, PruneDead, RollbackOnInstability
 from mlcbook.train.rewrite.runtime import Runtime
 from mlcbook.train.rewrite.triggers import Instability, Plateau
@@ -72,6 +72,38 @@ def test_widening_under_adam_continues_and_fresh_state_does_not(digits):
     assert fresh_gap > 2 * kept_gap, (kept_gap, fresh_gap)
     assert rt.log[-1]["tag"] == "exact" and rt.log[-1]["params_after"] > \
         rt.log[-1]["params_before"]
+
+
+def test_pruning_under_adam_continues_and_fresh_state_does_not(digits):
+    """Units that no input activates are pruned mid-run (tag semantic: their outgoing
+    weights are not zero, but on this data they add nothing). With the moments transported
+    (pruned slots vanish, the others kept) the run continues as if nothing happened;
+    re-creating the optimizer leaves the trajectory."""
+    rt = _runtime(digits)
+    rt.trainer.params["fc1.bias"][[2, 6]] = -100.0       # two units that never fire
+    rt.run(60)
+    snap = rt.snapshot()
+    reference = rt.run(6)
+
+    def pruned(reset):
+        rt.restore(snap)
+
+        def rewrite(m, state):
+            r = prune(m, "fc1", state=state, remove=[2, 6])
+            if reset:
+                r.state = _fresh_state(r.model, r.state)
+            return r
+        rt.apply(rewrite)
+        return rt.run(6)
+
+    kept, fresh = pruned(False), pruned(True)
+    assert rt.log[-1]["tag"] == "semantic" and rt.log[-1]["to"] == 6
+    # the removed units were silent on the data: no loss jump at the rewrite
+    assert kept[0] == pytest.approx(reference[0], abs=1e-5)
+    assert fresh[0] == pytest.approx(reference[0], abs=1e-5)
+    kept_gap = np.abs(np.subtract(kept, reference))[1:].max()
+    fresh_gap = np.abs(np.subtract(fresh, reference))[1:].mean()
+    assert kept_gap < 1e-4 and fresh_gap > 10 * kept_gap, (kept_gap, fresh_gap)
 
 
 def test_rollback_on_injected_instability_skips_the_bad_batches(digits):
