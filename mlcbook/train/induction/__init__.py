@@ -17,10 +17,10 @@ from .corpus import MAX_WIDTH, build_corpus, load_corpus, save_corpus, train_run
 from .features import PROBLEM_FEATURES, problem_features, score, structure_of
 from .model import FEATURES, StructureModel, fit, structure_features
 from .problems import CLASSIFICATION, REGRESSION, Problem, digits, synthetic
-from .proposal import CANDIDATES, compare, propose, random_search
+from .proposal import CANDIDATES, compare, propose, random_search, rank
 
 __all__ = ["MAX_WIDTH", "build_corpus", "load_corpus", "save_corpus", "train_run",
            "PROBLEM_FEATURES", "problem_features", "score", "structure_of", "FEATURES",
            "StructureModel", "fit", "structure_features", "CLASSIFICATION", "REGRESSION",
            "Problem", "digits", "synthetic", "CANDIDATES", "compare", "propose",
-           "random_search"]
+           "random_search", "rank"]

@@ -38,6 +38,8 @@ from .problems import Problem
 
 #: the widest a run may grow a hidden layer
 MAX_WIDTH = 64
+#: the corpus the package ships (written by ``python bench/induction.py --ship``)
+SHIPPED = Path(__file__).with_name("corpus.json")
 
 
 class _Run:
@@ -170,8 +172,11 @@ def save_corpus(corpus: list[dict], path) -> str:
     return str(path)
 
 
-def load_corpus(path) -> list[dict]:
-    """The runs :func:`save_corpus` wrote."""
+def load_corpus(path=SHIPPED) -> list[dict]:
+    """The runs :func:`save_corpus` wrote (default: the corpus the package ships)."""
+    if not Path(path).exists():
+        raise InductionError(f"no corpus at {path}. Instead: build one with build_corpus, or "
+                             "ship one with `python bench/induction.py --ship`")
     doc = json.loads(Path(path).read_text())
     if doc.get("format") != "mlcbook.induction.corpus/1":
         raise InductionError(f"{path}: not a corpus written by save_corpus (format "
@@ -179,4 +184,4 @@ def load_corpus(path) -> list[dict]:
     return doc["runs"]
 
 
-__all__ = ["MAX_WIDTH", "train_run", "build_corpus", "save_corpus", "load_corpus"]
+__all__ = ["MAX_WIDTH", "SHIPPED", "train_run", "build_corpus", "save_corpus", "load_corpus"]

@@ -1,10 +1,9 @@
 import pytest
 
 from mlcbook.errors import InductionError
-from mlcbook.train.induction import compare, random_search, synthetic
+from mlcbook.train.induction import compare, fit, random_search, rank, synthetic
 
-from .test_model import _corpus
-from mlcbook.train.induction import fit
+from .test_model import _corpus, _features
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +21,14 @@ def test_compare_reports_both_methods_at_equal_budget(problem):
                   candidates=[(4,), (8,)])
     row = out["rows"][0]
     assert out["runs"] == 1 and row["proposal"] == [4]   # few inputs: narrow (the rule)
+    assert row["guided_pick"] in ([4], [8])
     assert out["median_induction"] == row["induction"]
-    assert out["median_random"] == row["random"]
+    assert out["median_guided"] == row["guided"] and out["median_random"] == row["random"]
+
+
+def test_rank_orders_every_candidate_best_first():
+    sm = fit(_corpus())
+    assert rank(sm, None, [(64,), (8,), (16,)], features=_features(5)) == [(8,), (16,), (64,)]
 
 
 def test_random_search_trials_out_of_range(problem):
