@@ -4,7 +4,7 @@
 - :mod:`.coupling`: the coupled group of a layer's units (DepGraph-style);
 - :mod:`.transport`: re-indexing weights, gradients and optimizer state by a unit map;
 - :mod:`.rewrites` and :mod:`.deepen`: widen, split, prune, deepen, each with a
-  preservation tag;
+  preservation tag; :mod:`.sparse`: RigL's drop/regrow on a masked weight;
 - :mod:`.observers`, :mod:`.triggers`, :mod:`.policies`: what is measured, when a change
   may happen, what change is decided;
 - :mod:`.snapshots` and :mod:`.runtime`: the loop that pauses, rewrites, rebinds the
@@ -23,6 +23,7 @@ from .observers import LossStats, gradient_norms, unit_stats
 from .policies import GrowOnPlateau, PruneDead, RollbackOnInstability
 from .runtime import Runtime
 from .snapshots import Snapshot, SnapshotRing
+from .sparse import dense_gradient, mask_of, rigl, sparsify
 from .triggers import EpochBoundary, Instability, Plateau, Warmup
 from .transport import SLOT_POWER, UnitMap, parameter_count, weight_arrays, with_weights
 
@@ -31,4 +32,5 @@ __all__ = ["Group", "Slice", "coupled_group", "deepen", "ParamInfo", "parameters
            "split", "widen", "SLOT_POWER", "UnitMap", "parameter_count", "weight_arrays",
            "with_weights", "LossStats", "gradient_norms", "unit_stats", "GrowOnPlateau",
            "PruneDead", "RollbackOnInstability", "Runtime", "Snapshot", "SnapshotRing",
-           "EpochBoundary", "Instability", "Plateau", "Warmup"]
+           "EpochBoundary", "Instability", "Plateau", "Warmup", "dense_gradient", "mask_of",
+           "rigl", "sparsify"]
