@@ -4,7 +4,6 @@ epsilon variant whose halves move apart."""
 import numpy as np
 import pytest
 
-import mlcbook as mb
 from mlcbook.errors import RewriteError
 from mlcbook.train.rewrite import split, weight_arrays
 
