@@ -30,6 +30,20 @@ def _fresh_state(model, state):
     return {k: np.zeros_like(v) for k, v in state.items()}
 
 
+def _continue_after(rt, snap, rewrite, reset, steps=6):
+    """From ``snap``, apply ``rewrite`` (its transported state, or fresh state if
+    ``reset``) and run ``steps`` steps; the losses."""
+    rt.restore(snap)
+
+    def apply(m, state):
+        r = rewrite(m, state)
+        if reset:
+            r.state = _fresh_state(r.model, r.state)
+        return r
+    rt.apply(apply)
+    return rt.run(steps)
+
+
 def test_rollback_across_a_rewrite_is_bit_identical(digits):
     rt = _runtime(digits)
     rt.run(30)
@@ -50,18 +64,9 @@ def test_widening_under_adam_continues_and_fresh_state_does_not(digits):
     snap = rt.snapshot()
     reference = rt.run(6)              # the un-widened continuation on the same batches
 
-    def widened(reset):
-        rt.restore(snap)
-
-        def rewrite(m, state):
-            r = widen(m, "fc1", 16, state=state, seed=0)
-            if reset:
-                r.state = _fresh_state(r.model, r.state)
-            return r
-        rt.apply(rewrite)
-        return rt.run(6)
-
-    kept, fresh = widened(False), widened(True)
+    def widened(m, state):
+        return widen(m, "fc1", 16, state=state, seed=0)
+    kept, fresh = (_continue_after(rt, snap, widened, reset) for reset in (False, True))
     # tag exact: the first loss (before any update of the new model) is the old one's
     assert kept[0] == pytest.approx(reference[0], abs=1e-5)
     assert fresh[0] == pytest.approx(reference[0], abs=1e-5)
@@ -85,18 +90,9 @@ def test_pruning_under_adam_continues_and_fresh_state_does_not(digits):
     snap = rt.snapshot()
     reference = rt.run(6)
 
-    def pruned(reset):
-        rt.restore(snap)
-
-        def rewrite(m, state):
-            r = prune(m, "fc1", state=state, remove=[2, 6])
-            if reset:
-                r.state = _fresh_state(r.model, r.state)
-            return r
-        rt.apply(rewrite)
-        return rt.run(6)
-
-    kept, fresh = pruned(False), pruned(True)
+    def pruned(m, state):
+        return prune(m, "fc1", state=state, remove=[2, 6])
+    kept, fresh = (_continue_after(rt, snap, pruned, reset) for reset in (False, True))
     assert rt.log[-1]["tag"] == "semantic" and rt.log[-1]["to"] == 6
     # the removed units were silent on the data: no loss jump at the rewrite
     assert kept[0] == pytest.approx(reference[0], abs=1e-5)
