@@ -1,6 +1,6 @@
 """Structural induction vs random architecture search, at equal training budget.
 
-    python bench/induction.py            # the full run (about 5 minutes on 2 cores)
+    python bench/induction.py            # the full run (one core, about 2.5 minutes of CPU)
     python bench/induction.py --quick    # a smoke run (seconds; its figures mean nothing)
     python bench/induction.py --ship     # also write the corpus the package ships
                                          # (mlcbook/train/induction/corpus.json, chapter 10)

@@ -126,9 +126,10 @@ def train_run(problem: Problem, widths, steps: int = 120, seed: int = 0, batch: 
             if grow and plateau.update(mean):
                 layer, width = min(run.hidden(), key=lambda lw: lw[1])
                 if width < MAX_WIDTH:
-                    run.rewrite(widen(run.model, layer, min(MAX_WIDTH, 2 * width),
-                                      state=run.state, noise=0.1, seed=seed))
-                    grown.append({"step": len(losses), "layer": layer, "to": 2 * width})
+                    to = min(MAX_WIDTH, 2 * width)
+                    run.rewrite(widen(run.model, layer, to, state=run.state, noise=0.1,
+                                      seed=seed))
+                    grown.append({"step": len(losses), "layer": layer, "to": to})
         loss = run.step(x, y)
         losses.append(loss)
         epoch_losses.append(loss)

@@ -37,7 +37,7 @@ def rank(model: StructureModel, problem: Problem | None, candidates=CANDIDATES,
     """The candidate structures (hidden widths), the one ``model`` expects to do best on
     ``problem`` first; ties go to the one with fewer parameters."""
     if not candidates:
-        raise InductionError("propose: no candidate structures. Instead: pass e.g. "
+        raise InductionError("rank/propose: no candidate structures. Instead: pass e.g. "
                              "candidates=[(16,), (32, 32)]")
     feats = features or problem_features(problem)
 
