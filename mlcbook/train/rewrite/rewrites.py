@@ -140,8 +140,9 @@ def split(func: Function, layer: str, unit: int, ratio: float = 0.5, offset: flo
         model = with_weights(model, _offset_halves(model, group, unit, n, offset, seed))
     detail = {"layer": layer, "unit": unit, "ratio": ratio, "offset": offset,
               "from": n, "to": n + 1}
-    return Rewritten("split", EPSILON if offset else EXACT, model, new_state, detail,
-                     umap.like_gradient)
+    tag = _check_norms(func, group, umap)   # one unit replicated: uneven under LayerNorm
+    return Rewritten("split", EPSILON if offset and tag == EXACT else tag, model, new_state,
+                     detail, umap.like_gradient)
 
 
 def _offset_halves(model: Function, group, unit: int, new: int, offset: float, seed) -> dict:

@@ -70,6 +70,14 @@ def test_split_with_an_offset_is_epsilon_and_second_order():
     assert change < 1e-7                             # ratio 0.5: the first order cancels
 
 
+def test_split_under_layer_norm_is_tagged_semantic():
+    f = M.layer_norm()
+    r = split(f, "fc1", unit=0)
+    assert r.tag == "semantic"
+    x = M.inputs(f)
+    assert np.abs(M.run(r.model, x) - M.run(f, x)).max() > 1e-6
+
+
 def test_split_arguments():
     with pytest.raises(RewriteError, match="unit=8"):
         split(M.mlp(), "fc1", unit=8)
