@@ -260,6 +260,12 @@ class RewriteError(TrainingError):
     code = "MLC-D003"
 
 
+class InductionError(TrainingError):
+    """Structural induction (a corpus of runs, a structure model, a proposal) is used wrongly."""
+
+    code = "MLC-D004"
+
+
 # --- grading and the book (B) --------------------------------------------------------------
 class GradingError(MLCError):
     code = "MLC-B001"

@@ -17,6 +17,7 @@ losses, optimizers (whose state each parameter owns) and schedules are graph bui
 
 from . import grad_rules, grad_rules_layout, grad_rules_nn  # noqa: F401 - they register the gradient rules
 from . import rewrite  # noqa: F401 - mb.train.rewrite
+from . import induction  # noqa: F401 - mb.train.induction
 from .autodiff import (backward, grad, gradient_rule, has_gradient, lift_weights,
                        register_gradient, unregister_gradient)
 from .data import Batches, digits_split

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - pyproject installs tomli on Python 3.10
+    import tomli as tomllib
 
 import nbformat
 import pytest
@@ -86,12 +92,16 @@ def test_a_grader_file_changed_after_the_digests_is_refused(tmp_path):
 
 
 def test_the_installed_package_carries_no_notebooks():
-    # pyproject installs the packages mlcbook* only, with no package data: a solution
-    # notebook would have to live inside mlcbook/ to be installed.
+    # pyproject installs the packages mlcbook* only, and as package data named files that
+    # are not notebooks (the induction corpus): a solution notebook would have to live
+    # inside mlcbook/ to be installed.
     package = Path(mlcbook.__file__).parent
     assert not list(package.rglob("*.ipynb"))
-    pyproject = (package.parent / "pyproject.toml").read_text()
-    assert "package-data" not in pyproject and "data-files" not in pyproject
+    setuptools = tomllib.loads((package.parent / "pyproject.toml").read_text())["tool"][
+        "setuptools"]
+    assert "data-files" not in setuptools
+    for patterns in setuptools.get("package-data", {}).values():
+        assert all(p.endswith(".json") for p in patterns), patterns
 
 
 def test_isolate_limits_the_kernels_memory_and_grading_goes_on(tmp_path):

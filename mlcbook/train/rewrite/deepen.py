@@ -2,6 +2,8 @@
 identity and the outputs do not change (tag ``exact``).
 
     h  ->  h + fc_b(relu(fc_a(h)))        fc_a: He-initialized, fc_b: zeros
+    h  ->  h + conv_b(relu(conv_a(h)))    on (N, C, H, W) values: 3x3 convolutions, padding
+                                          1 (same resolution), conv_b zeros
 
     >>> r = deepen(model, "relu1", state=trainer.state)
     >>> sorted(set(r.model.weights) - set(model.weights))
@@ -35,22 +37,29 @@ class _Insert(ExprMutator):
         call = self.generic_visit(call)
         if call.name != self.at:
             return call
-        if len(call.type.shape) != 2:
+        ndim = len(call.type.shape)
+        if ndim not in (2, 4):
             raise RewriteError(f"deepen: {self.at!r} has shape {call.type.shape}; a residual "
-                               "block is inserted after a 2-d (batch, features) value. Instead: "
-                               "pick the output of a gemm or its activation")
+                               "block is inserted after a 2-d (batch, features) or 4-d (batch, "
+                               "channels, height, width) value. Instead: pick the output of a "
+                               "gemm or conv or of its activation")
         n, dtype = call.type.shape[1], call.type.dtype
         k = self.hidden or n
+        window = (3, 3) if ndim == 4 else ()
+        fan_in = n * int(np.prod(window))
         rng = np.random.default_rng(self.seed)
         p = f"{self.at}.res"
-        w = {f"{p}.a.weight": (rng.standard_normal((k, n)) * np.sqrt(2.0 / n)).astype(dtype),
-             f"{p}.a.bias": np.zeros(k, dtype), f"{p}.b.weight": np.zeros((n, k), dtype),
+        w = {f"{p}.a.weight": (rng.standard_normal((k, n) + window)
+                               * np.sqrt(2.0 / fan_in)).astype(dtype),
+             f"{p}.a.bias": np.zeros(k, dtype), f"{p}.b.weight": np.zeros((n, k) + window, dtype),
              f"{p}.b.bias": np.zeros(n, dtype)}
         self.done = w
         c = {name: Constant(v, name) for name, v in w.items()}
-        a = Call("gemm", (call, c[f"{p}.a.weight"], c[f"{p}.a.bias"]), Attrs(trans_b=1), f"{p}.a")
+        op, attrs = ("conv", Attrs(pads=(1, 1, 1, 1))) if ndim == 4 else ("gemm",
+                                                                          Attrs(trans_b=1))
+        a = Call(op, (call, c[f"{p}.a.weight"], c[f"{p}.a.bias"]), attrs, f"{p}.a")
         a = Call("relu", (a,), Attrs(), f"{p}.relu")
-        b = Call("gemm", (a, c[f"{p}.b.weight"], c[f"{p}.b.bias"]), Attrs(trans_b=1), f"{p}.b")
+        b = Call(op, (a, c[f"{p}.b.weight"], c[f"{p}.b.bias"]), attrs, f"{p}.b")
         return Call("add", (call, b), Attrs(), f"{p}.add")
 
 

@@ -65,17 +65,18 @@ def unit_stats(model: Function, x: np.ndarray) -> dict[str, dict]:
 
 def gradient_norms(model: Function, loss: str, x: np.ndarray, y: np.ndarray) -> dict:
     """``{parameter: ||d loss / d parameter||}`` on the batch ``(x, y)``."""
-    labels = Var("labels", _label_type(loss, model))
+    labels = Var("labels", labels_type(loss, model))
     fn = Function(model.params + (labels,), get_loss(loss)(model.body, labels), "loss")
     names = list(model.weights)
     outs = interpret(grad(fn, names), x, y)
     return {n: float(np.linalg.norm(g)) for n, g in zip(names, outs[1:])}
 
 
-def _label_type(loss: str, model: Function) -> TensorType:
+def labels_type(loss: str, model: Function) -> TensorType:
+    """The type of the labels ``loss`` compares ``model``'s output with."""
     if loss == "cross_entropy":
         return TensorType(model.ret_type.shape[:1], "int64")
     return model.ret_type
 
 
-__all__ = ["LossStats", "unit_stats", "gradient_norms"]
+__all__ = ["LossStats", "unit_stats", "gradient_norms", "labels_type"]

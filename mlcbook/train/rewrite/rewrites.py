@@ -8,6 +8,10 @@ carrying the optimizer state across.
 - :func:`prune`: remove the least important units of a coupled group physically. Tag
   ``semantic`` (the outputs change), ``exact`` when every removed unit's outgoing weights
   are zero.
+- :func:`split`: replace unit k by two units that share its outgoing weight as
+  ``ratio`` and ``1 - ratio``; tag ``exact``, or ``epsilon`` when ``offset`` moves the
+  two halves' incoming weights apart (by ``+offset*d`` and ``-offset*d``, d a random unit
+  direction: splitting steepest descent's symmetric split).
 - :func:`deepen` (in :mod:`.deepen`): insert a zero-initialized residual block; ``exact``.
 
     >>> r = widen(model, "fc1", 12, state=trainer.state, seed=0)
@@ -115,6 +119,49 @@ def widen(func: Function, layer: str, width: int, state: dict | None = None,
                      umap.like_gradient)
 
 
+def split(func: Function, layer: str, unit: int, ratio: float = 0.5, offset: float = 0.0,
+          state: dict | None = None, seed: int = 0) -> Rewritten:
+    """``layer`` with unit ``unit`` split in two: the unit keeps ``ratio`` of its outgoing
+    weights, a new last unit gets ``1 - ratio`` and the same incoming weights (moved apart
+    by ``offset`` if given). Optimizer state follows the gradient, scaled by each half's
+    share (Adam's ``m`` by it, ``v`` by its square, so both halves take the old step)."""
+    group = coupled_group(func, layer)
+    n = group.units
+    if not 0 <= unit < n:
+        raise RewriteError(f"split: layer {layer!r} has units 0..{n - 1}, got unit={unit}")
+    if not 0.0 < ratio < 1.0:
+        raise RewriteError(f"split: ratio={ratio} must be strictly between 0 and 1 (the "
+                           "share of the outgoing weight the unit keeps)")
+    share = np.ones(n + 1)
+    share[unit], share[n] = ratio, 1.0 - ratio
+    umap = UnitMap(group, np.append(np.arange(n), unit), share)
+    model, new_state = _apply(func, umap, state, 0.0, seed)
+    if offset:
+        model = with_weights(model, _offset_halves(model, group, unit, n, offset, seed))
+    detail = {"layer": layer, "unit": unit, "ratio": ratio, "offset": offset,
+              "from": n, "to": n + 1}
+    tag = _check_norms(func, group, umap)   # one unit replicated: uneven under LayerNorm
+    return Rewritten("split", EPSILON if offset and tag == EXACT else tag, model, new_state,
+                     detail, umap.like_gradient)
+
+
+def _offset_halves(model: Function, group, unit: int, new: int, offset: float, seed) -> dict:
+    """The source slices of ``unit`` moved by ``+offset*d``, of ``new`` by ``-offset*d``."""
+    arrays = weight_arrays(model)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for s in group.slices:
+        if s.kind != SOURCE or s.block != 1:
+            continue
+        a = np.moveaxis(np.array(arrays[s.param], dtype=np.float64), s.axis, 0)
+        d = rng.standard_normal(a.shape[1:])
+        d *= offset / (np.linalg.norm(d) or 1.0)
+        a[s.offset + unit] += d
+        a[s.offset + new] -= d
+        out[s.param] = np.moveaxis(a, 0, s.axis).astype(arrays[s.param].dtype)
+    return out
+
+
 def importance_l2(func: Function, layer: str) -> np.ndarray:
     """Per unit of ``layer``'s group: the summed squares of all its source and sink slices."""
     group = coupled_group(func, layer)
@@ -156,4 +203,5 @@ def prune(func: Function, layer: str, keep: int | None = None, state: dict | Non
                      umap.like_gradient)
 
 
-__all__ = ["EXACT", "EPSILON", "SEMANTIC", "Rewritten", "widen", "prune", "importance_l2"]
+__all__ = ["EXACT", "EPSILON", "SEMANTIC", "Rewritten", "widen", "split", "prune",
+           "importance_l2"]

@@ -35,9 +35,10 @@ SLOT_POWER = {"momentum": 1, "m": 1, "v": 2, "step": None}
 
 class UnitMap:
     """The re-indexing of ``group``'s units by ``mapping`` (new unit j = old unit
-    ``mapping[j]``)."""
+    ``mapping[j]``). New unit j carries ``share[j]`` of its old unit's outgoing weight
+    (default ``1/c``, c its replica count; a split may share unevenly)."""
 
-    def __init__(self, group: Group, mapping):
+    def __init__(self, group: Group, mapping, share=None):
         mapping = np.asarray(mapping, dtype=np.int64)
         if mapping.ndim != 1 or len(mapping) == 0 or mapping.min() < 0 or \
                 mapping.max() >= group.units:
@@ -45,6 +46,11 @@ class UnitMap:
                                f"0..{group.units - 1}, got {mapping.tolist()}")
         self.group, self.mapping = group, mapping
         self.count = np.bincount(mapping, minlength=group.units)  # replicas per old unit
+        self.share = 1.0 / self.count[mapping] if share is None else \
+            np.asarray(share, dtype=np.float64)
+        if self.share.shape != mapping.shape:
+            raise RewriteError(f"a unit map of layer {group.layer!r}: {len(self.share)} "
+                               f"shares for {len(mapping)} new units")
         self.slices = {s.param: s for s in group.slices}
 
     @property
@@ -66,14 +72,14 @@ class UnitMap:
 
     def weights(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The group's parameters among ``arrays`` re-indexed as weights (others as is)."""
-        c = 1.0 / self.count[self.mapping]
+        c = self.share
         return {k: (self._take(v, self.slices[k], c if self.slices[k].kind == SINK else None)
                     if k in self.slices else v) for k, v in arrays.items()}
 
     def like_gradient(self, arrays: dict[str, np.ndarray], power: int = 1):
-        """Per-parameter tensors re-indexed the way gradients move: source slices over
-        ``c**power``, sink slices copied."""
-        c = 1.0 / self.count[self.mapping] ** power
+        """Per-parameter tensors re-indexed the way gradients move: source slices times
+        ``share**power`` (over ``c**power`` for replicas), sink slices copied."""
+        c = self.share ** power
         return {k: (self._take(v, self.slices[k], c if self.slices[k].kind != SINK else None)
                     if k in self.slices else v) for k, v in arrays.items()}
 

@@ -3,12 +3,15 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.errors import RewriteError
+from mlcbook.graph.expr import Call, Function, Var
+from mlcbook.ops.types import Attrs, TensorType
 from mlcbook.train.rewrite import deepen
 
 from . import _models as M
 
 
-@pytest.mark.parametrize("make,at", [(M.mlp, "relu1"), (M.residual, "res"), (M.mlp, "fc3")])
+@pytest.mark.parametrize("make,at", [(M.mlp, "relu1"), (M.residual, "res"), (M.mlp, "fc3"),
+                                     (M.cnn, "relu1"), (M.batch_norm_cnn, "bn")])
 def test_deepen_keeps_the_outputs(make, at):
     f = make()
     x = M.inputs(f)
@@ -28,14 +31,18 @@ def test_old_gradients_are_unchanged_and_only_the_zero_layer_learns_first():
     assert np.abs(new["relu1.res.a.weight"]).max() == 0
 
 
-def test_new_parameters_get_fresh_state_and_old_state_steps_as_before():
-    opt = mb.train.Adam(lr=0.01)
-    f0 = M.mlp()
+@pytest.mark.parametrize("make,at,opt", [
+    (M.mlp, "relu2", mb.train.Adam(lr=0.01)),
+    (M.cnn, "relu1", mb.train.SGD(lr=0.1, momentum=0.9))], ids=["mlp-adam", "cnn-momentum"])
+def test_new_parameters_get_fresh_state_and_old_state_steps_as_before(make, at, opt):
+    f0 = make()
     x = M.inputs(f0)
-    f, state = M.trained_state(f0, opt, x)
-    r = deepen(f, "relu2", state=state)
-    assert r.state["relu2.res.b.weight.step"] == 0 and r.state["fc1.weight.step"] == 3
-    assert not r.state["relu2.res.b.weight.m"].any()
+    f, state = M.trained_state(f0, opt, x, steps=2)
+    r = deepen(f, at, state=state)
+    for slot in opt.slots:
+        assert not r.state[f"{at}.res.b.weight.{slot}"].any()
+    if "step" in opt.slots:
+        assert r.state[f"{at}.res.b.weight.step"] == 0 and r.state["fc1.weight.step"] == 2
     w_new, s_new = M.step(r.model, opt, r.state, x)
     w_old, s_old = M.step(f, opt, state, x)
     for k in w_old:
@@ -49,6 +56,21 @@ def test_deepen_at_unknown_call():
         deepen(M.mlp(), "nope")
 
 
-def test_deepen_needs_a_2d_value():
-    with pytest.raises(RewriteError, match="2-d"):
-        deepen(M.cnn(), "relu1")
+def test_conv_block_keeps_old_gradients_and_opens_at_its_zero_conv():
+    f = M.cnn()
+    x = M.inputs(f)
+    r = deepen(f, "relu2", hidden=2)
+    assert r.model.weights["relu2.res.a.weight"].data.shape == (2, 4, 3, 3)
+    assert r.model.weights["relu2.res.b.weight"].data.shape == (4, 2, 3, 3)
+    new, old = M.gradients(r.model, x), M.gradients(f, x)
+    for k in old:
+        np.testing.assert_allclose(new[k], old[k], rtol=0, atol=1e-10, err_msg=k)
+    assert np.abs(new["relu2.res.b.weight"]).max() > 0
+    assert np.abs(new["relu2.res.a.weight"]).max() == 0
+
+
+def test_deepen_needs_a_2d_or_4d_value():
+    x = Var("input", TensorType((2, 3, 4), "float64"))
+    f = Function((x,), Call("relu", (x,), Attrs(), "relu"), "three_d")
+    with pytest.raises(RewriteError, match=r"\(2, 3, 4\); a residual block .* 2-d .* or 4-d"):
+        deepen(f, "relu")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.train.rewrite import widen
+from mlcbook.train.rewrite import prune, widen
 from mlcbook.train.rewrite.policies import GrowOnPlateau, PruneDead, RollbackOnInstability
 from mlcbook.train.rewrite.runtime import Runtime
 from mlcbook.train.rewrite.triggers import Instability, Plateau
@@ -30,6 +30,20 @@ def _fresh_state(model, state):
     return {k: np.zeros_like(v) for k, v in state.items()}
 
 
+def _continue_after(rt, snap, rewrite, reset, steps=6):
+    """From ``snap``, apply ``rewrite`` (its transported state, or fresh state if
+    ``reset``) and run ``steps`` steps; the losses."""
+    rt.restore(snap)
+
+    def apply(m, state):
+        r = rewrite(m, state)
+        if reset:
+            r.state = _fresh_state(r.model, r.state)
+        return r
+    rt.apply(apply)
+    return rt.run(steps)
+
+
 def test_rollback_across_a_rewrite_is_bit_identical(digits):
     rt = _runtime(digits)
     rt.run(30)
@@ -50,18 +64,9 @@ def test_widening_under_adam_continues_and_fresh_state_does_not(digits):
     snap = rt.snapshot()
     reference = rt.run(6)              # the un-widened continuation on the same batches
 
-    def widened(reset):
-        rt.restore(snap)
-
-        def rewrite(m, state):
-            r = widen(m, "fc1", 16, state=state, seed=0)
-            if reset:
-                r.state = _fresh_state(r.model, r.state)
-            return r
-        rt.apply(rewrite)
-        return rt.run(6)
-
-    kept, fresh = widened(False), widened(True)
+    def widened(m, state):
+        return widen(m, "fc1", 16, state=state, seed=0)
+    kept, fresh = (_continue_after(rt, snap, widened, reset) for reset in (False, True))
     # tag exact: the first loss (before any update of the new model) is the old one's
     assert kept[0] == pytest.approx(reference[0], abs=1e-5)
     assert fresh[0] == pytest.approx(reference[0], abs=1e-5)
@@ -72,6 +77,29 @@ def test_widening_under_adam_continues_and_fresh_state_does_not(digits):
     assert fresh_gap > 2 * kept_gap, (kept_gap, fresh_gap)
     assert rt.log[-1]["tag"] == "exact" and rt.log[-1]["params_after"] > \
         rt.log[-1]["params_before"]
+
+
+def test_pruning_under_adam_continues_and_fresh_state_does_not(digits):
+    """Units that no input activates are pruned mid-run (tag semantic: their outgoing
+    weights are not zero, but on this data they add nothing). With the moments transported
+    (pruned slots vanish, the others kept) the run continues as if nothing happened;
+    re-creating the optimizer leaves the trajectory."""
+    rt = _runtime(digits)
+    rt.trainer.params["fc1.bias"][[2, 6]] = -100.0       # two units that never fire
+    rt.run(60)
+    snap = rt.snapshot()
+    reference = rt.run(6)
+
+    def pruned(m, state):
+        return prune(m, "fc1", state=state, remove=[2, 6])
+    kept, fresh = (_continue_after(rt, snap, pruned, reset) for reset in (False, True))
+    assert rt.log[-1]["tag"] == "semantic" and rt.log[-1]["to"] == 6
+    # the removed units were silent on the data: no loss jump at the rewrite
+    assert kept[0] == pytest.approx(reference[0], abs=1e-5)
+    assert fresh[0] == pytest.approx(reference[0], abs=1e-5)
+    kept_gap = np.abs(np.subtract(kept, reference))[1:].max()
+    fresh_gap = np.abs(np.subtract(fresh, reference))[1:].mean()
+    assert kept_gap < 1e-4 and fresh_gap > 10 * kept_gap, (kept_gap, fresh_gap)
 
 
 def test_rollback_on_injected_instability_skips_the_bad_batches(digits):
