@@ -102,6 +102,13 @@ def Cast(dtype: str, value) -> _e.Cast:  # noqa: N802
 
 max, min = _e.max, _e.min  # noqa: A001
 select = if_then_else = _e.select
+
+
+def tensor_call(op: str, *tiles) -> _e.TensorCall:
+    """``T.tensor_call("x86.dot_u8i8.8x4", A[0], B[0, 0], C[0])``: a hardware tensor
+    instruction on the tiles starting at each load (an intrinsic's ``impl``)."""
+    return _e.TensorCall(op, tuple(tiles))
+
 exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _e.tanh, \
     _e.sigmoid, _e.erf
 pow, abs, floor, ceil, round = _e.pow, _e.abs, _e.floor, _e.ceil, _e.round  # noqa: A001
@@ -113,7 +120,7 @@ NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vect
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
          "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
-         "max", "min", "select", "if_then_else", *_e.MATH_FUNCS)
+         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS)
 
 
 def __getattr__(name: str):
