@@ -102,6 +102,11 @@ def Cast(dtype: str, value) -> _e.Cast:  # noqa: N802
 
 max, min = _e.max, _e.min  # noqa: A001
 select = if_then_else = _e.select
+exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _e.tanh, \
+    _e.sigmoid, _e.erf
+pow, abs, floor, ceil, round = _e.pow, _e.abs, _e.floor, _e.ceil, _e.round  # noqa: A001
+sin, cos, tan, asin, acos, atan = _e.sin, _e.cos, _e.tan, _e.asin, _e.acos, _e.atan
+sinh, cosh, asinh, acosh, atanh = _e.sinh, _e.cosh, _e.asinh, _e.acosh, _e.atanh
 
 
 def tensor_call(op: str, *tiles) -> _e.TensorCall:
@@ -109,11 +114,6 @@ def tensor_call(op: str, *tiles) -> _e.TensorCall:
     instruction on the tiles starting at each load (an intrinsic's ``impl``)."""
     return _e.TensorCall(op, tuple(tiles))
 
-exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _e.tanh, \
-    _e.sigmoid, _e.erf
-pow, abs, floor, ceil, round = _e.pow, _e.abs, _e.floor, _e.ceil, _e.round  # noqa: A001
-sin, cos, tan, asin, acos, atan = _e.sin, _e.cos, _e.tan, _e.asin, _e.acos, _e.atan
-sinh, cosh, asinh, acosh, atanh = _e.sinh, _e.cosh, _e.asinh, _e.acosh, _e.atanh
 
 #: every ``T.<name>`` the parser knows (nested ones dotted), for "did you mean" hints
 NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
