@@ -75,11 +75,14 @@ def _int8_data(rng, shapes, extreme: bool):
             rng.integers(-2**20, 2**20, sc).astype(np.int32))
 
 
-def _tensorized(func: PrimFunc, loops, intrin: str) -> PrimFunc:
+def _tensorized(func: PrimFunc, block: str, intrin: str) -> PrimFunc:
+    """``func`` with the loops around ``block`` (all of them) tensorized with ``intrin``."""
     from ..schedule import Schedule
     sch = Schedule(func)
-    block = sch.get_block(loops)
-    sch.tensorize(sch.get_loops(block)[0], intrin)
+    try:
+        sch.tensorize(sch.get_loops(sch.get_block(block))[0], intrin)
+    except MLCError as err:
+        raise Fail(f"your desc, tensorized with its own intrinsic, is refused: {err}") from None
     return sch.func
 
 
