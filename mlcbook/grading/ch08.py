@@ -124,7 +124,10 @@ def _check_register_dot(answer, rng):
             a, b, c = _int8_data(rng, DOT_TILES, extreme)
             want = c + b.astype(np.int32) @ a.astype(np.int32)
             got = c.copy()
-            interpret(desc, a, b, got)
+            try:
+                interpret(desc, a, b, got)
+            except MLCError as err:
+                raise Fail(f"your desc does not run in the interpreter: {err}") from None
             if not np.array_equal(got, want):
                 lane = int(np.argmax(got != want))
                 raise Fail(f"your desc computes C[{lane}] = {got[lane]}, but the instruction "
@@ -194,10 +197,13 @@ def _check_tensorize_matmul(answer, rng):
             a, b, _ = _int8_data(rng, (((m, k), ""), ((n, k), ""), ((m, n), "")), False)
             want = a.astype(np.int32) @ b.astype(np.int32).T
             out = np.zeros((m, n), np.int32)
-            if k_ == 0:
-                interpret(got, a, b, out)
-            else:
-                build(got)(a, b, out)
+            try:
+                if k_ == 0:
+                    interpret(got, a, b, out)
+                else:
+                    build(got)(a, b, out)
+            except MLCError as err:
+                raise Fail(f"the scheduled program does not run: {err}") from None
             if not np.array_equal(out, want):
                 bad = np.argwhere(out != want)[0]
                 raise Fail(f"C[{bad[0]}, {bad[1]}] = {out[tuple(bad)]}, expected "

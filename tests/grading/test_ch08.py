@@ -128,3 +128,4 @@ def _quantizer(truncate=False, x_levels=255, bound=None):
 def test_plausible_wrong_answers_earn_zero(exercise_id, wrong, message):
     result = grading.check(exercise_id, wrong, seed=3)
     assert result.points == 0 and message in result.message, str(result)
+
