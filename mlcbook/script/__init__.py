@@ -27,7 +27,8 @@ The dialect, statement by statement:
   ``T.reads(A[vi, 0:n], ...)``, ``T.writes(...)`` (inferred from the body when left out),
   ``T.block_attr({...})``, ``X = T.alloc_buffer(...)``, ``with T.init(): ...``.
 - ``A[i, j] = value`` (and ``+=``), ``if``/``elif``/``else``,
-  ``with T.allocate(shape, dtype) as X:``, ``T.evaluate(expr)``.
+  ``with T.allocate(shape, dtype) as X:``, ``T.evaluate(expr)``,
+  ``T.evaluate(T.tensor_call("op", A[0], C[0]))`` (a tensor intrinsic's ``impl``).
 - expressions: Python operators (``//`` and ``%`` floor), ``and``/``or``/``not``,
   ``T.max``/``T.min``, math functions ``T.exp(x)`` ..., ``T.select(c, a, b)`` (or
   ``T.if_then_else``), ``T.Cast("float32", x)``, constants ``4`` (int32), ``True``,

@@ -108,12 +108,19 @@ pow, abs, floor, ceil, round = _e.pow, _e.abs, _e.floor, _e.ceil, _e.round  # no
 sin, cos, tan, asin, acos, atan = _e.sin, _e.cos, _e.tan, _e.asin, _e.acos, _e.atan
 sinh, cosh, asinh, acosh, atanh = _e.sinh, _e.cosh, _e.asinh, _e.acosh, _e.atanh
 
+
+def tensor_call(op: str, *tiles) -> _e.TensorCall:
+    """``T.tensor_call("x86.dot_u8i8.8x4", A[0], B[0, 0], C[0])``: a hardware tensor
+    instruction on the tiles starting at each load (an intrinsic's ``impl``)."""
+    return _e.TensorCall(op, tuple(tiles))
+
+
 #: every ``T.<name>`` the parser knows (nested ones dotted), for "did you mean" hints
 NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
          "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
-         "max", "min", "select", "if_then_else", *_e.MATH_FUNCS)
+         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS)
 
 
 def __getattr__(name: str):

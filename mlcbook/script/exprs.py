@@ -21,8 +21,8 @@ import types
 from dataclasses import dataclass
 
 from ..errors import ScriptError, TIRError
-from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary,
-                        Var, MATH_FUNCS, as_expr, check_dtype, is_float)
+from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select,
+                        TensorCall, Unary, Var, MATH_FUNCS, as_expr, check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
@@ -373,7 +373,25 @@ class ExprParser:
         if name == "Cast":
             a = self.args(node, name, ["dtype", "value"], 2)
             return Cast(self.dtype(a["dtype"]), self.expr(a["value"]))
+        if name == "tensor_call":
+            return self.tensor_call(node)
         raise self.unknown_t(node.func, name, " as an expression")
+
+    def tensor_call(self, node: ast.Call) -> TensorCall:
+        """``T.tensor_call("x86.dot_u8i8.8x4", A[0], B[0, 0], C[0])``: an op name, then one
+        load per tile, at the tile's origin (what an intrinsic's ``impl`` holds)."""
+        if node.keywords or not node.args:
+            raise self.err(node, "T.tensor_call takes the op's name, then one buffer load per "
+                                 "tile, all positional: T.tensor_call(\"op\", A[0], C[0])")
+        op = node.args[0]
+        if not isinstance(op, ast.Constant) or not isinstance(op.value, str):
+            raise self.err(op, "the first argument of T.tensor_call is the op's name, a string")
+        loads = [self.expr(a) for a in node.args[1:]]
+        for a, e in zip(node.args[1:], loads):
+            if not isinstance(e, BufferLoad):
+                raise self.err(a, "each tile of T.tensor_call is a buffer load at the tile's "
+                                  "origin, e.g. B[0, 0]")
+        return TensorCall(op.value, tuple(loads))
 
     def regions(self, call: ast.Call, name: str) -> tuple:
         if call.keywords:

@@ -1,0 +1,131 @@
+"""Every chapter-8 exercise: the solution earns full points, the stub and a plausible wrong
+answer zero."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import mlcbook as mb
+import mlcbook.grading as grading
+from mlcbook import book
+from mlcbook.grading.ch08 import dot_impl
+from mlcbook.schedule import Schedule
+
+from .conftest import notebook_functions
+
+EXERCISES = {
+    "08.register_dot": "register_dot",
+    "08.tensorize_matmul": "tensorize_matmul",
+    "08.quantize_layer": "quantize_layer",
+}
+
+
+@pytest.fixture(scope="module")
+def solution8() -> dict:
+    return notebook_functions(book.chapter(8).solutions, definitions_only=True)
+
+
+@pytest.fixture(scope="module")
+def stub8() -> dict:
+    return notebook_functions(book.chapter(8).exercises, definitions_only=True)
+
+
+def test_chapter_has_these_exercises():
+    assert [e.id for e in grading.exercises("08.")] == list(EXERCISES)
+    assert sum(e.points for e in grading.exercises("08.")) == 7
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_solution_earns_full_points(solution8, exercise_id):
+    for seed in (None, 1):
+        result = grading.check(exercise_id, solution8[EXERCISES[exercise_id]], seed=seed)
+        assert result.passed and result.points == result.max_points > 0, str(result)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_stub_earns_zero_not_implemented(stub8, exercise_id):
+    result = grading.check(exercise_id, stub8[EXERCISES[exercise_id]])
+    assert result.points == 0
+    assert result.message.startswith("not implemented:")
+
+
+# --- plausible wrong answers ----------------------------------------------------------------------
+_DESC = '''
+@T.prim_func
+def dot_desc(A: T.Buffer((4,), "uint8"), B: T.Buffer((8, 4), "int8"),
+             C: T.Buffer((8,), "int32")):
+    for i, k in T.grid(8, {kt}):
+        with T.block("update"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            C[vi] = {acc}T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
+'''
+_wrong_names = itertools.count()
+
+
+def _register(text):
+    def register_dot(name):
+        return mb.tir.TensorIntrin.register(name, mb.script.parse(text), dot_impl())
+    return register_dot
+
+
+def _fixed_name(name):
+    return mb.tir.TensorIntrin.register(f"my.dot_{next(_wrong_names)}",
+                                        mb.script.parse(_DESC.format(kt=4, acc="C[vi] + ")),
+                                        dot_impl())
+
+
+def _wrong_loop(func):  # tensorized one loop too far out: the tile holds all of k
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    j0, j1 = sch.split(j, [None, 8])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i, j0, k0, j1, k1)
+    sch.tensorize(k0, "x86.avx2.dot_u8i8_8x4")
+    return sch
+
+
+def _tiled_only(func):  # the tile is right, but tensorize was forgotten
+    sch = Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    j0, j1 = sch.split(j, [None, 8])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i, j0, k0, j1, k1)
+    return sch
+
+
+def _quantizer(truncate=False, x_levels=255, bound=None):
+    def quantize_layer(x, w):
+        to_int = (lambda v: np.trunc(v)) if truncate else np.rint
+        x_scale = float(x.max()) / x_levels
+        xq = np.clip(to_int(x / x_scale), 0, 255).astype(np.uint8)
+        w_max = np.abs(w).max(axis=1).astype(np.float64)
+        w_scale = w_max / 127
+        wq = np.clip(to_int(w / w_scale[:, None]), -127, 127).astype(np.int8)
+        k = x.shape[1]
+        full = k * (float(x.max()) * w_scale / 2 + w_max * x_scale / 2 + x_scale * w_scale / 4)
+        b = {None: full, "per product": full / k, "weights only": k * float(x.max()) * w_scale / 2,
+             "loose": 10 * full}[bound]
+        return xq, x_scale, wq, w_scale, b
+    return quantize_layer
+
+
+@pytest.mark.parametrize("exercise_id, wrong, message", [
+    ("08.register_dot", _register(_DESC.format(kt=4, acc="")), "but the instruction computes"),
+    ("08.register_dot", _register(_DESC.format(kt=2, acc="C[vi] + ")),
+     "but the instruction computes"),
+    ("08.register_dot", _fixed_name, "registered nothing under that name"),
+    ("08.tensorize_matmul", _wrong_loop, "iteration domain does not match"),
+    ("08.tensorize_matmul", _tiled_only, "no block is tensorized"),
+    ("08.quantize_layer", _quantizer(truncate=True), "off by more than half a step"),
+    ("08.quantize_layer", _quantizer(x_levels=127), "x_scale is"),
+    ("08.quantize_layer", _quantizer(bound="per product"), "above your bound"),
+    ("08.quantize_layer", _quantizer(bound="weights only"), "above your bound"),
+    ("08.quantize_layer", _quantizer(bound="loose"), "more than twice the worst error"),
+])
+def test_plausible_wrong_answers_earn_zero(exercise_id, wrong, message):
+    result = grading.check(exercise_id, wrong, seed=3)
+    assert result.points == 0 and message in result.message, str(result)
+
