@@ -14,6 +14,7 @@ import mlcbook.grading as grading
 from mlcbook.grading.ch08 import dot_impl
 from mlcbook.schedule import Schedule
 
+
 # --- plausible wrong answers ----------------------------------------------------------------------
 _DESC = '''
 @T.prim_func
