@@ -176,18 +176,52 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return None
 
 
-def tile_columns(extent: int) -> int:
-    """Columns of a register tile along an output row of ``extent``: the whole row when it
-    is short, else the widest divisor of at most four vector registers, preferring whole
-    registers, then half (8) and quarter (4) ones, so the tile needs no predicate."""
-    if extent <= 4 * LANES:
-        return extent
-    for step in (LANES, LANES // 2, LANES // 4):
-        for c in range(4 * LANES - 4 * LANES % step, step - 1, -step):
-            if extent % c == 0:
-                return c
-    # nothing fits: full-width tiles, the last one predicated
-    return LANES
+#: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
+#: later alike): two vector FMAs and two vector loads issue per cycle, and an FMA's result
+#: is ready four cycles later
+FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
+
+
+def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
+    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
+    its divisors in whole, half or quarter vectors and the whole row, else one vector (the
+    last tile predicated)."""
+    steps = {s for s in (lanes, lanes // 2, lanes // 4) if s}
+    widths = {c for c in range(1, min(extent, most * lanes) + 1)
+              if extent % c == 0 and any(c % s == 0 for s in steps)}
+    if -(-extent // lanes) <= most:
+        widths.add(extent)
+    return sorted(widths) or [lanes]
+
+
+def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
+    """(rows, columns) of the register tile of a tiled reduction whose output has ``rows``
+    along its reuse axis (1 if none) and ``cols`` along its vectorized axis, both tile
+    sizes dividing their extent when they can. A tile of ``r`` rows of ``v`` vectors needs
+    ``r*v`` accumulators, ``v`` registers for the vector operand and one for the broadcast,
+    all within ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles
+    that fit, the one taken does the most useful FMA lanes per cycle, estimated from its
+    accumulators against its loads (``r + v``) and the FMA latency (fewer than
+    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
+    work per tile, then more rows.
+
+        >>> register_tile(64, 512, "llvm -mcpu=znver3")        # 8 of 16 ymm accumulate
+        (4, 16)
+    """
+    t = Target(target or "llvm")
+    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    best, best_key = (1, lanes), None
+    for c in _column_widths(cols, lanes, regs - 2):
+        v = -(-c // lanes)
+        most = max(1, (regs - v - 1) // v)
+        r = max(d for d in range(1, min(most, rows) + 1) if rows % d == 0)
+        acc = r * v
+        useful = r * c / lanes    # full vectors' worth: a partial vector does less
+        speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
+        key = (speed, useful, r)
+        if best_key is None or key > best_key:
+            best, best_key = (r, c), key
+    return best
 
 
 def _vectorize_tile_row(sch: Schedule, loop) -> None:
@@ -202,22 +236,10 @@ def _vectorize_tile_row(sch: Schedule, loop) -> None:
     sch.vectorize(inner)
 
 
-def _tile_rows(extent: int, cols: int, vector_bits: int) -> int:
-    """Rows of a register tile along the reuse axis. A tile of at most one vector of
-    ``LANES`` columns (a conv on blocked channels, a narrow gemm) takes as many rows as its
-    accumulators fit in the vector registers (16 of them with AVX2, 32 with AVX-512, less
-    two for the broadcast and the weights), choosing a divisor of ``extent``; wider tiles
-    keep 4 (or 2) rows."""
-    if cols > LANES:
-        return _pick(extent, (4, 2))
-    regs = 32 if vector_bits >= 512 else 16
-    per_row = max(1, -(-cols * 32 // vector_bits))
-    most = max(1, (regs - 2) // per_row)
-    return max(d for d in range(1, min(most, extent) + 1) if extent % d == 0)
-
-
-def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
+def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     block = sch.get_block(name)
+    row = reuse_axis(sch, name, n_spatial)
+    dtype = sch.get(block).writes[0].buffer.dtype
     # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
     # it to the tile) and write it back once, after its reduction
     write_back = sch.cache_write(block, 0, "local")
@@ -225,16 +247,15 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
     spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
-    jo, ji = sch.split(j, [None, tile_columns(_extent(sch, j))])
     outer = spatial[:-1]
+    rows = _extent(sch, outer[row]) if row is not None else 1
+    bi, bj = register_tile(rows, _extent(sch, j), target, dtype)
+    jo, ji = sch.split(j, [None, bj])
     inner = []
-    row = reuse_axis(sch, name, n_spatial)
-    if row is not None and _extent(sch, outer[row]) > 1:
-        bi = _tile_rows(_extent(sch, outer[row]), _extent(sch, ji), vector_bits)
-        if bi > 1:
-            io, ii = sch.split(outer[row], [None, bi])
-            outer = outer[:row] + [io] + outer[row + 1:]
-            inner = [ii]
+    if bi > 1:
+        io, ii = sch.split(outer[row], [None, bi])
+        outer = outer[:row] + [io] + outer[row + 1:]
+        inner = [ii]
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     sch.reorder(jo, *outer, *reduce_, *inner, ji)
@@ -308,7 +329,7 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
 def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
     """``func`` with the default schedule applied to every block (see the module docstring);
     ``target`` (default: this machine) sizes register tiles."""
-    vector_bits = Target(target or "llvm").vector_bits
+    target = Target(target or "llvm")
     sch = Schedule(func)
     inline_intermediates(sch, tiled_blocks(func)[0])
     func = sch.func
@@ -322,7 +343,7 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
         name = block.name
         n_spatial = sum(iv.kind == "spatial" for iv in block.iter_vars)
         if name in tiled:
-            _schedule_tiled(sch, name, n_spatial, vector_bits)
+            _schedule_tiled(sch, name, n_spatial, target)
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
                 _schedule_spatial(sch, name)
