@@ -224,16 +224,16 @@ def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> 
     return best
 
 
-def _vectorize_tile_row(sch: Schedule, loop) -> None:
-    """Vectorize the columns of a tile row, one register at a time when they split evenly."""
+def _split_tile_row(sch: Schedule, loop):
+    """Split the columns of a tile row into registers (unrolled) when they split evenly;
+    returns the loop of one register's lanes, to vectorize."""
     e = _extent(sch, loop)
     lanes = next((w for w in (LANES, LANES // 2) if e > w and e % w == 0), None)
     if lanes is None:
-        sch.vectorize(loop)
-        return
+        return loop
     outer, inner = sch.split(loop, [None, lanes])
     sch.unroll(outer)
-    sch.vectorize(inner)
+    return inner
 
 
 def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
@@ -259,17 +259,20 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     sch.reorder(jo, *outer, *reduce_, *inner, ji)
-    _vectorize_tile_row(sch, ji)
+    lanes = _split_tile_row(sch, ji)
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
     fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
     sch.reverse_compute_at(write_back, fused)
-    wb_loops = sch.get_loops(write_back)
-    _vectorize_tile_row(sch, wb_loops[-1])
-    sch.decompose_reduction(block, reduce_[0])
+    wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1])
+    init = sch.decompose_reduction(block, reduce_[0])
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
+    # vectorized last: after every step the lane check lowers the function again for each
+    # vectorized accumulation it has not judged yet, which is most of this schedule's time
+    for lp in (sch.get_loops(init)[-1], wb_lanes, lanes):
+        sch.vectorize(lp)
     return fused
 
 
