@@ -65,7 +65,25 @@ def _is_tiled_reduction(realize: BlockRealize, loops) -> bool:
         return False
     inner = spatial[-1].extent.value if hasattr(spatial[-1].extent, "value") else 0
     work = math.prod(iv.extent.value for iv in reduce_)
-    return inner >= 8 and work >= 4
+    # a short output row (a 7x7 conv map in NCHW) still makes a vector when the operands
+    # are contiguous along it; left to the row-reduction schedule it ran ~30x slower
+    short = inner >= 4 and _contiguous_along(block, spatial[-1].var)
+    return (inner >= 8 or short) and work >= 4
+
+
+def _contiguous_along(block, var) -> bool:
+    """Whether some buffer ``block`` reads (besides its output) is indexed on its last
+    axis by ``var``."""
+    written = [w.buffer for w in block.writes]
+    found = []
+
+    def visit(n):
+        if (isinstance(n, BufferLoad) and not any(n.buffer is b for b in written)
+                and var in free_vars(n.indices[-1])):
+            found.append(n)
+
+    post_order_visit(block.body, visit)
+    return bool(found)
 
 
 def _extent(sch: Schedule, loop) -> int:

@@ -46,6 +46,7 @@ def test_tiled_reduction_tiles_divide_awkward_widths_without_a_predicate(cols):
     ("gemm", [T((8, 24)), T((24, 200)), T((200,))], {}),
     ("gemm", [T((8, 24)), T((200, 24)), T((200,))], {"trans_b": 1}),
     ("conv", [T((1, 3, 10, 12)), T((4, 3, 3, 3)), T((4,))], {"pads": (1, 1, 1, 1)}),
+    ("conv", [T((1, 4, 5, 5)), T((8, 4, 3, 3))], {"pads": (1, 1, 1, 1)}),
     ("softmax", [T((3, 20))], {}),
     ("add", [T((5, 70)), T((70,))], {}),
     ("max_pool", [T((1, 2, 8, 8))], {"kernel_shape": (2, 2), "strides": (2, 2)}),
@@ -97,6 +98,15 @@ def test_matmul_tile_keeps_its_accumulators_in_registers():
     spills = [line for line in kernel.asm().splitlines()
               if "ymm" in line and "(%rsp)" in line]
     assert not spills, spills
+
+
+def test_conv_with_a_short_output_row_is_tiled_and_a_short_sum_is_not():
+    conv = default_schedule(legalize_call("conv", [T((1, 4, 5, 5)), T((8, 4, 3, 3))],
+                                          {"pads": (1, 1, 1, 1)}))
+    assert "conv_local" in [r.block.name for r in collect_blocks(conv.body)]
+    total = default_schedule(legalize_call("sum", [T((3, 5, 64))],
+                                           {"axes": (2,), "keepdims": 0}))
+    assert all(r.block.name != "sum_local" for r in collect_blocks(total.body))
 
 
 def test_gemm_bias_is_added_in_the_tile_write_back():
