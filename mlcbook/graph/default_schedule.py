@@ -202,14 +202,14 @@ FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
 
 def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
     """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
-    its divisors in whole, half or quarter vectors and the whole row, else one vector (the
-    last tile predicated)."""
-    steps = {s for s in (lanes, lanes // 2, lanes // 4) if s}
-    widths = {c for c in range(1, min(extent, most * lanes) + 1)
-              if extent % c == 0 and any(c % s == 0 for s in steps)}
-    if -(-extent // lanes) <= most:
-        widths.add(extent)
-    return sorted(widths) or [lanes]
+    its divisors in whole vectors, else in half, else in quarter ones (so no lane is
+    wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
+    for step in (lanes, lanes // 2, lanes // 4):
+        widths = [c for c in range(step, min(extent, most * lanes) + 1, step or 1)
+                  if step and extent % c == 0]
+        if widths:
+            return widths
+    return [extent] if -(-extent // lanes) <= most else [lanes]
 
 
 def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
