@@ -9,8 +9,9 @@ Blocks are scheduled by what they are, read from their iteration variables:
 * **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
   reduce loops stay innermost, the spatial loops are fused and parallelized;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
-  is long): the output is cut into register tiles of ``rows x cols``; the reduce loops run
-  around each tile and the tile's columns are vectorized. The tile accumulates in a
+  is long, or short but contiguous in an operand): the output is cut into register tiles
+  of ``rows x cols``, sized for the target's vector registers (:func:`register_tile`); the
+  reduce loops run around each tile and the tile's columns are vectorized. The tile accumulates in a
   ``local`` buffer (``cache_write``), copied out once per tile (``reverse_compute_at``);
   ``decompose_reduction`` zeroes it before the reduce loops instead of testing inside them.
   An elementwise epilogue of the result (gemm's bias) is folded into that write-back
