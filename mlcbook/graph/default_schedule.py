@@ -11,11 +11,12 @@ Blocks are scheduled by what they are, read from their iteration variables:
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
   is long, or short but contiguous in an operand): the output is cut into register tiles
   of ``rows x cols``, sized for the target's vector registers (:func:`register_tile`); the
-  reduce loops run around each tile and the tile's columns are vectorized. The tile accumulates in a
-  ``local`` buffer (``cache_write``), copied out once per tile (``reverse_compute_at``);
-  ``decompose_reduction`` zeroes it before the reduce loops instead of testing inside them.
-  An elementwise epilogue of the result (gemm's bias) is folded into that write-back
-  (``reverse_compute_inline``), so the result is written once, finished.
+  reduce loops run around each tile and the tile's columns are vectorized. The tile
+  accumulates in a ``local`` buffer (``cache_write``), copied out once per tile
+  (``reverse_compute_at``); ``decompose_reduction`` zeroes it before the reduce loops
+  instead of testing inside them. An elementwise epilogue of the result (gemm's bias) is
+  folded into that write-back (``reverse_compute_inline``), so the result is written once,
+  finished.
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -76,26 +77,14 @@ def _contiguous_along(block, var) -> bool:
     """Whether some buffer ``block`` reads (besides its output) is indexed on its last
     axis by ``var``."""
     written = [w.buffer for w in block.writes]
-    found = []
-
-    def visit(n):
-        if (isinstance(n, BufferLoad) and not any(n.buffer is b for b in written)
-                and var in free_vars(n.indices[-1])):
-            found.append(n)
-
-    post_order_visit(block.body, visit)
-    return bool(found)
+    loads = []
+    post_order_visit(block.body, lambda n: loads.append(n) if isinstance(n, BufferLoad) else None)
+    return any(var in free_vars(n.indices[-1]) for n in loads
+               if not any(n.buffer is b for b in written))
 
 
 def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
-
-
-def _pick(extent: int, choices) -> int:
-    for c in choices:
-        if extent % c == 0:
-            return c
-    return 1
 
 
 def _vectorize_inner(sch: Schedule, loop) -> list:
@@ -205,9 +194,8 @@ def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
     """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
     its divisors in whole vectors, else in half, else in quarter ones (so no lane is
     wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
-    for step in (lanes, lanes // 2, lanes // 4):
-        widths = [c for c in range(step, min(extent, most * lanes) + 1, step or 1)
-                  if step and extent % c == 0]
+    for step in [s for s in (lanes, lanes // 2, lanes // 4) if s]:
+        widths = [c for c in range(step, min(extent, most * lanes) + 1, step) if extent % c == 0]
         if widths:
             return widths
     return [extent] if -(-extent // lanes) <= most else [lanes]

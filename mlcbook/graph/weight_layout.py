@@ -34,6 +34,8 @@ class _PackWeights(ExprMutator):
             return call
         w = call.args[1]
         b = w.data.T if call.attrs["trans_b"] else w.data
+        # panels as wide as this machine's register tile (the pass has no target; for
+        # another one the kernel still reads the panels right, only less contiguously)
         a = call.args[0].shape
         p = register_tile(a[1] if call.attrs["trans_a"] else a[0], b.shape[1])[1]
         attrs = dict(call.attrs, trans_b=0)
