@@ -107,6 +107,21 @@ def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
         c.seconds.extend(results[name].results)
 
 
+def ort_session(model, threads: int | None = None, quiet: bool = False):
+    """An onnxruntime CPU session of the ONNX ``model`` (a ModelProto) that runs each node on
+    ``threads`` threads (default: onnxruntime's choice) and never runs two nodes at once, the
+    way mlcbook's executables run; ``quiet`` hides its warnings (e.g. unused initializers)."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    if threads is not None:
+        opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    if quiet:
+        opts.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+
+
 def blas_name() -> str:
     info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     if not info:

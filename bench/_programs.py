@@ -5,10 +5,12 @@ primitive is still missing) written out by hand as the loop nest a schedule woul
 * ``matmul_ch4``    — chapter 4's schedule: split i by 32 and j by 64, reorder to
   (io, jo, k, ii, ji), vectorize ji, parallelize io. The init stays in the block, guarded
   by ``k == 0``; every update goes through memory.
-* ``matmul_best``   — ``mb.Schedule`` steps: B repacked into 64-wide column panels
-  (``transform_layout``, the repack parallel over panels), then for each panel (in
-  parallel) A swept four rows at a time, accumulating a 4 x 64 register tile of C (16
-  AVX-512 registers, ``cache_write`` + ``reverse_compute_at``) over all of k.
+* ``matmul_best``   — ``mb.Schedule`` steps: B repacked into column panels as wide as the
+  register tile (``transform_layout``, the repack parallel over panels), then for each
+  panel (in parallel) A swept a tile of rows at a time, accumulating a register tile of C
+  (``cache_write`` + ``reverse_compute_at``) over all of k. The tile is the default
+  schedule's for this machine (``register_tile``): 4 x 16 with AVX2's 16 ymm registers,
+  8 x 32 with AVX-512's 32 zmm.
 * ``fused_relu``    — ``y = max(x * a + b, 0)`` in one pass, 64-wide vectors, parallel chunks.
 * ``conv2d_best``   — by hand: 3x3 conv (NCHW, padding 1): pad into a scratch buffer, repack the
   weights with output channels innermost (``Wp[c, ky, kx, f]``), and accumulate a register
@@ -19,6 +21,7 @@ primitive is still missing) written out by hand as the loop nest a schedule woul
 from __future__ import annotations
 
 import mlcbook as mb
+from mlcbook.graph.default_schedule import register_tile
 
 
 def matmul_naive(n: int):
@@ -51,7 +54,12 @@ def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"
 ''')
 
 
-def matmul_best(n: int, mr: int = 4, nr: int = 64):
+def matmul_best(n: int, mr: int | None = None, nr: int | None = None):
+    """The hand schedule: B packed in panels of ``nr`` columns, ``mr x nr`` register tiles
+    (default: the tile the default schedule picks for this machine's registers)."""
+    if mr is None or nr is None:
+        mr, nr = register_tile(n, n)
+    lanes = mb.Target("llvm").vector_lanes()
     sch = mb.Schedule(matmul_naive(n))
     block = sch.get_block("C")
     sch.transform_layout(block, "B", lambda k, j: (j // nr, k, j % nr))
@@ -60,14 +68,14 @@ def matmul_best(n: int, mr: int = 4, nr: int = 64):
     io, ii = sch.split(i, [None, mr])
     jo, ji = sch.split(j, [None, nr])
     sch.reorder(jo, io, k, ii, ji)
-    registers, lanes = sch.split(ji, [None, 16])
+    registers, lanes_loop = sch.split(ji, [None, lanes])
     sch.unroll(ii)
     sch.unroll(registers)
-    sch.vectorize(lanes)
+    sch.vectorize(lanes_loop)
     sch.reverse_compute_at(write_back, io)
-    registers, lanes = sch.split(sch.get_loops(write_back)[-1], [None, 16])
+    registers, lanes_loop = sch.split(sch.get_loops(write_back)[-1], [None, lanes])
     sch.unroll(registers)
-    sch.vectorize(lanes)
+    sch.vectorize(lanes_loop)
     sch.decompose_reduction(block, k)
     sch.parallel(jo)
     # the repack, one panel of B per parallel iteration

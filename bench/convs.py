@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, kernel_call, machine, measure, table
+from _common import Case, by_key, kernel_call, machine, measure, ort_session, table
 
 import mlcbook as mb
 from mlcbook.graph.default_schedule import default_schedule
@@ -58,7 +58,6 @@ def _onnx(c, k, h, kern, stride, groups, w):
 
 
 def cases():
-    import onnxruntime as ort
     out = []
     rng = np.random.default_rng(0)
     for label, c, k, h, kern, stride, groups in SHAPES:
@@ -87,11 +86,7 @@ def cases():
             np.testing.assert_allclose(yb, blocked(ref_out, 16), rtol=1e-3, atol=1e-3)
             progs["mlcbook NCHW16c"] = kernel_call(kb, xb, wb, yb)
         for t in THREADS:
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads, opts.inter_op_num_threads = t, 1
-            sess = ort.InferenceSession(_onnx(c, k, h, kern, stride, groups, w)
-                                        .SerializeToString(), opts,
-                                        providers=["CPUExecutionProvider"])
+            sess = ort_session(_onnx(c, k, h, kern, stride, groups, w), t)
             out.append(Case("conv", (label, "onnxruntime"), t,
                             lambda s=sess, x=x: s.run(None, {"input": x})))
             for name, fn in progs.items():

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, table
+from _common import Case, by_key, machine, measure, ort_session, table
 
 MODELS = ("mlp", "cnn", "resnet", "inception")
 THREADS = (1, 2)
@@ -45,8 +45,6 @@ def _model(name: str):
 
 def cases(models=MODELS, opt_level: int = 3) -> tuple[list[Case], dict]:
     """The cases to measure, and per model (compile seconds, kernel calls)."""
-    import onnxruntime as ort
-
     import mlcbook as mb
     out, info = [], {}
     for name in models:
@@ -58,11 +56,7 @@ def cases(models=MODELS, opt_level: int = 3) -> tuple[list[Case], dict]:
                       exe.stats["arena_bytes"], exe.stats["unplanned_bytes"])
         got = exe(x)
         for t in THREADS:
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = t
-            opts.inter_op_num_threads = 1
-            sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                        providers=["CPUExecutionProvider"])
+            sess = ort_session(model, t)
             want = sess.run(None, {"input": x})[0]
             if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
                 raise SystemExit(f"{name}: mlcbook and onnxruntime disagree "

@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from _common import Case, by_key, kernel_call, machine, measure, table
+from _common import Case, by_key, kernel_call, machine, measure, ort_session, table
 
 SIZES = (1024,)
 MODELS = ("cnn", "mlp")
@@ -32,8 +32,6 @@ PROGRAMS = ("mlcbook int8", "mlcbook fp32 best", "numpy int32", "onnxruntime Mat
 
 
 def _ort_matmul_integer(n: int):
-    import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
     graph = helper.make_graph(
         [helper.make_node("MatMulInteger", ["A", "B"], ["C"])], "mmi",
@@ -41,7 +39,7 @@ def _ort_matmul_integer(n: int):
          helper.make_tensor_value_info("B", TensorProto.INT8, [n, n])],
         [helper.make_tensor_value_info("C", TensorProto.INT32, [n, n])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return ort_session(model)
 
 
 def cases(sizes=SIZES) -> tuple[list[Case], str]:

@@ -3,8 +3,9 @@
     python bench/matmul.py                  # sizes 256..2048, 1 and 2 threads
     python bench/matmul.py --sizes 256 512  # fewer sizes
 
-Variants (see bench/_programs.py): the naive block program, chapter 4's schedule and the
-best schedule; numpy runs with the same number of BLAS threads. The naive program has
+Variants (see bench/_programs.py): the naive block program, chapter 4's schedule, the
+default schedule (what ``mb.compile`` does to a matmul without tuning) and the best hand
+schedule; numpy runs with the same number of BLAS threads. The naive program has
 no parallel loop and takes seconds to minutes at n >= 1024: it runs once, single-threaded
 (its figure is repeated in the 2-thread column).
 """
@@ -12,20 +13,20 @@ no parallel loop and takes seconds to minutes at n >= 1024: it runs once, single
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from _common import Case, by_key, kernel_call, measure, table
 
 SIZES = (256, 512, 1024, 2048)
-VARIANTS = ("naive", "chapter-4", "best")
+VARIANTS = ("naive", "chapter-4", "default", "best")
 
 
 def cases(sizes=SIZES) -> list[Case]:
     import mlcbook as mb
     import _programs as P
-    programs = {"naive": P.matmul_naive, "chapter-4": P.matmul_ch4, "best": P.matmul_best}
+    programs = {"naive": P.matmul_naive, "chapter-4": P.matmul_ch4, "default": _default,
+                "best": P.matmul_best}
     rng = np.random.default_rng(0)
     out = []
     for n in sizes:
@@ -37,7 +38,6 @@ def cases(sizes=SIZES) -> list[Case]:
             out.append(Case("matmul", (n, "numpy"), t,
                             lambda a=a, b=b, c=c_np: np.matmul(a, b, out=c)))
         for variant in VARIANTS:
-            t0 = time.perf_counter()
             kernel = mb.build(programs[variant](n))
             c = np.zeros((n, n), "float32")
             if variant != "naive" or n <= 512:  # check the result (the slow ones: below)
@@ -52,6 +52,13 @@ def cases(sizes=SIZES) -> list[Case]:
             for t in (1, 2):
                 out.append(Case("matmul", (n, variant), t, call))
     return out
+
+
+def _default(n: int):
+    from mlcbook.graph.default_schedule import default_schedule
+    from mlcbook.ops.legalize import legalize_call
+    from mlcbook.ops.types import TensorType
+    return default_schedule(legalize_call("matmul", [TensorType((n, n))] * 2))
 
 
 def _check(variant, n, c, ref) -> None:

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
-from _common import machine
+from _common import machine, ort_session
 from onnx import TensorProto, helper
 
 import mlcbook as mb
@@ -74,7 +73,7 @@ def main(argv=None) -> None:
         x = (rng.random(shape) + 1).astype("float32")
         want = _float64(op, x, axes)
         exe = mb.compile(mb.from_onnx(model))
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        sess = ort_session(model)
         run_ort = lambda: sess.run(None, {"x": x})[0]  # noqa: E731
         err = lambda y: float(np.max(np.abs(y - want)) / np.max(np.abs(want)))  # noqa: E731
         np_f32 = x.mean(axis=axes) if op == "ReduceMean" else None

@@ -20,19 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, table
+from _common import Case, by_key, machine, measure, ort_session, table
 
 THREADS = (1, 2)
-
-
-def _session(model, threads: int):
-    import onnxruntime as ort
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3  # the zoo files carry unused initializers; ort warns about each
-    return ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
 
 
 def cases(models, opt_level: int = 3) -> tuple[list[Case], dict]:
@@ -51,7 +41,7 @@ def cases(models, opt_level: int = 3) -> tuple[list[Case], dict]:
         got = exe.run(feed)
         got = got if isinstance(got, tuple) else (got,)
         for t in THREADS:
-            sess = _session(model, t)
+            sess = ort_session(model, t, quiet=True)
             for g, w in zip(got, sess.run(None, feed)):
                 if not np.allclose(g, w.reshape(g.shape), rtol=1e-3, atol=1e-4):
                     raise SystemExit(f"{name}: mlcbook and onnxruntime disagree "

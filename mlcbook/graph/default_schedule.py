@@ -9,12 +9,14 @@ Blocks are scheduled by what they are, read from their iteration variables:
 * **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
   reduce loops stay innermost, the spatial loops are fused and parallelized;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
-  is long): the output is cut into register tiles of ``rows x cols``; the reduce loops run
-  around each tile and the tile's columns are vectorized. The tile accumulates in a
-  ``local`` buffer (``cache_write``), copied out once per tile (``reverse_compute_at``);
-  ``decompose_reduction`` zeroes it before the reduce loops instead of testing inside them.
-  An elementwise epilogue of the result (gemm's bias) is folded into that write-back
-  (``reverse_compute_inline``), so the result is written once, finished.
+  is long, or short but contiguous in an operand): the output is cut into register tiles
+  of ``rows x cols``, sized for the target's vector registers (:func:`register_tile`); the
+  reduce loops run around each tile and the tile's columns are vectorized. The tile
+  accumulates in a ``local`` buffer (``cache_write``), copied out once per tile
+  (``reverse_compute_at``); ``decompose_reduction`` zeroes it before the reduce loops
+  instead of testing inside them. An elementwise epilogue of the result (gemm's bias) is
+  folded into that write-back (``reverse_compute_inline``), so the result is written once,
+  finished.
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -66,18 +68,24 @@ def _is_tiled_reduction(realize: BlockRealize, loops) -> bool:
         return False
     inner = spatial[-1].extent.value if hasattr(spatial[-1].extent, "value") else 0
     work = math.prod(iv.extent.value for iv in reduce_)
-    return inner >= 8 and work >= 4
+    # a short output row (a 7x7 conv map in NCHW) still makes a vector when the operands
+    # are contiguous along it; left to the row-reduction schedule it ran ~30x slower
+    short = inner >= 4 and _contiguous_along(block, spatial[-1].var)
+    return (inner >= 8 or short) and work >= 4
+
+
+def _contiguous_along(block, var) -> bool:
+    """Whether some buffer ``block`` reads (besides its output) is indexed on its last
+    axis by ``var``."""
+    written = [w.buffer for w in block.writes]
+    loads = []
+    post_order_visit(block.body, lambda n: loads.append(n) if isinstance(n, BufferLoad) else None)
+    return any(var in free_vars(n.indices[-1]) for n in loads
+               if not any(n.buffer is b for b in written))
 
 
 def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
-
-
-def _pick(extent: int, choices) -> int:
-    for c in choices:
-        if extent % c == 0:
-            return c
-    return 1
 
 
 def _vectorize_inner(sch: Schedule, loop) -> list:
@@ -203,48 +211,69 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return None
 
 
-def tile_columns(extent: int) -> int:
-    """Columns of a register tile along an output row of ``extent``: the whole row when it
-    is short, else the widest divisor of at most four vector registers, preferring whole
-    registers, then half (8) and quarter (4) ones, so the tile needs no predicate."""
-    if extent <= 4 * LANES:
-        return extent
-    for step in (LANES, LANES // 2, LANES // 4):
-        for c in range(4 * LANES - 4 * LANES % step, step - 1, -step):
-            if extent % c == 0:
-                return c
-    # nothing fits: full-width tiles, the last one predicated
-    return LANES
+#: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
+#: later alike): two vector FMAs and two vector loads issue per cycle, and an FMA's result
+#: is ready four cycles later
+FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
 
 
-def _vectorize_tile_row(sch: Schedule, loop) -> None:
-    """Vectorize the columns of a tile row, one register at a time when they split evenly."""
+def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
+    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
+    its divisors in whole vectors, else in half, else in quarter ones (so no lane is
+    wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
+    for step in [s for s in (lanes, lanes // 2, lanes // 4) if s]:
+        widths = [c for c in range(step, min(extent, most * lanes) + 1, step) if extent % c == 0]
+        if widths:
+            return widths
+    return [extent] if -(-extent // lanes) <= most else [lanes]
+
+
+def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
+    """(rows, columns) of the register tile of a tiled reduction whose output has ``rows``
+    along its reuse axis (1 if none) and ``cols`` along its vectorized axis, both tile
+    sizes dividing their extent when they can. A tile of ``r`` rows of ``v`` vectors needs
+    ``r*v`` accumulators, ``v`` registers for the vector operand and one for the broadcast,
+    all within ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles
+    that fit, the one taken does the most useful FMA lanes per cycle, estimated from its
+    accumulators against its loads (``r + v``) and the FMA latency (fewer than
+    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
+    work per tile, then more rows.
+
+        >>> register_tile(64, 512, "llvm -mcpu=znver3")        # 8 of 16 ymm accumulate
+        (4, 16)
+    """
+    t = Target(target or "llvm")
+    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    best, best_key = (1, lanes), None
+    for c in _column_widths(cols, lanes, regs - 2):
+        v = -(-c // lanes)
+        most = max(1, (regs - v - 1) // v)
+        r = max(d for d in range(1, min(most, rows) + 1) if rows % d == 0)
+        acc = r * v
+        useful = r * c / lanes    # full vectors' worth: a partial vector does less
+        speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
+        key = (speed, useful, r)
+        if best_key is None or key > best_key:
+            best, best_key = (r, c), key
+    return best
+
+
+def _split_tile_row(sch: Schedule, loop):
+    """Split the columns of a tile row into registers (unrolled) when they split evenly;
+    returns the loop of one register's lanes, to vectorize."""
     e = _extent(sch, loop)
     lanes = next((w for w in (LANES, LANES // 2) if e > w and e % w == 0), None)
     if lanes is None:
-        sch.vectorize(loop)
-        return
+        return loop
     outer, inner = sch.split(loop, [None, lanes])
     sch.unroll(outer)
-    sch.vectorize(inner)
+    return inner
 
 
-def _tile_rows(extent: int, cols: int, vector_bits: int) -> int:
-    """Rows of a register tile along the reuse axis. A tile of at most one vector of
-    ``LANES`` columns (a conv on blocked channels, a narrow gemm) takes as many rows as its
-    accumulators fit in the vector registers (16 of them with AVX2, 32 with AVX-512, less
-    two for the broadcast and the weights), choosing a divisor of ``extent``; wider tiles
-    keep 4 (or 2) rows."""
-    if cols > LANES:
-        return _pick(extent, (4, 2))
-    regs = 32 if vector_bits >= 512 else 16
-    per_row = max(1, -(-cols * 32 // vector_bits))
-    most = max(1, (regs - 2) // per_row)
-    return max(d for d in range(1, min(most, extent) + 1) if extent % d == 0)
-
-
-def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
+def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     block = sch.get_block(name)
+    row = reuse_axis(sch, name, n_spatial)
+    dtype = sch.get(block).writes[0].buffer.dtype
     # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
     # it to the tile) and write it back once, after its reduction
     write_back = sch.cache_write(block, 0, "local")
@@ -252,30 +281,32 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, vector_bits: int):
     spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
-    jo, ji = sch.split(j, [None, tile_columns(_extent(sch, j))])
     outer = spatial[:-1]
+    rows = _extent(sch, outer[row]) if row is not None else 1
+    bi, bj = register_tile(rows, _extent(sch, j), target, dtype)
+    jo, ji = sch.split(j, [None, bj])
     inner = []
-    row = reuse_axis(sch, name, n_spatial)
-    if row is not None and _extent(sch, outer[row]) > 1:
-        bi = _tile_rows(_extent(sch, outer[row]), _extent(sch, ji), vector_bits)
-        if bi > 1:
-            io, ii = sch.split(outer[row], [None, bi])
-            outer = outer[:row] + [io] + outer[row + 1:]
-            inner = [ii]
+    if bi > 1:
+        io, ii = sch.split(outer[row], [None, bi])
+        outer = outer[:row] + [io] + outer[row + 1:]
+        inner = [ii]
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     sch.reorder(jo, *outer, *reduce_, *inner, ji)
-    _vectorize_tile_row(sch, ji)
+    lanes = _split_tile_row(sch, ji)
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
     fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
     sch.reverse_compute_at(write_back, fused)
-    wb_loops = sch.get_loops(write_back)
-    _vectorize_tile_row(sch, wb_loops[-1])
-    sch.decompose_reduction(block, reduce_[0])
+    wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1])
+    init = sch.decompose_reduction(block, reduce_[0])
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
+    # vectorized last: after every step the lane check lowers the function again for each
+    # vectorized accumulation it has not judged yet, which is most of this schedule's time
+    for lp in (sch.get_loops(init)[-1], wb_lanes, lanes):
+        sch.vectorize(lp)
     return fused
 
 
@@ -337,7 +368,7 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
     ``target`` (default: this machine) sizes register tiles."""
     if int8_acc_blocks(func):
         return schedule_int8_kernel(func, target, PARALLEL_WORK)
-    vector_bits = Target(target or "llvm").vector_bits
+    target = Target(target or "llvm")
     sch = Schedule(func)
     inline_intermediates(sch, tiled_blocks(func)[0])
     func = sch.func
@@ -353,10 +384,10 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
         if name in tiled:
             partial = _two_level_tiled(sch, name, n_spatial)
             if partial is None:
-                _schedule_tiled(sch, name, n_spatial, vector_bits)
+                _schedule_tiled(sch, name, n_spatial, target)
             else:
                 # the sum of the partial sums is short beside them: a plain row reduction
-                _schedule_tiled(sch, partial, n_spatial + 1, vector_bits)
+                _schedule_tiled(sch, partial, n_spatial + 1, target)
                 block = sch.get_block(name)
                 _schedule_row_reduction(sch, block, len(sch.get_loops(block)) - 1)
         elif n_spatial == len(block.iter_vars):

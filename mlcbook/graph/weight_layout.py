@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ops.linalg import pack_panels
 from ..ops.types import Attrs
-from .default_schedule import tile_columns
+from .default_schedule import register_tile
 from .expr import Call, Constant, Function
 from .functor import ExprMutator
 
@@ -34,7 +34,10 @@ class _PackWeights(ExprMutator):
             return call
         w = call.args[1]
         b = w.data.T if call.attrs["trans_b"] else w.data
-        p = tile_columns(b.shape[1])
+        # panels as wide as this machine's register tile (the pass has no target; for
+        # another one the kernel still reads the panels right, only less contiguously)
+        a = call.args[0].shape
+        p = register_tile(a[1] if call.attrs["trans_a"] else a[0], b.shape[1])[1]
         attrs = dict(call.attrs, trans_b=0)
         if p < b.shape[1]:
             b, attrs["b_panel"] = pack_panels(b, p), p

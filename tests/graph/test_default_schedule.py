@@ -4,12 +4,14 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.default_schedule import default_schedule, register_tile
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
 from mlcbook.tir.analysis import collect_blocks
 
 from .._reference import run_reference
+
+AVX2, AVX512 = "llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"
 
 
 def run(func, args, runner=mb.tir.interpret):
@@ -44,6 +46,7 @@ def test_tiled_reduction_tiles_divide_awkward_widths_without_a_predicate(cols):
     ("gemm", [T((8, 24)), T((24, 200)), T((200,))], {}),
     ("gemm", [T((8, 24)), T((200, 24)), T((200,))], {"trans_b": 1}),
     ("conv", [T((1, 3, 10, 12)), T((4, 3, 3, 3)), T((4,))], {"pads": (1, 1, 1, 1)}),
+    ("conv", [T((1, 2, 5, 5)), T((8, 2, 3, 3))], {"pads": (1, 1, 1, 1)}),
     ("softmax", [T((3, 20))], {}),
     ("add", [T((5, 70)), T((70,))], {}),
     ("max_pool", [T((1, 2, 8, 8))], {"kernel_shape": (2, 2), "strides": (2, 2)}),
@@ -57,10 +60,53 @@ def test_scheduled_kernels_compute_the_same(op, types, attrs):
     np.testing.assert_allclose(run(g, args), run(f, args, run_reference), rtol=1e-5, atol=1e-6)
 
 
-def test_tiled_reduction_vectorizes_and_parallelizes():
-    g = default_schedule(legalize_call("matmul", [T((64, 256)), T((256, 512))]))
+@pytest.mark.parametrize("target,lanes,rows", [(AVX2, 8, 4), (AVX512, 16, 8)])
+def test_tiled_reduction_vectorizes_and_parallelizes(target, lanes, rows):
+    g = default_schedule(legalize_call("matmul", [T((64, 256)), T((256, 512))]), target)
     text = str(g)
-    assert "T.parallel" in text and "T.vectorized(16)" in text and "T.unroll(4)" in text
+    assert "T.parallel" in text and f"T.vectorized({lanes})" in text
+    assert f"T.unroll({rows})" in text
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+@pytest.mark.parametrize("rows,cols", [(64, 512), (64, 10), (1, 200), (7, 16), (28, 16),
+                                       (6, 1000), (3, 7)])
+def test_register_tile_fits_the_vector_registers_and_divides_the_output(target, rows, cols):
+    t = mb.Target(target)
+    r, c = register_tile(rows, cols, target)
+    v = -(-c // t.vector_lanes())
+    assert rows % r == 0 and cols % c == 0
+    assert r * v + (v if r > 1 else 0) + 1 <= t.vector_registers
+
+
+def test_register_tile_of_the_mlp_layer_is_sized_for_avx2_not_avx512():
+    # 4 rows of 64 columns are 16 zmm accumulators but 32 ymm ones: more than AVX2 has
+    assert register_tile(64, 512, AVX2) == (4, 16)
+    assert register_tile(64, 512, AVX512) == (8, 32)
+
+
+def test_register_tile_narrows_the_columns_when_few_rows_divide():
+    # a 7-pixel row of 16 channels: 7 x 2 ymm do not fit with their operands, 1 x 2 idles
+    # the FMA units; 7 x 1 ymm (two column tiles) keeps 7 accumulators busy
+    assert register_tile(7, 16, AVX2) == (7, 8)
+
+
+@pytest.mark.skipif(not mb.Target("llvm").is_host or mb.Target("llvm").vector_bits != 256,
+                    reason="reads x86 AVX2 assembly")
+def test_matmul_tile_keeps_its_accumulators_in_registers():
+    kernel = mb.build(default_schedule(legalize_call("matmul", [T((8, 64)), T((64, 512))])))
+    spills = [line for line in kernel.asm().splitlines()
+              if "ymm" in line and "(%rsp)" in line]
+    assert not spills, spills
+
+
+def test_conv_with_a_short_output_row_is_tiled_and_a_short_sum_is_not():
+    conv = default_schedule(legalize_call("conv", [T((1, 4, 5, 5)), T((8, 4, 3, 3))],
+                                          {"pads": (1, 1, 1, 1)}))
+    assert "conv_local" in [r.block.name for r in collect_blocks(conv.body)]
+    total = default_schedule(legalize_call("sum", [T((3, 5, 64))],
+                                           {"axes": (2,), "keepdims": 0}))
+    assert all(r.block.name != "sum_local" for r in collect_blocks(total.body))
 
 
 def test_gemm_bias_is_added_in_the_tile_write_back():
