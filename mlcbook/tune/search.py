@@ -215,6 +215,9 @@ def _propose(space, scorer, good, measured, rng, n, epsilon, population, steps) 
 
     n_random = n if isinstance(scorer.model, RandomModel) else int(round(epsilon * n))
     if n - n_random > 0:
+        # chains sized to the batch they feed (at most two per pick): a batch of one
+        # should not pay for a population's worth of proposals
+        population = max(2, min(population, 2 * (n - n_random)))
         elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
         starts = elite + [_random_point(space, rng, checks=False)
                           for _ in range(population - len(elite))]
