@@ -31,9 +31,10 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ScheduleError
+from ..graph.default_schedule import default_schedule
 from ..tir.function import PrimFunc
 from .cost_model import CostModel, RandomModel, make_model
-from .database import Database, Record, workload_key
+from .database import DEFAULT_TRACE, Database, Record, workload_key
 from .errors import TuneArgumentError
 from .features import features, flop_count
 from .measure import Job, Measurer
@@ -43,7 +44,8 @@ from .space import Point, Space
 @dataclass
 class TuneResult:
     """What a tuning run found: ``history`` holds the seconds (None: an error) of each trial
-    in the order measured, previous runs' records first."""
+    in the order measured, previous runs' records first; ``default_seconds`` the default
+    schedule's, when the run measured it as a baseline (not a trial)."""
 
     func: PrimFunc
     workload: str
@@ -51,6 +53,7 @@ class TuneResult:
     history: list = field(default_factory=list)
     best: Optional[Point] = None
     best_seconds: Optional[float] = None
+    default_seconds: Optional[float] = None
 
     def curve(self) -> list:
         """The best seconds after each trial (None until one succeeded)."""
@@ -128,12 +131,14 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
          space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
          batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
          seed: int = 0, timeout: float = 60.0, repeat: int = 3, progress: bool = True,
-         name: str = "") -> TuneResult:
+         name: str = "", baseline: bool = False) -> TuneResult:
     """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
 
     ``database`` (a path or a :class:`Database`) is read first (its points are not measured
     again) and receives every new record; ``measurer`` or ``executor`` say where candidates
-    run (default: one local worker process with ``timeout``).
+    run (default: one local worker process with ``timeout``). With ``baseline`` the default
+    schedule is measured too (once per database, not counted as a trial) and recorded with
+    :data:`DEFAULT_TRACE`, so that records never make the kernel slower than untuned.
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
@@ -149,6 +154,10 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     result = TuneResult(func, key, flop_count(func))
     X, y, measured, good = [], [], set(), []
     for r in db.records(key):  # resume: learn from what earlier runs measured
+        if r.trace == DEFAULT_TRACE:
+            if r.seconds is not None:
+                result.default_seconds = min(r.seconds, result.default_seconds or r.seconds)
+            continue
         measured.add(r.key)
         result.history.append(r.seconds)
         try:
@@ -163,6 +172,12 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     measurer = measurer or Measurer(executor=executor, timeout=timeout)
     bar = _progress(trials, progress, name or func.name)
     try:
+        if baseline and trials and result.default_seconds is None:
+            untuned = default_schedule(func, space.target)
+            m, = measurer.measure([Job.of(func, untuned, space.target, repeat=repeat,
+                                          seed=seed)])
+            db.add(Record(key, {}, DEFAULT_TRACE, m.seconds, m.error, name))
+            result.default_seconds = m.seconds
         done = 0
         while done < trials:
             n = min(batch, trials - done)
