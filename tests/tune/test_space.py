@@ -122,3 +122,14 @@ def test_space_adapts_to_the_target_vector_width():
     avx2 = Space(matmul(32), target="llvm -mcpu=znver3 -mattr=+avx2,+avx")
     assert (avx512.lanes, avx512.registers) == (16, 32)
     assert (avx2.lanes, avx2.registers) == (8, 16)
+
+
+def test_the_space_holds_the_hand_best_matmul_structure():
+    # bench/_programs.py's matmul_best: 4 rows x 64 columns (8 vectors: 32 accumulators, twice
+    # the registers), the whole reduction per tile, B repacked into 64-wide panels
+    f = matmul(16, 64, 16)
+    d = {"C.lanes": 0, "C.rows": [4, 4], "C.cols": [1, 8], "C.block": [4, 1], "C.order": 0,
+         "C.unroll": [16, 1], "C.parallel": 0, "C.repack": 1}
+    p = Space(f).point(d)
+    assert p.decisions == d and "B_packed" in p.func.script()
+    _check(f, p)
