@@ -20,9 +20,16 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
 * **tiled reductions** (matmul, conv, batched matmul): a register tile of ``rows`` (along
   the axis the vector operand does not depend on) by ``cols`` vectors of ``lanes`` lanes,
   accumulated in a ``local`` buffer and written back once per tile; knobs: the tile of
-  every axis (``rows``, ``cols``, ``lanes``), the order of the tile loops, the unrolled
-  part of the longest reduce loop, whether the tile loops run in parallel, and (for a
-  2-D weight read as ``W[k, j]``) whether it is repacked into panels of the tile's width;
+  every axis (``rows``, ``cols``, ``lanes``; at most twice the vector registers of
+  accumulators), a cache-level ``block`` of row tiles, the ``order`` of the tile loops,
+  the unrolled part of the longest reduce loop and (several reduce loops) their
+  ``reduce_order``, whether the tile loops run in ``parallel``, and (for a 2-D weight
+  read as ``W[k, j]``) whether it is ``repack``-ed into panels of the tile's width;
+* a conv-like block (a weight ``W[f, c, ky, kx]``) also chooses its ``vector_axis``: along
+  the output row as above, or along the output channels ``f``, with the weight repacked
+  into blocks ``W[f // lanes, c, ky, kx, f % lanes]``, the accumulators laid out channel
+  last and a tile of ``cols`` channel vectors by ``rows`` output columns (the input value
+  broadcast);
 * **spatial** blocks: the vector width and how many outer loops are fused and run in
   parallel (``depth``); an elementwise epilogue of a tiled result is folded into the
   tile's write-back instead;
