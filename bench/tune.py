@@ -17,9 +17,9 @@ and tuned whole models.
    and random, one run of the deterministic analytic model. The table gives the median best
    GFLOP/s at checkpoints, whether XGBoost beats random at equal trials, and after how many
    trials XGBoost reached 90% of its own best at the end (median over seeds); the curves go
-   to bench/tune_curves.png. The issue's "90% of its 512-trial best within 64 trials" needs
-   ``--curve-trials 512`` (about 4,600 trials in all: an hour or more); the default run uses
-   128.
+   to bench/tune_curves.png. The default run uses 64 trials, to fit the whole run in about
+   12 minutes; the issue's "90% of its 512-trial best within 64 trials" needs
+   ``--curve-trials 512`` (about 9,000 trials in all: hours), run apart.
 3. **Whole models** (``--models``): every task of each bench/e2e.py model tuned by
    ``mb.tune.tasks.tune_model`` with ``--model-trials`` in all (records in
    bench/tune_records/<model>.jsonl, resumed if present), then bench/e2e.py's comparison
@@ -214,9 +214,9 @@ def main(argv=None) -> None:
     import sys
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=256, help="the 1024^3 matmul's budget")
-    ap.add_argument("--peer-trials", type=int, default=96, help="the conv's and the "
+    ap.add_argument("--peer-trials", type=int, default=64, help="the conv's and the "
                     "batched matmul's budget")
-    ap.add_argument("--curve-trials", type=int, default=128)
+    ap.add_argument("--curve-trials", type=int, default=64)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--models", default=None, help="tune these bench/e2e.py models instead")
