@@ -117,3 +117,27 @@ def test_compile_applies_records_and_skips_a_stale_one(tmp_path, measurer):
 def test_compile_with_missing_records_file():
     with pytest.raises(DatabaseError, match="no tuning records"):
         mb.compile(mb.from_onnx(examples.mlp(batch=1)), tuning_records="/nonexistent.jsonl")
+
+
+def _maybe_parallel_reduce(knobs, name, space):
+    """A rule whose choice 1 is illegal: the reduce loop in parallel."""
+    i, j = knobs.sch.get_loops(knobs.sch.get_block(name))
+    if knobs.choice(f"{name}.parallel", [0, 1]):
+        knobs.sch.parallel(j)
+
+
+def test_proposals_are_unchecked_but_the_picks_are_legal():
+    import random
+
+    from mlcbook.errors import ScheduleError
+    from mlcbook.grading.ch07 import row_sum
+    from mlcbook.tune.cost_model import AnalyticModel
+    from mlcbook.tune.search import _propose, _Scorer
+    from mlcbook.tune.space import Space
+    space = Space(row_sum(16, 8), rules={"row_reduction": _maybe_parallel_reduce})
+    illegal = space.point({"S.parallel": 1}, checks=False)  # a proposal may be illegal...
+    with pytest.raises(ScheduleError, match="reduc"):
+        space.point(illegal.decisions)                     # ...but is never picked
+    picks = _propose(space, _Scorer(AnalyticModel()), [], set(), random.Random(0), 2, 0.0,
+                     4, 2)
+    assert [p.decisions for p in picks] == [{"S.parallel": 0}]
