@@ -2,6 +2,7 @@
 
     python bench/e2e.py                 # MLP and CNN, 1 and 2 threads, prints a table
     python bench/e2e.py --rounds 15     # more rounds on a busy machine
+    python bench/e2e.py --records bench/tune_records   # also mb.compile(..., tuning_records=)
 
 Models (built by mlcbook.frontend.examples, fixed random weights):
 
@@ -12,7 +13,9 @@ Models (built by mlcbook.frontend.examples, fixed random weights):
 * Inception: Inception-v1-style (four-branch modules joined by Concat), batch 1 of 3x224x224.
 
 ``--models mlp,cnn`` picks some; ``--opt-level`` compiles at another level (3 is mb.compile's
-default).
+default). ``--records DIR`` adds a third contender for every model with tuning records
+``DIR/<model>.jsonl`` (written by ``python bench/tune.py --models``): the same model
+compiled with ``mb.compile(..., tuning_records=...)``.
 
 Each figure is the median latency of a full call (``exe(x)`` including its input checks;
 ``session.run``) over interleaved rounds of one run (see ``_common.measure``); the ratio
@@ -34,7 +37,8 @@ MODELS = ("mlp", "cnn", "resnet", "inception")
 THREADS = (1, 2)
 
 
-def _model(name: str):
+def model_of(name: str):
+    """The ONNX model called ``name`` and its input shape."""
     from mlcbook.frontend import examples
     if name == "mlp":
         return examples.mlp(batch=64), (64, 784)
@@ -43,18 +47,33 @@ def _model(name: str):
     return getattr(examples, name)(batch=1, size=224), (1, 3, 224, 224)
 
 
-def cases(models=MODELS, opt_level: int = 3) -> tuple[list[Case], dict]:
-    """The cases to measure, and per model (compile seconds, kernel calls)."""
+def records_path(records, name: str):
+    """The tuning records of model ``name`` in directory ``records``, or None."""
+    if records is None:
+        return None
+    path = Path(records) / f"{name}.jsonl"
+    return path if path.exists() else None
+
+
+def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], dict]:
+    """The cases to measure, and per model (compile seconds, kernel calls); with ``records``
+    (a directory) also each model compiled with its tuning records, if it has some."""
     import mlcbook as mb
     out, info = [], {}
     for name in models:
-        model, shape = _model(name)
+        model, shape = model_of(name)
         x = np.random.default_rng(0).standard_normal(shape).astype("float32")
         t0 = time.perf_counter()
         exe = mb.compile(mb.from_onnx(model), opt_level=opt_level)
         info[name] = (time.perf_counter() - t0, exe.stats["calls"], exe.stats["ops"],
                       exe.stats["arena_bytes"], exe.stats["unplanned_bytes"])
         got = exe(x)
+        tuned = None
+        path = records_path(records, name)
+        if path is not None:
+            tuned = mb.compile(mb.from_onnx(model), opt_level=opt_level,
+                               tuning_records=str(path))
+            info[name] += (tuned.stats["tuned_kernels"],)
         for t in THREADS:
             sess = ort_session(model, t)
             want = sess.run(None, {"input": x})[0]
@@ -64,6 +83,12 @@ def cases(models=MODELS, opt_level: int = 3) -> tuple[list[Case], dict]:
             out.append(Case("e2e", (name, "onnxruntime"), t,
                             lambda s=sess, x=x: s.run(None, {"input": x})))
             out.append(Case("e2e", (name, "mlcbook"), t, lambda e=exe, x=x: e(x)))
+            if tuned is not None:
+                diff = np.abs(tuned(x) - want).max()
+                if diff > 1e-3 * max(1.0, np.abs(want).max()):
+                    raise SystemExit(f"{name}: tuned mlcbook and onnxruntime disagree "
+                                     f"(max difference {diff:.2e})")
+                out.append(Case("e2e", (name, "mlcbook tuned"), t, lambda e=tuned, x=x: e(x)))
     return out, info
 
 
@@ -81,21 +106,46 @@ def report(all_cases: list[Case], info: dict) -> str:
                   "kernel calls / ops", "arena / unplanned MiB", "compile s"], rows)
 
 
+def report_tuned(all_cases: list[Case], info: dict, tuning: dict) -> str:
+    """Tuned vs default vs onnxruntime, for the models with records; ``tuning`` maps a model
+    to (trials, tuning seconds) when known."""
+    by = by_key(all_cases)
+    rows = []
+    for name in info:
+        if ((name, "mlcbook tuned"), THREADS[0]) not in by:
+            continue
+        trials, secs = tuning.get(name, ("?", float("nan")))
+        for t in THREADS:
+            tu, de, ort = (by[((name, k), t)].median
+                           for k in ("mlcbook tuned", "mlcbook", "onnxruntime"))
+            rows.append([name, t, f"{tu * 1e3:.3f}", f"{de * 1e3:.3f}", f"{ort * 1e3:.3f}",
+                         f"{tu / ort:.2f}x", "yes" if tu <= ort else "no",
+                         f"{info[name][5]}", str(trials), f"{secs / 60:.1f}"])
+    return table(["model", "threads", "tuned ms", "default ms", "onnxruntime ms",
+                  "tuned / onnxruntime", "met (<= onnxruntime)", "tuned kernels", "trials",
+                  "tuning minutes"], rows)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--opt-level", type=int, default=3)
+    ap.add_argument("--records", default=None,
+                    help="directory of tuning records <model>.jsonl (bench/tune.py --models)")
     args = ap.parse_args(argv)
-    cs, info = cases(tuple(args.models.split(",")), args.opt_level)
+    cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records)
     measure(cs, args.rounds)
     text = (f"# End to end: mlcbook (default schedules) vs onnxruntime\n\n"
             f"Written by `python bench/e2e.py` ({args.rounds} rounds; each figure the median "
             f"over interleaved rounds, same thread count for both; opt_level "
             f"{args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
             f"{report(cs, info)}\n\nMachine: {machine()}.\n")
+    if args.records:
+        text += f"\n## Tuned (records in {args.records})\n\n{report_tuned(cs, info, {})}\n"
     print(text)
-    (Path(__file__).resolve().parent / "RESULTS_e2e.md").write_text(text)
+    name = "RESULTS_e2e_tuned.md" if args.records else "RESULTS_e2e.md"
+    (Path(__file__).resolve().parent / name).write_text(text)
 
 
 if __name__ == "__main__":

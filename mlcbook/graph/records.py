@@ -11,6 +11,11 @@ keys, whatever their variable names) and the target it ran on. A record stores t
 decisions of the point, its whole trace (so replaying needs no space), the median
 seconds or the error. A tuning run reads the database first and does not measure a point
 twice, so an interrupted run resumes where it stopped.
+
+A record whose trace is :data:`DEFAULT_TRACE` measured the *default schedule* (a tuning
+run's baseline): when it is the best of its workload, ``apply_best`` returns None and
+``mb.compile`` keeps the default schedule, so records never make a kernel slower than
+untuned.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from ..errors import DatabaseError, MLCError
 from ..schedule import Trace
 from ..tir.function import PrimFunc
 from ..tir.structural import structural_hash
+
+
+#: the trace of a record that measured the default schedule (no decisions, nothing to replay)
+DEFAULT_TRACE = {"default_schedule": True}
 
 
 def workload_key(func: PrimFunc, target=None) -> str:
@@ -97,9 +106,10 @@ class Database:
 
 def apply_best(func: PrimFunc, db: Database, target=None) -> Optional[PrimFunc]:
     """``func`` scheduled by the best record of its workload, or None if there is no
-    record; a record whose trace no longer applies is skipped with a warning."""
+    record or the best is the default schedule's; a record whose trace no longer applies is
+    skipped with a warning."""
     best = db.best(workload_key(func, target))
-    if best is None:
+    if best is None or best.trace == DEFAULT_TRACE:
         return None
     try:
         return Trace.from_json(best.trace).apply(func).func
@@ -110,4 +120,4 @@ def apply_best(func: PrimFunc, db: Database, target=None) -> Optional[PrimFunc]:
         return None
 
 
-__all__ = ["Database", "Record", "workload_key", "apply_best"]
+__all__ = ["Database", "Record", "workload_key", "apply_best", "DEFAULT_TRACE"]

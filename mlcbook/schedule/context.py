@@ -29,12 +29,16 @@ class Context:
 
     ``removed_loops`` / ``removed_blocks`` map what earlier steps removed to the step that
     did, for the error a stale handle gets; ``decision`` is the recorded decision when a
-    trace is replayed.
+    trace is replayed. ``checks`` is False in a schedule that skips the legality checks
+    (see :class:`~.state.Schedule`); a primitive runs its dependence checks only if it is
+    True.
     """
 
     def __init__(self, func_name: str, func: PrimFunc, *, rng: random.Random,
-                 removed_loops: dict, removed_blocks: dict, decision: Any = None):
+                 removed_loops: dict, removed_blocks: dict, decision: Any = None,
+                 checks: bool = True):
         self.func_name = func_name
+        self.checks = checks
         self.func: PrimFunc = func
         self.decision = decision
         self.rng = rng

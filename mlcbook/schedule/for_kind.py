@@ -44,7 +44,8 @@ def parallel(ctx: Context, loop: LoopRV) -> None:
     data or read what other iterations write.
     """
     node = ctx.loop(loop)
-    check_independent(ctx, node, [node], "parallelize", concurrent=True)
+    if ctx.checks:
+        check_independent(ctx, node, [node], "parallelize", concurrent=True)
     _set_kind(ctx, node, "parallel")
 
 
@@ -78,9 +79,11 @@ def vectorize(ctx: Context, loop: LoopRV) -> None:
                  "only the innermost loop's iterations can become SIMD lanes.",
                  f"reorder so that {name} is innermost, or vectorize the innermost loop "
                  "instead.", node, f"loop {name}")
-    check_independent(ctx, node, [node], "vectorize", concurrent=True)
+    if ctx.checks:
+        check_independent(ctx, node, [node], "vectorize", concurrent=True)
     _set_kind(ctx, node, "vectorized")
-    check_vector_lanes(ctx, "vectorize", before, marked=node.loop_var)
+    if ctx.checks:
+        check_vector_lanes(ctx, "vectorize", before, marked=node.loop_var)
 
 
 #: most copies of a loop body that nested unrolled loops may ask for (the product of their

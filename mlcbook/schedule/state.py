@@ -70,6 +70,10 @@ class Schedule:
     >>> sch.mod["main"]          # the current program
     >>> sch.trace                # the steps so far, printable as Python
 
+    ``checks=False`` skips the checks that a step is legal (dependences, vector lanes, a
+    well-formed result): for a search that tries many candidates and replays only the one
+    it picks in a checked schedule (``trace.apply``), which refuses it if it is illegal.
+
     ``Schedule(func)`` puts the function into a module under the name ``"main"`` (as
     TVM does); a module keeps its names and ``func_name`` picks the one to schedule.
     Each primitive method below runs the function of the same name in the module named
@@ -77,7 +81,7 @@ class Schedule:
     """
 
     def __init__(self, func_or_mod: Union[PrimFunc, IRModule], *, seed: Optional[int] = None,
-                 func_name: Optional[str] = None):
+                 func_name: Optional[str] = None, checks: bool = True):
         if isinstance(func_or_mod, PrimFunc):
             mod = IRModule({"main": func_or_mod})
         elif isinstance(func_or_mod, IRModule):
@@ -100,6 +104,7 @@ class Schedule:
                     "build it with mb.te.create_prim_func or the script dialect (T.block)")
         self._mod = mod
         self._func_name = func_name
+        self.checks = checks
         self._trace = Trace()
         self._handles: dict[str, Handle] = {}
         self._counter = 0
@@ -295,7 +300,7 @@ class Schedule:
     def _context(self, func_name: str, decision: Any) -> Context:
         return Context(func_name, self._mod[func_name], rng=self._rng,
                        removed_loops=self._removed_loops, removed_blocks=self._removed_blocks,
-                       decision=decision)
+                       decision=decision, checks=self.checks)
 
     def _call(self, prim: Primitive, args: tuple, kwargs: dict):
         decision = kwargs.pop("decision", None) if prim.sampling else None
@@ -329,7 +334,8 @@ class Schedule:
                 ctx.stmt(h)  # a stale handle fails here, before any work
         outputs = prim.fn(ctx, *bound.args, **bound.kwargs)
         if ctx.func is not old:
-            check_step(ctx, prim.name, old)
+            if self.checks:
+                check_step(ctx, prim.name, old)
             self._note_removed(old, ctx.func, prim.name)
             self._mod = self._mod.with_function(func_name, ctx.func)
         out_syms = self._name_outputs(outputs, ctx.new_handles)

@@ -5,6 +5,6 @@ this package); this module is its home in ``mb.tune``.
     >>> db = mb.tune.Database("records.jsonl")
 """
 
-from ..graph.records import Database, Record, apply_best, workload_key
+from ..graph.records import DEFAULT_TRACE, Database, Record, apply_best, workload_key
 
-__all__ = ["Database", "Record", "workload_key", "apply_best"]
+__all__ = ["Database", "Record", "workload_key", "apply_best", "DEFAULT_TRACE"]

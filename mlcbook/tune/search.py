@@ -9,9 +9,12 @@ Each round:
 
 1. anneal: start from the best points measured so far and random ones, mutate one knob
    at a time, keep a change if the model scores it higher, or with probability
-   ``exp(delta / temperature)`` if lower, the temperature falling each step;
-2. pick the ``batch`` best-scored points never measured, of which a share ``epsilon`` are
-   replaced by random points (so the model also learns where it is wrong);
+   ``exp(delta / temperature)`` if lower, the temperature falling each step. Proposals are
+   built without the schedule's legality checks (``Space.point(..., checks=False)``, several
+   times faster) and their features are computed once per point;
+2. pick the ``batch`` best-scored points never measured, each built again with checks (an
+   illegal one is dropped), of which a share ``epsilon`` are replaced by random points (so
+   the model also learns where it is wrong);
 3. measure them (:mod:`.measure`), record them (:mod:`.database`), refit the model on
    every measurement so far.
 
@@ -28,9 +31,10 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ScheduleError
+from ..graph.default_schedule import default_schedule
 from ..tir.function import PrimFunc
 from .cost_model import CostModel, RandomModel, make_model
-from .database import Database, Record, workload_key
+from .database import DEFAULT_TRACE, Database, Record, workload_key
 from .errors import TuneArgumentError
 from .features import features, flop_count
 from .measure import Job, Measurer
@@ -40,7 +44,8 @@ from .space import Point, Space
 @dataclass
 class TuneResult:
     """What a tuning run found: ``history`` holds the seconds (None: an error) of each trial
-    in the order measured, previous runs' records first."""
+    in the order measured, previous runs' records first; ``default_seconds`` the default
+    schedule's, when the run measured it as a baseline (not a trial)."""
 
     func: PrimFunc
     workload: str
@@ -48,6 +53,7 @@ class TuneResult:
     history: list = field(default_factory=list)
     best: Optional[Point] = None
     best_seconds: Optional[float] = None
+    default_seconds: Optional[float] = None
 
     def curve(self) -> list:
         """The best seconds after each trial (None until one succeeded)."""
@@ -80,10 +86,11 @@ class _Scorer:
         return self.model.predict(np.array([self.features(p) for p in points]))
 
 
-def _random_point(space: Space, rng: random.Random, tries: int = 20) -> Optional[Point]:
+def _random_point(space: Space, rng: random.Random, tries: int = 20,
+                  checks: bool = True) -> Optional[Point]:
     for _ in range(tries):
         try:
-            return space.sample(rng.randrange(2**31))
+            return space.sample(rng.randrange(2**31), checks=checks)
         except ScheduleError:
             continue  # a point the space rejects: draw another
     return None
@@ -91,7 +98,7 @@ def _random_point(space: Space, rng: random.Random, tries: int = 20) -> Optional
 
 def _mutate(space: Space, p: Point, rng: random.Random) -> Optional[Point]:
     try:
-        return space.mutate(p, rng)
+        return space.mutate(p, rng, checks=False)  # a proposal: checked once picked
     except ScheduleError:
         return None
 
@@ -124,12 +131,14 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
          space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
          batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
          seed: int = 0, timeout: float = 60.0, repeat: int = 3, progress: bool = True,
-         name: str = "") -> TuneResult:
+         name: str = "", baseline: bool = False) -> TuneResult:
     """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
 
     ``database`` (a path or a :class:`Database`) is read first (its points are not measured
     again) and receives every new record; ``measurer`` or ``executor`` say where candidates
-    run (default: one local worker process with ``timeout``).
+    run (default: one local worker process with ``timeout``). With ``baseline`` the default
+    schedule is measured too (once per database, not counted as a trial) and recorded with
+    :data:`DEFAULT_TRACE`, so that records never make the kernel slower than untuned.
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
@@ -145,6 +154,10 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     result = TuneResult(func, key, flop_count(func))
     X, y, measured, good = [], [], set(), []
     for r in db.records(key):  # resume: learn from what earlier runs measured
+        if r.trace == DEFAULT_TRACE:
+            if r.seconds is not None:
+                result.default_seconds = min(r.seconds, result.default_seconds or r.seconds)
+            continue
         measured.add(r.key)
         result.history.append(r.seconds)
         try:
@@ -159,6 +172,12 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     measurer = measurer or Measurer(executor=executor, timeout=timeout)
     bar = _progress(trials, progress, name or func.name)
     try:
+        if baseline and trials and result.default_seconds is None:
+            untuned = default_schedule(func, space.target)
+            m, = measurer.measure([Job.of(func, untuned, space.target, repeat=repeat,
+                                          seed=seed)])
+            db.add(Record(key, {}, DEFAULT_TRACE, m.seconds, m.error, name))
+            result.default_seconds = m.seconds
         done = 0
         while done < trials:
             n = min(batch, trials - done)
@@ -198,19 +217,29 @@ def _propose(space, scorer, good, measured, rng, n, epsilon, population, steps) 
     picks: list = []
     keys: set = set()
 
-    def take(p):
-        if p is not None and p.key not in measured and p.key not in keys:
-            picks.append(p)
-            keys.add(p.key)
+    def take(p, checked: bool = True):
+        if p is None or p.key in measured or p.key in keys:
+            return
+        if not checked:
+            try:
+                p = space.point(p.decisions)
+            except ScheduleError:
+                return  # the checks refuse this proposal
+        picks.append(p)
+        keys.add(p.key)
 
     n_random = n if isinstance(scorer.model, RandomModel) else int(round(epsilon * n))
     if n - n_random > 0:
+        # chains sized to the batch they feed (at most two per pick): a batch of one
+        # should not pay for a population's worth of proposals
+        population = max(2, min(population, 2 * (n - n_random)))
         elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
-        starts = elite + [_random_point(space, rng) for _ in range(population - len(elite))]
+        starts = elite + [_random_point(space, rng, checks=False)
+                          for _ in range(population - len(elite))]
         for p in anneal(space, scorer, starts, measured, rng, steps):
             if len(picks) >= n - n_random:
                 break
-            take(p)
+            take(p, checked=False)
     for _ in range(4 * n):
         if len(picks) >= n:
             break

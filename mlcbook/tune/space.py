@@ -20,9 +20,16 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
 * **tiled reductions** (matmul, conv, batched matmul): a register tile of ``rows`` (along
   the axis the vector operand does not depend on) by ``cols`` vectors of ``lanes`` lanes,
   accumulated in a ``local`` buffer and written back once per tile; knobs: the tile of
-  every axis (``rows``, ``cols``, ``lanes``), the order of the tile loops, the unrolled
-  part of the longest reduce loop, whether the tile loops run in parallel, and (for a
-  2-D weight read as ``W[k, j]``) whether it is repacked into panels of the tile's width;
+  every axis (``rows``, ``cols``, ``lanes``; at most twice the vector registers of
+  accumulators), a cache-level ``block`` of row tiles, the ``order`` of the tile loops,
+  the unrolled part of the longest reduce loop and (several reduce loops) their
+  ``reduce_order``, whether the tile loops run in ``parallel``, and (for a 2-D weight
+  read as ``W[k, j]``) whether it is ``repack``-ed into panels of the tile's width;
+* a conv-like block (a weight ``W[f, c, ky, kx]``) also chooses its ``vector_axis``: along
+  the output row as above, or along the output channels ``f``, with the weight repacked
+  into blocks ``W[f // lanes, c, ky, kx, f % lanes]``, the accumulators laid out channel
+  last and a tile of ``cols`` channel vectors by ``rows`` output columns (the input value
+  broadcast);
 * **spatial** blocks: the vector width and how many outer loops are fused and run in
   parallel (``depth``); an elementwise epilogue of a tiled result is folded into the
   tile's write-back instead;
@@ -46,7 +53,7 @@ from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_
 from ..schedule import Schedule, Trace
 from ..schedule.errors import SamplingError
 from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad, Var
+from ..tir.expr import BufferLoad, Const, Var
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize
@@ -133,19 +140,24 @@ class Space:
         self.classify = classify or classify_block
 
     # --- points ------------------------------------------------------------------------
-    def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False) -> Point:
+    def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False,
+              checks: bool = True) -> Point:
         """The point with these decisions (missing ones drawn with ``seed``); raises a
-        ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew)."""
-        sch = Schedule(self.func, seed=seed)
+        ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew).
+
+        ``checks=False`` builds it without the schedule's legality checks (several times
+        faster): a proposal to score, which must be built again with checks before it is
+        measured (the search does)."""
+        sch = Schedule(self.func, seed=seed, checks=checks)
         knobs = Knobs(sch, dict(decisions), lenient)
         self._generate(knobs)
         return Point(dict(knobs.chosen), sch.trace, sch.func)
 
-    def sample(self, seed: int) -> Point:
+    def sample(self, seed: int, checks: bool = True) -> Point:
         """A random point."""
-        return self.point({}, seed=seed)
+        return self.point({}, seed=seed, checks=checks)
 
-    def mutate(self, p: Point, rng: random.Random) -> Point:
+    def mutate(self, p: Point, rng: random.Random, checks: bool = True) -> Point:
         """``p`` with one knob drawn again (knobs that depend on it are redrawn if needed)."""
         if not p.decisions:
             return p
@@ -153,7 +165,7 @@ class Space:
         for _ in range(8):  # a redraw may land on the same value: draw again
             name = rng.choice(sorted(p.decisions))
             fixed = {k: v for k, v in p.decisions.items() if k != name}
-            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True)
+            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True, checks=checks)
             if q.key != p.key:
                 break
         return q
@@ -307,51 +319,37 @@ def _panel_operand(sch: Schedule, name: str, n_spatial: int) -> Optional[str]:
     return found[0] if len(set(found)) == 1 else None
 
 
-def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
-    """The register-tiled reduction rule (see the module docstring)."""
+def _unroll_and_order_reduce(knobs: Knobs, name: str, reduce_: list) -> list:
+    """Split the longest reduce loop with a part to unroll (knob ``unroll``) and, when there
+    are several reduce loops, choose their order (knob ``reduce_order``: 0 keeps them as
+    written, 1 puts the outer part of the split first, its unrolled part last: a conv sums
+    over a block of input channels per kernel tap then)."""
     sch = knobs.sch
-    block = sch.get_block(name)
-    n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
-    packed = _panel_operand(sch, name, n_spatial)
-    write_back = sch.cache_write(block, 0, "local")
-    loops = sch.get_loops(block)
-    spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
-    work = math.prod(_extent(sch, lp) for lp in loops)
-    budget = space.registers - SPARE_REGISTERS
-    # the vector axis: lanes (<= one register), then registers per tile row
-    j = spatial[-1]
-    widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
-              if w >= 2 and _extent(sch, j) % w == 0]
-    if widths:
-        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths)])
-    else:
-        jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
-    row = reuse_axis(sch, name, n_spatial)
-    rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
-    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, budget) if rows_loop else None
-    rows = int(row_tile[1]) if row_tile else 1
-    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, budget // rows)))
-    if rows * int(sch.get(cols).extent.value) > budget:
-        raise SpaceError(f"block {name!r}: a register tile of {rows} x "
-                         f"{sch.get(cols).extent.value} vectors does not fit in {budget} "
-                         "registers; Instead: draw smaller rows or cols")
-    outer = spatial[:-1]
-    inner = []
-    if row_tile:
-        i0, i1 = sch.split(rows_loop, row_tile)
-        outer = [i0 if lp is rows_loop else lp for lp in outer]
-        inner = [i1]
-    # the longest reduce loop, with a part unrolled
     kbig = max(reduce_, key=lambda lp: _extent(sch, lp))
     k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8))
-    reduce_ = [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
-    order = knobs.choice(f"{name}.order", [0, 1])
-    tile_loops = [j0] + outer if order == 0 else outer + [j0]
-    sch.reorder(*tile_loops, *reduce_, *inner, cols, lanes)
-    for lp in inner + [cols]:
-        sch.unroll(lp)
     if _extent(sch, k1) > 1:
         sch.unroll(k1)
+    rest = [lp for lp in reduce_ if lp is not kbig]
+    if rest and knobs.choice(f"{name}.reduce_order", [0, 1]):
+        return [k0, *rest, k1]
+    return [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
+
+
+def _tile_limit(space: "Space") -> int:
+    """The most accumulator vectors of a register tile: twice the vector registers. A tile
+    larger than the register file keeps part of itself in L1 (the hand-written best matmul
+    of bench/ does, at 94% of peak): whether that pays is for the measurements to say."""
+    return 2 * space.registers
+
+
+def _finish_tile(knobs: Knobs, name: str, space: Space, write_back, tile_loops: list,
+                 reduce_: list, inner: list, lanes, work: int) -> None:
+    """The common end of both tile rules: reorder, unroll the tile, vectorize its lanes, write
+    the accumulators back once per tile, run the tiles in parallel (knob ``parallel``)."""
+    sch = knobs.sch
+    sch.reorder(*tile_loops, *reduce_, *inner, lanes)
+    for lp in inner:
+        sch.unroll(lp)
     sch.vectorize(lanes)
     fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
     sch.reverse_compute_at(write_back, fused)
@@ -362,10 +360,142 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     par = knobs.choice(f"{name}.parallel", [1, 0], [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1])
     if par and _extent(sch, fused) > 1:
         sch.parallel(fused)
+
+
+def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
+    """The register-tiled reduction rule (see the module docstring)."""
+    sch = knobs.sch
+    block = sch.get_block(name)
+    n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
+    channel = _channel_operand(sch, name, n_spatial, space.lanes)
+    if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1]):
+        schedule_channel_tiled(knobs, name, space, *channel)
+        return
+    packed = _panel_operand(sch, name, n_spatial)
+    write_back = sch.cache_write(block, 0, "local")
+    loops = sch.get_loops(block)
+    spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    limit = _tile_limit(space)
+    # the vector axis: lanes (<= one register), then registers per tile row
+    j = spatial[-1]
+    widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
+              if w >= 2 and _extent(sch, j) % w == 0]
+    if widths:
+        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths)])
+    else:
+        jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
+    row = reuse_axis(sch, name, n_spatial)
+    rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
+    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS) \
+        if rows_loop else None
+    rows = int(row_tile[1]) if row_tile else 1
+    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows)))
+    _check_tile(name, rows, _extent(sch, cols), limit)
+    outer = spatial[:-1]
+    inner = []
+    tile_loops = None
+    if row_tile:
+        i0, i1 = sch.split(rows_loop, row_tile)
+        inner = [i1]
+        # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
+        # rows stays in cache while the column tiles pass over it
+        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64))
+        before = [ia if lp is rows_loop else lp for lp in outer]
+        order = knobs.choice(f"{name}.order", [0, 1, 2])
+        if order == 2:
+            tile_loops = before + [j0, ib]
+        else:
+            outer = [x for lp in outer for x in ((ia, ib) if lp is rows_loop else (lp,))]
+    if tile_loops is None:
+        if not row_tile:
+            order = knobs.choice(f"{name}.order", [0, 1])
+        tile_loops = [j0] + outer if order == 0 else outer + [j0]
+    reduce_ = _unroll_and_order_reduce(knobs, name, reduce_)
+    _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, inner + [cols], lanes,
+                 work)
     if packed is not None:
         width = int(sch.get(cols).extent.value) * int(sch.get(lanes).extent.value)
         if knobs.choice(f"{name}.repack", [0, 1]):
             _repack(sch, name, packed, width, space.lanes)
+
+
+def _check_tile(name: str, rows: int, cols: int, limit: int) -> None:
+    if rows * cols > limit:
+        raise SpaceError(f"block {name!r}: a register tile of {rows} x {cols} vectors is "
+                         f"larger than {limit} accumulators; Instead: draw smaller rows or cols")
+
+
+def _channel_operand(sch: Schedule, name: str, n_spatial: int, lanes: int):
+    """``(weight, axis)`` when the block could vectorize along a spatial axis other than
+    the last one: a parameter ``weight`` read as ``W[s, r, r...]`` with ``s`` the spatial
+    variable of ``axis`` (extent a multiple of ``lanes``) and two or more reduce variables
+    after it, that no other operand depends on: a conv's output channels, ``W[f, c, ky,
+    kx]`` (a matmul's ``A[i, k]`` would qualify with one reduce variable, but its rows
+    tile better along ``j``)."""
+    block = sch.get(sch.get_block(name))
+    ivs = block.iter_vars
+    reduce_vars = {id(iv.var) for iv in ivs[n_spatial:]}
+    spatial = {id(iv.var): k for k, iv in enumerate(ivs[:n_spatial - 1])}
+    params = {id(p) for p in sch.func.params}
+    written = {id(w.buffer) for w in block.writes}
+    found: list = []
+    others: list = []
+
+    def visit(n):
+        if not isinstance(n, BufferLoad) or id(n.buffer) in written:
+            return
+        idx = n.indices
+        if id(n.buffer) in params and len(idx) > 2 and isinstance(idx[0], Var) \
+                and id(idx[0]) in spatial \
+                and all(isinstance(e, Var) and id(e) in reduce_vars for e in idx[1:]):
+            found.append((n.buffer.name, spatial[id(idx[0])], idx[0]))
+        else:
+            others.append(n)
+
+    post_order_visit(block.body, visit)
+    if len(found) != 1:
+        return None
+    buf, axis, var = found[0]
+    if not isinstance(ivs[axis].extent, Const) or ivs[axis].extent.value % lanes \
+            or any(v is var for o in others for v in free_vars(o)):
+        return None
+    return buf, axis
+
+
+def schedule_channel_tiled(knobs: Knobs, name: str, space: Space, weight: str,
+                           axis: int) -> None:
+    """The tile rule vectorized along ``axis`` (a conv's output channels): the weight
+    repacked to a blocked layout ``W[s // lanes, ..., s % lanes]`` (contiguous vectors),
+    the accumulators laid out with ``s`` last, a tile of ``cols`` vectors of channels by
+    ``rows`` along the last spatial axis (an output row: the input value is broadcast);
+    the knobs ``cols``, ``rows``, ``unroll``, ``reduce_order``, ``parallel``."""
+    sch = knobs.sch
+    block = sch.get_block(name)
+    lanes = space.lanes
+    ndim = len(next(p for p in sch.func.params if p.name == weight).shape)
+    names = [f"x{k}" for k in range(ndim)]
+    sch.transform_layout(block, weight, f"lambda {', '.join(names)}: ({names[0]} // {lanes}, "
+                         f"{', '.join(names[1:])}, {names[0]} % {lanes})")
+    write_back = sch.cache_write(block, 0, "local")
+    local = sch.get(block).writes[0].buffer
+    out = [f"y{k}" for k in range(len(local.shape))]
+    moved = out[:axis] + out[axis + 1:] + [out[axis]]
+    sch.transform_layout(block, local.name, f"lambda {', '.join(out)}: ({', '.join(moved)})")
+    loops = sch.get_loops(block)
+    n_spatial = len(out)
+    spatial, reduce_ = list(loops[:n_spatial]), list(loops[n_spatial:])
+    work = math.prod(_extent(sch, lp) for lp in loops)
+    limit = _tile_limit(space)
+    s0, vec = sch.split(spatial[axis], [None, lanes])
+    sa, cols = sch.split(s0, knobs.tile(f"{name}.cols", s0, 2, space.registers - SPARE_REGISTERS))
+    width = spatial[-1]
+    wa, rows = sch.split(width, knobs.tile(f"{name}.rows", width, 2,
+                                           max(1, limit // _extent(sch, cols))))
+    _check_tile(name, _extent(sch, rows), _extent(sch, cols), limit)
+    tile_loops = [sa if lp is spatial[axis] else wa if lp is width else lp for lp in spatial]
+    reduce_ = _unroll_and_order_reduce(knobs, name, reduce_)
+    _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, [rows, cols], vec, work)
 
 
 def _repack(sch: Schedule, name: str, buf: str, width: int, lanes: int) -> None:

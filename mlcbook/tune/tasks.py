@@ -7,7 +7,9 @@ where they buy the most latency.
 
 A task is a PrimFunc of ``mb.compile``'s fused, legalized module (before scheduling);
 kernels that are the same program (equal workload keys) are one task whose ``calls``
-add up. The scheduler first gives every task one batch, then each next batch to the task
+add up. Each task's default schedule is measured once too (``tune(..., baseline=True)``),
+so that ``mb.compile`` keeps it where no point found beats it. The scheduler first gives
+every task one batch, then each next batch to the task
 with the largest ``calls x best seconds`` (its share of the model's latency) times how
 much its last batch improved it (plus a floor, so a stalled task can be picked again).
 """
@@ -72,7 +74,7 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
             before = results[task.name].best_seconds if task.name in results else None
             r = tune(task.func, n, model=model, database=db, target=target,
                      measurer=measurer, batch=n, seed=seed + spent, progress=progress,
-                     name=task.name)
+                     name=task.name, baseline=True)
             results[task.name] = r
             if before and r.best_seconds:
                 gain[task.name] = max(before / r.best_seconds - 1.0, 0.02)

@@ -103,6 +103,16 @@ def test_parallel_refuses_a_dependence_between_iterations():
         sch.parallel(i)
 
 
+def test_an_unchecked_schedule_skips_the_dependence_check_and_replaying_checks_it():
+    func = parse(STENCIL)
+    sch = Schedule(func, checks=False)
+    i, j = sch.get_loops(sch.get_block("Q"))
+    sch.parallel(i)  # illegal, but a search's proposal is not checked until picked
+    assert "T.parallel" in sch.func.script()
+    with pytest.raises(LoopCarriedDependenceError, match="cannot parallelize loop i"):
+        sch.trace.apply(func)
+
+
 def test_parallel_refuses_repeating_a_reduction():
     sch = Schedule(parse("""
     @T.prim_func

@@ -8,7 +8,7 @@ import pytest
 
 from mlcbook.errors import BuildError
 from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.tune.measure import Job, LocalExecutor, Measurer, run_job
+from mlcbook.tune.measure import Job, LocalExecutor, Measurer, MeasureResult, run_job
 
 from ._util import add_one, matmul
 
@@ -22,13 +22,13 @@ def crash_build(job):
 def die(job):
     if job.seed == 1:
         os._exit(3)
-    return run_job(job)
+    return MeasureResult(1e-3, None)  # the others need not build: the crash is the point
 
 
 def hang(job):
     if job.seed == 1:
         time.sleep(600)
-    return run_job(job)
+    return MeasureResult(1e-3, None)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_crashing_candidate_does_not_stop_measuring(jobs, worker, error):
 
 
 def test_hanging_candidate_times_out(jobs):
-    with Measurer(executor=LocalExecutor(timeout=20), worker=hang) as m:
+    with Measurer(executor=LocalExecutor(timeout=8), worker=hang) as m:
         results = m.measure(jobs)
     m.executor.shutdown()
     assert [r.ok for r in results] == [True, False, True]

@@ -9,8 +9,9 @@ import pytest
 import mlcbook as mb
 from mlcbook.frontend import examples
 from mlcbook.graph.interpret import main_function
-from mlcbook.tune.database import Database, apply_best, workload_key
+from mlcbook.tune.database import DEFAULT_TRACE, Database, Record, apply_best, workload_key
 from mlcbook.tune.errors import DatabaseError, TuneArgumentError
+from mlcbook.tune.measure import Measurer
 from mlcbook.tune.search import tune
 from mlcbook.tune.tasks import extract_tasks
 
@@ -18,26 +19,35 @@ from ._util import matmul
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
+def measurer():
+    """One worker for the module's tuning runs (each would start its own)."""
+    with Measurer() as m:
+        yield m
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, measurer):
     path = tmp_path_factory.mktemp("tune") / "records.jsonl"
     f = matmul(64)
-    return f, path, tune(f, 12, model="analytic", database=str(path), batch=6, progress=False)
+    return f, path, tune(f, 8, model="analytic", database=str(path), batch=4, progress=False,
+                         population=4, steps=2, measurer=measurer)
 
 
 def test_search_improves_over_trials(tuned):
     _, _, r = tuned
     curve = r.curve()
-    assert len(curve) == 12 and curve[-1] is not None
+    assert len(curve) == 8 and curve[-1] is not None
     assert curve[-1] <= min(s for s in curve if s is not None)
     assert r.best_seconds == curve[-1]
 
 
-def test_database_round_trip_and_resume(tuned):
+def test_database_round_trip_and_resume(tuned, measurer):
     f, path, r = tuned
     db = Database(str(path))
-    assert len(db) == 12 and db.best(workload_key(f)).seconds == r.best_seconds
-    r2 = tune(f, 4, model="analytic", database=db, batch=4, progress=False)
-    assert len(db) == 16 and len(r2.history) == 16
+    assert len(db) == 8 and db.best(workload_key(f)).seconds == r.best_seconds
+    r2 = tune(f, 2, model="analytic", database=db, batch=2, progress=False, population=4,
+              steps=2, measurer=measurer)
+    assert len(db) == 10 and len(r2.history) == 10
     keys = [rec.key for rec in db.records()]
     assert len(set(keys)) == len(keys)  # nothing measured twice
 
@@ -46,6 +56,22 @@ def test_best_record_replays(tuned):
     f, path, r = tuned
     got = apply_best(f, Database(str(path)))
     assert mb.tir.structural_equal(got, r.best.func)
+
+
+def test_a_baseline_records_the_default_schedule_which_compile_keeps_when_best(measurer):
+    f = matmul(16)
+    db = Database()
+    r = tune(f, 1, model="random", database=db, batch=1, progress=False, baseline=True,
+             measurer=measurer)
+    recs = db.records(workload_key(f))
+    assert [rec.trace == DEFAULT_TRACE for rec in recs] == [True, False]
+    assert r.default_seconds == recs[0].seconds and len(r.history) == 1
+    assert apply_best(f, db) is not None or recs[0].seconds < recs[1].seconds
+    db.add(Record(recs[0].workload, {}, DEFAULT_TRACE, 1e-12))  # the default now fastest
+    assert apply_best(f, db) is None
+    r2 = tune(f, 1, model="random", database=db, batch=1, progress=False, baseline=True,
+              measurer=measurer)
+    assert len(db) == 4 and r2.default_seconds == 1e-12  # resumed: not measured again
 
 
 def test_a_broken_database_is_a_clear_error(tmp_path):
@@ -60,11 +86,12 @@ def test_bad_budget():
         tune(matmul(8), -1)
 
 
-def test_compile_applies_records_and_skips_a_stale_one(tmp_path):
+def test_compile_applies_records_and_skips_a_stale_one(tmp_path, measurer):
     mod = mb.from_onnx(examples.mlp(batch=4))
     tasks = extract_tasks(mod)
     db = Database(str(tmp_path / "r.jsonl"))
-    tune(tasks[0].func, 2, model="analytic", database=db, batch=2, progress=False)
+    tune(tasks[0].func, 1, model="random", database=db, batch=1, progress=False,
+         measurer=measurer)
     exe = mb.compile(mod, tuning_records=str(tmp_path / "r.jsonl"))
     assert exe.stats["tuned_kernels"] == 1
     graph = main_function(mod)[0]
@@ -90,3 +117,27 @@ def test_compile_applies_records_and_skips_a_stale_one(tmp_path):
 def test_compile_with_missing_records_file():
     with pytest.raises(DatabaseError, match="no tuning records"):
         mb.compile(mb.from_onnx(examples.mlp(batch=1)), tuning_records="/nonexistent.jsonl")
+
+
+def _maybe_parallel_reduce(knobs, name, space):
+    """A rule whose choice 1 is illegal: the reduce loop in parallel."""
+    i, j = knobs.sch.get_loops(knobs.sch.get_block(name))
+    if knobs.choice(f"{name}.parallel", [0, 1]):
+        knobs.sch.parallel(j)
+
+
+def test_proposals_are_unchecked_but_the_picks_are_legal():
+    import random
+
+    from mlcbook.errors import ScheduleError
+    from mlcbook.grading.ch07 import row_sum
+    from mlcbook.tune.cost_model import AnalyticModel
+    from mlcbook.tune.search import _propose, _Scorer
+    from mlcbook.tune.space import Space
+    space = Space(row_sum(16, 8), rules={"row_reduction": _maybe_parallel_reduce})
+    illegal = space.point({"S.parallel": 1}, checks=False)  # a proposal may be illegal...
+    with pytest.raises(ScheduleError, match="reduc"):
+        space.point(illegal.decisions)                     # ...but is never picked
+    picks = _propose(space, _Scorer(AnalyticModel()), [], set(), random.Random(0), 2, 0.0,
+                     4, 2)
+    assert [p.decisions for p in picks] == [{"S.parallel": 0}]

@@ -58,6 +58,39 @@ def test_mutation_changes_one_knob():
     p = space.sample(1)
     q = space.mutate(p, random.Random(5))
     assert set(q.decisions) == set(p.decisions)
+    assert sum(q.decisions[k] != p.decisions[k] for k in p.decisions) == 1
+
+
+def _conv(c=16, hw=14):
+    from mlcbook.ops import TensorType as T
+    from mlcbook.ops import legalize_call
+    return legalize_call("conv", [T((1, c, hw, hw)), T((c, c, 3, 3))], {"pads": (1, 1, 1, 1)})
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_conv_points_vectorize_along_width_or_output_channels(axis):
+    f = _conv()
+    p = Space(f).point({"conv.vector_axis": axis, "conv.rows": [2, 7] if axis else [2, 8],
+                        "conv.cols": [2, 1] if axis else [7, 1]}, seed=1)
+    assert ("b_packed" in p.func.script()) == bool(axis)  # the weight in blocked layout
+    _check(f, p)
+
+
+def test_the_space_holds_the_default_conv_schedule_structure():
+    # the default schedule: 8 output channels x one vector of 8 along the width, the taps
+    # innermost in written order, the tiles fused and parallel
+    d = {"conv.vector_axis": 0, "conv.lanes": 0, "conv.rows": [8, 8], "conv.cols": [7, 1],
+         "conv.block": [1, 8], "conv.order": 0, "conv.unroll": [64, 1], "conv.reduce_order": 0,
+         "conv.parallel": 0}
+    p = Space(_conv(64, 56)).point(d)
+    assert {k: p.decisions[k] for k in d} == d
+
+
+def test_a_tile_larger_than_twice_the_registers_is_rejected():
+    space = Space(_conv())
+    space.point({"conv.vector_axis": 0, "conv.rows": [2, 8], "conv.cols": [7, 1]})
+    with pytest.raises(ScheduleError):  # 8 x 7 vectors > 32 accumulators
+        space.point({"conv.vector_axis": 0, "conv.rows": [2, 8], "conv.cols": [1, 7]})
 
 
 def test_a_decision_that_does_not_fit_is_a_schedule_error():
@@ -89,3 +122,14 @@ def test_space_adapts_to_the_target_vector_width():
     avx2 = Space(matmul(32), target="llvm -mcpu=znver3 -mattr=+avx2,+avx")
     assert (avx512.lanes, avx512.registers) == (16, 32)
     assert (avx2.lanes, avx2.registers) == (8, 16)
+
+
+def test_the_space_holds_the_hand_best_matmul_structure():
+    # bench/_programs.py's matmul_best: 4 rows x 64 columns (8 vectors: 32 accumulators, twice
+    # the registers), the whole reduction per tile, B repacked into 64-wide panels
+    f = matmul(16, 64, 16)
+    d = {"C.lanes": 0, "C.rows": [4, 4], "C.cols": [1, 8], "C.block": [4, 1], "C.order": 0,
+         "C.unroll": [16, 1], "C.parallel": 0, "C.repack": 1}
+    p = Space(f).point(d)
+    assert p.decisions == d and "B_packed" in p.func.script()
+    _check(f, p)
