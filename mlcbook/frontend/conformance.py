@@ -7,6 +7,7 @@ suite (one op per case) and the small models exported from PyTorch (``pytorch-co
     python -m mlcbook.frontend.conformance --runner compiled --ops Relu Conv
     python -m mlcbook.frontend.conformance --show-skips   # why each skipped case was skipped
     python -m mlcbook.frontend.conformance --onnxruntime  # onnxruntime's rates on the same cases
+                                                         # (onnxruntime: pip install "mlcbook[test]")
 
 Besides the per-op table of the supported node cases, the command prints pass rates with
 *every* case of a suite as the denominator (a case mlcbook does not support counts as not
@@ -47,7 +48,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InvalidModelError, MLCError, UnsupportedModelError
+from ..errors import ArgumentError, InvalidModelError, MLCError, UnsupportedModelError
 
 
 @dataclass
@@ -175,10 +176,22 @@ def run_case(case, runner: str = "interpret") -> CaseResult:
     return CaseResult(name, op, "pass")
 
 
+def import_onnxruntime():
+    """The ``onnxruntime`` module; an :class:`~mlcbook.errors.ArgumentError` saying how to
+    install it when it is missing (it is an extra, not a dependency of mlcbook)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ArgumentError(
+            "the conformance command compares with onnxruntime (--onnxruntime), which is not "
+            'installed. Instead: pip install "mlcbook[test]"') from None
+    return onnxruntime
+
+
 def run_case_onnxruntime(case) -> CaseResult:
     """Run one case through onnxruntime and check it the same way (a case onnxruntime cannot
     load or run is a failure: the rate is onnxruntime's on this machine)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
     name, op = case.name, case_op(case)
     graph_inputs = [vi.name for vi in case.model.graph.input
                     if vi.name not in {i.name for i in case.model.graph.initializer}]
@@ -295,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--onnxruntime", action="store_true",
                     help="also run every case through onnxruntime and print its pass rates")
     args = ap.parse_args(argv)
+    if args.onnxruntime:
+        import_onnxruntime()  # before the long run, not after it
     # the PyTorch suites are opset 6-9: the importer's line about each conversion is expected
     logging.getLogger("mlcbook.frontend.onnx").setLevel(logging.ERROR)
     results = run_all(args.ops, args.runner, progress=sys.stderr.isatty())
