@@ -6,6 +6,6 @@
 from .onnx import from_onnx, static_input_names
 from .onnx_ops import CONVERTERS
 from . import onnx_zoo_ops  # noqa: F401 - registers Dropout, Sum, LRN, ConstantOfShape, Shape...
-from . import onnx_math_ops, onnx_tensor_ops  # noqa: F401 - they register more converters
+from . import onnx_index_ops, onnx_math_ops, onnx_tensor_ops  # noqa: F401 - more converters
 
 __all__ = ["from_onnx", "static_input_names", "CONVERTERS"]
