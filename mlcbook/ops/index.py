@@ -56,13 +56,14 @@ def _gather_elements_infer(types, attrs):
 
 
 def _gather_elements_ref(data, indices, axis=0):
-    idx = _normalized("gather_elements", indices, data.shape[axis])
-    return np.take_along_axis(data, idx, axis=axis)
+    idx = list(np.indices(indices.shape, sparse=True))
+    idx[axis] = _normalized("gather_elements", indices, data.shape[axis])
+    return data[tuple(idx)]
 
 
 register("gather_elements", kind=OpKind.INJECTIVE, infer=_gather_elements_infer,
          reference=_gather_elements_ref, attrs={"axis": 0}, num_inputs=(2, 2),
-         doc="numpy.take_along_axis(data, indices, axis): the output has the indices' shape")
+         doc="out[k] = data[k with indices[k] on axis]: the output has the indices' shape")
 
 
 def _nd_infer(op: str, data: TensorType, indices: TensorType, batch_dims: int) -> int:
