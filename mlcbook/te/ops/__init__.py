@@ -32,6 +32,7 @@ from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, co
                           sin, sinh, softplus, tan, thresholded_relu)
 from .elementwise import bitshift, hard_sigmoid, softsign
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
+from .resize import resize
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
@@ -55,7 +56,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
-           "gather_elements", "gather_nd", "scatter_elements", "scatter_nd"]
+           "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
