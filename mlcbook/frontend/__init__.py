@@ -7,6 +7,7 @@ from .onnx import from_onnx, static_input_names
 from .onnx_ops import CONVERTERS
 from . import onnx_zoo_ops  # noqa: F401 - registers Dropout, Sum, LRN, ConstantOfShape, Shape...
 # more converters, by family
-from . import onnx_index_ops, onnx_math_ops, onnx_resize_ops, onnx_tensor_ops  # noqa: F401
+from . import onnx_einsum, onnx_index_ops, onnx_math_ops, onnx_resize_ops  # noqa: F401
+from . import onnx_tensor_ops  # noqa: F401
 
 __all__ = ["from_onnx", "static_input_names", "CONVERTERS"]
