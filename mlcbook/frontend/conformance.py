@@ -124,13 +124,17 @@ def supported_cases(ops: Sequence[str] | None = None) -> list:
 
 
 def _runner(kind: str):
+    from ..graph import interpret
+    from ..graph.interpret import main_function
+
+    def positional(mod, inputs):
+        # by position: an input may be called like interpret's own arguments ("target")
+        return [inputs[p.name] for p in main_function(mod)[0].params]
     if kind == "interpret":
-        from ..graph import interpret
-        return lambda mod, inputs: interpret(mod, **inputs)
+        return lambda mod, inputs: interpret(mod, *positional(mod, inputs))
     if kind == "legalized":
-        from ..graph import interpret as run_graph
         from ..graph.legalize import legalize
-        return lambda mod, inputs: run_graph(legalize(mod), **inputs)
+        return lambda mod, inputs: interpret(legalize(mod), *positional(mod, inputs))
     if kind == "compiled":
         from ..graph.compile import compile as compile_module
         return lambda mod, inputs: compile_module(mod, target="llvm").run(inputs)
