@@ -242,11 +242,14 @@ register("prelu", kind=OpKind.BROADCAST, infer=_prelu_infer,
 
 def _mod_infer(types, attrs):
     dtype = same_dtype("mod", types)
-    require_dtype("mod", types[0], INTS)
+    require_dtype("mod", types[0], NUMBERS)
     return TensorType(broadcast_shapes("mod", types[0].shape, types[1].shape), dtype)
 
 
 def _mod_ref(x, y, fmod):
+    if x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return (np.fmod(x, y) if fmod else np.mod(x, y)).astype(x.dtype)
     x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))
     safe = np.where(y64 == 0, 1, y64)
     r = np.fmod(x64, safe) if fmod else np.mod(x64, safe)
@@ -255,7 +258,7 @@ def _mod_ref(x, y, fmod):
 
 register("mod", kind=OpKind.BROADCAST, infer=_mod_infer, reference=_mod_ref,
          attrs={"fmod": 0}, num_inputs=(2, 2),
-         doc="integer remainder: the divisor's sign (fmod=0) or the dividend's (fmod=1)")
+         doc="remainder with the divisor's sign (fmod=0) or the dividend's (fmod=1)")
 
 
 _unary("hard_sigmoid", _f64(lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1)),

@@ -53,6 +53,8 @@ CASES = [
     ("bitshift", [T((9,), "uint8"), T((9,), "uint8")], {"direction": "RIGHT"}),
     ("bitshift", [T((2, 9), "int64"), T((9,), "int64")], {"direction": "LEFT"}),
     ("hard_sigmoid", [T((3, 5))], {"alpha": 0.3, "beta": 0.4}),
+    ("mod", [T((2, 7)), T((7,))], {"fmod": 0}),
+    ("mod", [T((2, 7), "float64"), T((7,), "float64")], {"fmod": 1}),
     ("resize", [T((1, 2, 3, 4))], {"sizes": (1, 2, 7, 2), "scales": (1, 1, 7 / 3, 0.5),
                                    "mode": "linear"}),
     ("resize", [T((2, 3, 4), "int8")], {"sizes": (2, 5, 9), "scales": (1, 5 / 3, 2.25),
@@ -97,6 +99,10 @@ def _inputs(op, types, rng):
         arrays[1] = np.array([[[2], [0]], [[-1], [1]]], "int64")
     if op == "scatter_nd":
         arrays[1] = np.array([[1], [-1], [1]], "int64")
+    if op == "mod" and types[0].dtype.startswith("float"):
+        # signs mixed, a zero divisor (NaN), infinities on both sides
+        arrays[0] = np.array([[-4.3, 7.2, 5.0, 0.0, np.inf, -3.0, 1.0]] * 2, types[0].dtype)
+        arrays[1] = np.array([2.1, -3.4, 0.0, -2.0, 2.0, np.inf, -np.inf], types[1].dtype)
     if op == "bitshift":
         # every shift in [-1, bits] (outside [0, bits) gives 0 or the sign), negative values
         bits = np.iinfo(types[0].dtype).bits

@@ -12,9 +12,9 @@ def test_prelu_slope_must_not_widen_the_input():
         ops.get("prelu").infer_type([TensorType((3,)), TensorType((2, 3))], {})
 
 
-def test_mod_takes_integers():
+def test_mod_takes_numbers_not_bools():
     with pytest.raises(OpDTypeError, match="mod takes int8"):
-        ops.get("mod").infer_type([TensorType((3,)), TensorType((3,))], {})
+        ops.get("mod").infer_type([TensorType((3,), "bool"), TensorType((3,), "bool")], {})
 
 
 def test_tile_needs_positive_repeats():

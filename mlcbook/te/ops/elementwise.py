@@ -297,15 +297,29 @@ prelu = _binary("prelu", lambda x, s: _e.select(x < const_like(0, x), x * s, x),
                 "``x if x >= 0 else slope * x``, the slope broadcast to x.")
 
 
+def _float_mod(x, y, fmod: int):
+    """numpy's ``fmod`` (``fmod=1``) or ``mod`` of floats, computed in float64: x - t * y
+    with t the quotient truncated, then moved to the divisor's sign for ``mod``."""
+    x, y = _e.cast("float64", x), _e.cast("float64", y)
+    zero, inf = _e.const(0.0, "float64"), _e.infinity("float64")
+    q = x / y
+    r = x - _e.select(q < zero, _e.ceil(q), _e.floor(q)) * y
+    # a finite x over an infinite y leaves x (the formula would give inf * 0 = NaN)
+    r = _e.select(((y == inf) | (y == -inf)) & (x < inf) & (x > -inf), x, r)
+    if not fmod:
+        r = _e.select((r != zero) & ((r < zero) != (y < zero)), r + y, r)
+    return r
+
+
 def mod(a: Tensor, b: Tensor, fmod: int = 0, name: str = "mod") -> Tensor:
-    """Integer remainder: with ``fmod=0`` it has the divisor's sign (Python's ``%``), with
-    ``fmod=1`` the dividend's (C's ``%``). A zero divisor gives 0."""
+    """Remainder: with ``fmod=0`` it has the divisor's sign (Python's ``%``, numpy.mod), with
+    ``fmod=1`` the dividend's (C's ``%``, numpy.fmod). An integer zero divisor gives 0, a float
+    one NaN."""
     _check_operands("mod", a, b)
-    for t in (a, b):
-        if _e.is_float(t.dtype):
-            raise TEError(f"mod: {t.name!r} is {t.dtype}; mod takes integer tensors")
 
     def fn(x, y):
+        if _e.is_float(x.dtype):
+            return _float_mod(x, y, fmod)
         zero = const_like(0, y)
         safe = _e.select(y == zero, const_like(1, y), y)
         r = x % safe if not fmod else x - trunc_div(x, safe) * safe
