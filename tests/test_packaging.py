@@ -92,13 +92,17 @@ def _undeclared(modules: set[str], declared: set[str]) -> list[str]:
 
 #: subpackages that need an extra beyond [project] dependencies -> that extra
 EXTRAS = {"fuzz": "fuzz"}
+#: modules that import an extra's package inside a function, for one feature -> that package
+#: (the extra is named in the error they raise when it is missing)
+OPTIONAL_IMPORTS = {"frontend/conformance.py": {"onnxruntime"}}
 
 
 def test_every_runtime_import_is_a_declared_dependency():
     modules = set()
     for path in (ROOT / "mlcbook").rglob("*.py"):
-        if path.relative_to(ROOT / "mlcbook").parts[0] not in EXTRAS:
-            modules |= _imports(path.read_text())
+        rel = path.relative_to(ROOT / "mlcbook")
+        if rel.parts[0] not in EXTRAS:
+            modules |= _imports(path.read_text()) - OPTIONAL_IMPORTS.get(rel.as_posix(), set())
     missing = _undeclared(modules, _names(PYPROJECT["project"]["dependencies"]))
     assert missing == [], f"imported but not in [project] dependencies: {missing}"
 
@@ -136,6 +140,38 @@ def test_every_test_import_is_declared():
     modules -= {p.stem for p in (ROOT / "tests").rglob("*.py")}  # the tests' own helpers
     missing = _undeclared(modules, declared)
     assert missing == [], f"imported by tests but not declared for them: {missing}"
+
+
+def test_onnxruntime_is_an_extra_not_a_dependency():
+    assert "onnxruntime" not in _names(PYPROJECT["project"]["dependencies"])
+    for extra in ("test", "course", "fuzz"):
+        assert "onnxruntime" in _names(PYPROJECT["project"]["optional-dependencies"][extra])
+
+
+#: imports every module of mlcbook but the fuzzer (its extra is onnxruntime) and the `python
+#: -m` entry points with onnxruntime
+#: made unimportable, then asks the conformance command for onnxruntime's rates
+_WITHOUT_ONNXRUNTIME = """
+import importlib, pkgutil, sys
+sys.modules["onnxruntime"] = None  # import onnxruntime now raises ImportError
+import mlcbook
+for m in pkgutil.walk_packages(mlcbook.__path__, "mlcbook."):
+    if not m.name.startswith("mlcbook.fuzz") and not m.name.endswith("__main__"):
+        importlib.import_module(m.name)
+from mlcbook.frontend import conformance
+try:
+    conformance.main(["--onnxruntime", "--ops", "Relu"])
+except mlcbook.MLCError as e:
+    print("ERROR", e)
+"""
+
+
+def test_mlcbook_imports_without_onnxruntime_and_conformance_says_how_to_install_it():
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT_ONNXRUNTIME], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERROR [MLC-A001]" in proc.stdout
+    assert 'pip install "mlcbook[test]"' in proc.stdout
 
 
 def test_xgboost_comes_as_the_cpu_wheel_where_one_exists():

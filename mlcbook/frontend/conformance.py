@@ -7,6 +7,7 @@ suite (one op per case) and the small models exported from PyTorch (``pytorch-co
     python -m mlcbook.frontend.conformance --runner compiled --ops Relu Conv
     python -m mlcbook.frontend.conformance --show-skips   # why each skipped case was skipped
     python -m mlcbook.frontend.conformance --onnxruntime  # onnxruntime's rates on the same cases
+                                                         # (onnxruntime: pip install "mlcbook[test]")
 
 Besides the per-op table of the supported node cases, the command prints pass rates with
 *every* case of a suite as the denominator (a case mlcbook does not support counts as not
@@ -25,7 +26,9 @@ unsupported. The documented limitations are:
   (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
 * sequences, maps and optionals as values;
 * BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
-  Constant with strings or sparse values;
+  Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
+  ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
+  operand);
 * ops outside the supported list (a case whose model uses one is not run);
 * models that onnx's own checker (``check_model(full_check=True)``, which every import runs)
   rejects: with onnx 1.23, ``test_mvn``, whose MeanVarianceNormalization function body fails
@@ -47,7 +50,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InvalidModelError, MLCError, UnsupportedModelError
+from ..errors import ArgumentError, InvalidModelError, MLCError, UnsupportedModelError
 
 
 @dataclass
@@ -123,13 +126,17 @@ def supported_cases(ops: Sequence[str] | None = None) -> list:
 
 
 def _runner(kind: str):
+    from ..graph import interpret
+    from ..graph.interpret import main_function
+
+    def positional(mod, inputs):
+        # by position: an input may be called like interpret's own arguments ("target")
+        return [inputs[p.name] for p in main_function(mod)[0].params]
     if kind == "interpret":
-        from ..graph import interpret
-        return lambda mod, inputs: interpret(mod, **inputs)
+        return lambda mod, inputs: interpret(mod, *positional(mod, inputs))
     if kind == "legalized":
-        from ..graph import interpret as run_graph
         from ..graph.legalize import legalize
-        return lambda mod, inputs: run_graph(legalize(mod), **inputs)
+        return lambda mod, inputs: interpret(legalize(mod), *positional(mod, inputs))
     if kind == "compiled":
         from ..graph.compile import compile as compile_module
         return lambda mod, inputs: compile_module(mod, target="llvm").run(inputs)
@@ -175,10 +182,22 @@ def run_case(case, runner: str = "interpret") -> CaseResult:
     return CaseResult(name, op, "pass")
 
 
+def import_onnxruntime():
+    """The ``onnxruntime`` module; an :class:`~mlcbook.errors.ArgumentError` saying how to
+    install it when it is missing (it is an extra, not a dependency of mlcbook)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ArgumentError(
+            "the conformance command compares with onnxruntime (--onnxruntime), which is not "
+            'installed. Instead: pip install "mlcbook[test]"') from None
+    return onnxruntime
+
+
 def run_case_onnxruntime(case) -> CaseResult:
     """Run one case through onnxruntime and check it the same way (a case onnxruntime cannot
     load or run is a failure: the rate is onnxruntime's on this machine)."""
-    import onnxruntime as ort
+    ort = import_onnxruntime()
     name, op = case.name, case_op(case)
     graph_inputs = [vi.name for vi in case.model.graph.input
                     if vi.name not in {i.name for i in case.model.graph.initializer}]
@@ -295,6 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--onnxruntime", action="store_true",
                     help="also run every case through onnxruntime and print its pass rates")
     args = ap.parse_args(argv)
+    if args.onnxruntime:
+        import_onnxruntime()  # before the long run, not after it
     # the PyTorch suites are opset 6-9: the importer's line about each conversion is expected
     logging.getLogger("mlcbook.frontend.onnx").setLevel(logging.ERROR)
     results = run_all(args.ops, args.runner, progress=sys.stderr.isatty())

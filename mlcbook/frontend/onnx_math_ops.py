@@ -1,6 +1,6 @@
 """Converters of ONNX's elementwise math, activation and logic ops (beside the core set of
 :mod:`.onnx_ops`): trigonometry, rounding, the parametric activations, predicates, boolean
-logic, ``Mod``, ``PRelu`` and the variadic ``Mean``.
+logic, ``BitShift``, ``Mod``, ``PRelu`` and the variadic ``Mean``.
 
     >>> CONVERTERS["Elu"].attrs
     frozenset({'alpha'})
@@ -21,10 +21,11 @@ _UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "aco
           "Round": "round", "Softplus": "softplus", "Mish": "mish",
           "HardSwish": "hard_swish", "Sign": "sign", "IsNaN": "isnan", "Not": "logical_not",
           "Elu": "elu", "Selu": "selu", "Celu": "celu",
-          "ThresholdedRelu": "thresholded_relu", "Shrink": "shrink", "IsInf": "isinf"}
+          "ThresholdedRelu": "thresholded_relu", "Shrink": "shrink", "IsInf": "isinf",
+          "HardSigmoid": "hard_sigmoid", "Softsign": "softsign"}
 _ATTRS = {"Elu": ("alpha",), "Swish": ("alpha",), "Selu": ("alpha", "gamma"), "Celu": ("alpha",),
           "ThresholdedRelu": ("alpha",),
-          "Shrink": ("bias", "lambd"), "IsInf": ("detect_negative", "detect_positive")}
+          "Shrink": ("bias", "lambd"), "HardSigmoid": ("alpha", "beta"), "IsInf": ("detect_negative", "detect_positive")}
 _BINARY = {"GreaterOrEqual": "greater_equal", "LessOrEqual": "less_equal",
            "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor", "PRelu": "prelu"}
 
@@ -41,6 +42,12 @@ for _t in _UNARY:
 @guard_dtype
 def _binary(cx, ins, attrs):
     return cx.call(_BINARY[cx.node.op_type], ins[0], ins[1])
+
+
+@converter("BitShift", attrs=("direction",))
+@guard_dtype
+def _bitshift(cx, ins, attrs):
+    return cx.call("bitshift", ins[0], ins[1], direction=attrs["direction"])
 
 
 @converter("Mod", attrs=("fmod",))

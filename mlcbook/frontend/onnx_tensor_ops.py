@@ -235,6 +235,28 @@ def _group_norm(cx, ins, attrs):
     return cx.call("add", y, _per_channel(cx, bias, len(shape), "_bias_r"))
 
 
+@converter("RMSNormalization", attrs=("axis", "epsilon", "stash_type"))
+@guard_dtype
+def _rms_norm(cx, ins, attrs):
+    # x / sqrt(mean(x * x over the axes from `axis` on) + epsilon) * scale, computed in
+    # float32 for float16 inputs (stash_type 1, the default), as ONNX's function body does
+    x, scale = ins
+    if x.dtype not in _FLOATS:
+        raise Unsupported(f"RMSNormalization of {x.dtype} values (mlcbook computes it for floats)")
+    nd = x.type.ndim
+    axes = tuple(range(attrs.get("axis", -1) % nd, nd))
+    wide = x.dtype if x.dtype == "float64" or attrs.get("stash_type", 1) != 1 else "float32"
+    xw = x if wide == x.dtype else cx.call("cast", x, dtype=wide, suffix="_stash")
+    ms = cx.call("mean", cx.call("mul", xw, xw, suffix="_sq"), axes=axes, keepdims=1,
+                 suffix="_mean")
+    rms = cx.call("sqrt", cx.call("add", ms, _const(attrs.get("epsilon", 1e-5), wide),
+                                  suffix="_eps"), suffix="_rms")
+    y = cx.call("mul", xw, cx.call("reciprocal", rms, suffix="_inv"), suffix="_norm")
+    if wide != x.dtype:
+        y = cx.call("cast", y, dtype=x.dtype, suffix="_unstash")
+    return cx.call("mul", y, scale)
+
+
 @converter("MeanVarianceNormalization", attrs=("axes",))
 @guard_dtype
 def _mvn(cx, ins, attrs):

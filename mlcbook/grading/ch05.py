@@ -221,7 +221,7 @@ def _check_infer_matmul(answer, rng):
     return "numpy's shapes in every case, and errors for shapes and dtypes that do not fit"
 
 
-# --- 05.hard_sigmoid ------------------------------------------------------------------------------
+# --- 05.swiglu -----------------------------------------------------------------------------------
 @contextlib.contextmanager
 def scratch_registry(ops: Iterable[str] = (), converters: Iterable[str] = ()) -> Iterator[None]:
     """Inside the block, the ops named in ``ops`` and ONNX converters named in ``converters``
@@ -229,7 +229,7 @@ def scratch_registry(ops: Iterable[str] = (), converters: Iterable[str] = ()) ->
     converters are exactly as before, whatever the block registered or replaced.
 
         >>> with scratch_registry(ops=["softsign"], converters=["Softsign"]):
-        ...     register_softsign()        # try it out; gone after the block
+        ...     register_softsign()        # the built-in hidden, yours tried; gone after it
     """
     from ..frontend.onnx_ops import CONVERTERS
     from ..ops import registry
@@ -251,127 +251,138 @@ def scratch_registry(ops: Iterable[str] = (), converters: Iterable[str] = ()) ->
         CONVERTERS.update(saved_converters)
 
 
-def _hard_sigmoid(x, alpha=0.2, beta=0.5, low=True, high=True):
-    y = alpha * x.astype(np.float64) + beta
-    y = np.maximum(y, 0) if low else y
-    return np.minimum(y, 1) if high else y
+def _swiglu(a, b, alpha=1.0, gate=True, sigmoid=True):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    s = 1 / (1 + np.exp(-alpha * a64)) if sigmoid else a64
+    return (a64 * s if gate else s) * b64
 
 
-def _hs_mistakes(x, alpha, beta):
+def _swiglu_mistakes(a, b, alpha):
     return [
-        (lambda: _hard_sigmoid(x, alpha, beta, high=False),
-         "values above 1 were not clipped: hard_sigmoid is min(max(alpha * x + beta, 0), 1)"),
-        (lambda: _hard_sigmoid(x, alpha, beta, low=False),
-         "values below 0 were not clipped: hard_sigmoid is min(max(alpha * x + beta, 0), 1)"),
-        (lambda: _hard_sigmoid(x), "this is hard_sigmoid with the default alpha = 0.2 and beta "
-                                   "= 0.5: use the alpha and beta of the call's attributes"),
-        (lambda: _hard_sigmoid(x, beta, alpha), "alpha and beta are swapped: alpha scales x, "
-                                                "beta is added"),
+        (lambda: _swiglu(a, b, alpha, gate=False),
+         "the output is sigmoid(alpha * A) * B: Swish keeps its input as a factor, "
+         "Y = A * sigmoid(alpha * A) * B"),
+        (lambda: _swiglu(a, b, alpha, sigmoid=False),
+         "the output is A * A * B: the gate goes through sigmoid, Y = A * sigmoid(alpha * A) * B"),
+        (lambda: _swiglu(a, b), "this is SwiGLU with the default alpha = 1.0: use the alpha of "
+                                "the call's attributes"),
+        (lambda: _swiglu(b, a, alpha), "A and B are swapped: A is the gate (it goes through "
+                                       "Swish), B the value it multiplies"),
     ]
 
 
-def _hard_sigmoid_onnx(shape, alpha, beta):
+def _swiglu_onnx(shape, alpha):
     from onnx import TensorProto, helper
-    nodes = [helper.make_node("HardSigmoid", ["x"], ["y"], name="hs", alpha=alpha, beta=beta),
-             helper.make_node("HardSigmoid", ["x"], ["y_default"], name="hs_default")]
+    nodes = [helper.make_node("SwiGLU", ["a", "b"], ["y"], name="sg", alpha=alpha),
+             helper.make_node("SwiGLU", ["a", "b"], ["y_default"], name="sg_default")]
     graph = helper.make_graph(
-        nodes, "hard_sigmoid", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        nodes, "swiglu", [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+                          for n in ("a", "b")],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in ("y", "y_default")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    # SwiGLU is in ONNX's default domain from opset 28
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+
+
+def _expect_error(what: str, fn, wanted, why: str) -> None:
+    """``fn()`` must raise the MLCError subclass ``wanted``; anything else is a Fail."""
+    try:
+        got = fn()
+    except wanted:
+        return
+    except Exception as err:  # noqa: BLE001 - the student's code runs inside the library here
+        raise Fail(f"{what} raised {type(err).__name__}: {err}; raise "
+                   f"mb.errors.{wanted.__name__} instead", about_inputs=False) from None
+    raise Fail(f"{what} is inferred as {got}; {why}: raise mb.errors.{wanted.__name__}",
+               about_inputs=False)
 
 
 def _check_registered_op():
     from .. import ops
+    from ..errors import OpDTypeError, OpShapeError
     from ..ops.types import TensorType
-    if "hard_sigmoid" not in ops.list_ops():
-        raise Fail("after register_hard_sigmoid() there is no op named 'hard_sigmoid'; "
-                   "register it with mb.ops.register(\"hard_sigmoid\", ...)", about_inputs=False)
-    op = ops.get("hard_sigmoid")
+    if "swiglu" not in ops.list_ops():
+        raise Fail("after register_swiglu() there is no op named 'swiglu'; register it with "
+                   "mb.ops.register(\"swiglu\", ...)", about_inputs=False)
+    op = ops.get("swiglu")
     if op.kind != ops.OpKind.ELEMWISE:
-        raise Fail(f"hard_sigmoid is registered with kind {op.kind.name}; it is elementwise "
+        raise Fail(f"swiglu is registered with kind {op.kind.name}; it is elementwise "
                    "(kind=mb.ops.OpKind.ELEMWISE), which operator fusion relies on",
                    about_inputs=False)
-    if dict(op.attrs) != {"alpha": 0.2, "beta": 0.5}:
-        raise Fail(f"hard_sigmoid's attributes are {dict(op.attrs)}; they should be alpha and "
-                   "beta with ONNX's defaults: attrs={\"alpha\": 0.2, \"beta\": 0.5}",
+    if tuple(op.num_inputs) != (2, 2):
+        raise Fail(f"swiglu takes {op.num_inputs} inputs (the registry's num_inputs); it takes "
+                   "two, the gate A and the value B: register it with num_inputs=(2, 2)",
                    about_inputs=False)
+    if dict(op.attrs) != {"alpha": 1.0}:
+        raise Fail(f"swiglu's attributes are {dict(op.attrs)}; it has one, alpha, with ONNX's "
+                   "default: attrs={\"alpha\": 1.0}", about_inputs=False)
     t = TensorType((3, 5, 2), "float32")
-    got = _run("inferring the type of hard_sigmoid on Tensor((3, 5, 2), float32)",
-               op.infer_type, [t], {})
+    got = _run("inferring the type of swiglu on two Tensor((3, 5, 2), float32)",
+               op.infer_type, [t, t], {})
     if got != t:
-        raise Fail(f"hard_sigmoid on {t} is inferred as {got}; an elementwise op keeps its "
-                   "input's type", about_inputs=False)
-    try:
-        bad = op.infer_type([TensorType((4,), "int32")], {})
-    except MLCError:
-        pass
-    except Exception as err:  # noqa: BLE001
-        raise Fail(f"inferring hard_sigmoid on int32 raised {type(err).__name__}: {err}; raise "
-                   "mb.errors.OpDTypeError instead", about_inputs=False) from None
-    else:
-        raise Fail(f"hard_sigmoid on an int32 tensor is inferred as {bad}; it is defined for "
-                   "floating-point tensors only: raise mb.errors.OpDTypeError for other "
-                   "dtypes", about_inputs=False)
+        raise Fail(f"swiglu on two {t} is inferred as {got}; an elementwise op keeps its "
+                   "inputs' type", about_inputs=False)
+    ints = TensorType((4,), "int32")
+    _expect_error("swiglu on two int32 tensors", lambda: op.infer_type([ints, ints], {}),
+                  OpDTypeError, "it is defined for floating-point tensors only")
+    _expect_error("swiglu on Tensor((3, 5)) and Tensor((5,))", lambda: op.infer_type(
+        [TensorType((3, 5)), TensorType((5,))], {}), OpShapeError,
+        "SwiGLU does not broadcast: A and B must have one shape")
     if op.legalize is None:
-        raise Fail("hard_sigmoid has no legalization, so it cannot be compiled: register "
-                   "one with @mb.ops.register_legalization(\"hard_sigmoid\")",
-                   about_inputs=False)
+        raise Fail("swiglu has no legalization, so it cannot be compiled: register one with "
+                   "@mb.ops.register_legalization(\"swiglu\")", about_inputs=False)
     return op
 
 
-@exercise("05.hard_sigmoid", points=3, answer="register_hard_sigmoid",
+@exercise("05.swiglu", points=3, answer="register_swiglu",
           title="A new operator: inference, numpy reference, legalization, ONNX import")
-def _check_hard_sigmoid(answer, rng):
+def _check_swiglu(answer, rng):
     from .. import compile as mb_compile
     from .. import from_onnx, graph, tir
     from ..ops import legalize_call
     from ..ops.types import TensorType
-    with scratch_registry(ops=["hard_sigmoid"], converters=["HardSigmoid"]):
-        call(answer, "register_hard_sigmoid")
+    with scratch_registry(ops=["swiglu"], converters=["SwiGLU"]):
+        call(answer, "register_swiglu")
         op = _check_registered_op()
         shape = tuple(int(v) for v in rng.integers(2, 7, size=3))
-        alpha, beta = float(rng.uniform(0.1, 0.9)), float(rng.uniform(-0.5, 1.0))
-        x = randn(rng, shape, scale=4.0)
-        with trial(f"the numpy reference, x of shape {shape}, alpha={alpha:.3f}, "
-                   f"beta={beta:.3f}"):
+        alpha = float(rng.uniform(0.3, 2.0))
+        a, b = randn(rng, shape, scale=3.0), randn(rng, shape)
+        with trial(f"the numpy reference, A and B of shape {shape}, alpha={alpha:.3f}"):
             # called as the reference evaluator calls it: attributes by keyword
-            got = _run("hard_sigmoid's numpy reference",
-                       lambda: op.reference(x, alpha=alpha, beta=beta))
-            expect_array("the reference's result", np.asarray(got), _hard_sigmoid(x, alpha, beta),
-                         mistakes=_hs_mistakes(x, alpha, beta))
-        with trial(f"the legalization, x of shape {shape}, alpha={alpha:.3f}, beta={beta:.3f}"):
-            func = _run("legalizing hard_sigmoid", legalize_call, "hard_sigmoid",
-                        [TensorType(shape, "float32")], {"alpha": alpha, "beta": beta})
+            got = _run("swiglu's numpy reference", lambda: op.reference(a, b, alpha=alpha))
+            expect_array("the reference's result", np.asarray(got), _swiglu(a, b, alpha),
+                         mistakes=_swiglu_mistakes(a, b, alpha))
+        with trial(f"the legalization, A and B of shape {shape}, alpha={alpha:.3f}"):
+            t = TensorType(shape, "float32")
+            func = _run("legalizing swiglu", legalize_call, "swiglu", [t, t], {"alpha": alpha})
             out = np.zeros(shape, np.float32)
-            _run("running the legalized PrimFunc in the interpreter", tir.interpret, func, x, out)
-            expect_array("the loop-IR result", out, _hard_sigmoid(x, alpha, beta),
-                         mistakes=_hs_mistakes(x, alpha, beta))
+            _run("running the legalized PrimFunc in the interpreter", tir.interpret, func, a, b,
+                 out)
+            expect_array("the loop-IR result", out, _swiglu(a, b, alpha),
+                         mistakes=_swiglu_mistakes(a, b, alpha))
         from ..frontend.onnx_ops import CONVERTERS
-        if "HardSigmoid" not in CONVERTERS:
-            raise Fail("the ONNX importer does not know HardSigmoid: register a converter with "
-                       "@converter(\"HardSigmoid\", attrs=(\"alpha\", \"beta\"))")
+        if "SwiGLU" not in CONVERTERS:
+            raise Fail("the ONNX importer does not know SwiGLU: register a converter with "
+                       "@converter(\"SwiGLU\", attrs=(\"alpha\",))")
         shape = (int(rng.integers(2, 5)), int(rng.integers(17, 40)))
-        alpha, beta = float(rng.uniform(0.1, 0.9)), float(rng.uniform(-0.5, 1.0))
-        x = randn(rng, shape, scale=4.0)
-        model = _hard_sigmoid_onnx(shape, alpha, beta)
-        with trial(f"an ONNX model with HardSigmoid(alpha={alpha:.3f}, beta={beta:.3f}) and "
-                   f"HardSigmoid() on x of shape {shape}"):
+        alpha = float(rng.uniform(0.3, 2.0))
+        a, b = randn(rng, shape, scale=3.0), randn(rng, shape)
+        model = _swiglu_onnx(shape, alpha)
+        with trial(f"an ONNX model with SwiGLU(alpha={alpha:.3f}) and SwiGLU() on A and B of "
+                   f"shape {shape}"):
             mod = _run("mb.from_onnx", from_onnx, model)
             exe = _run("mb.compile", mb_compile, mod)
-            a32, b32 = float(np.float32(alpha)), float(np.float32(beta))
-            for label, run in (("mb.graph.interpret", lambda: graph.interpret(mod, x)),
-                               ("the compiled model", lambda: exe(x))):
+            a32 = float(np.float32(alpha))
+            for label, run in (("mb.graph.interpret", lambda: graph.interpret(mod, a, b)),
+                               ("the compiled model", lambda: exe(a, b))):
                 y, y_default = _run(f"running {label}", run)
-                expect_array(f"output y of {label}", y, _hard_sigmoid(x, a32, b32),
-                             mistakes=_hs_mistakes(x, a32, b32))
-                expect_array(f"output y_default of {label}", y_default, _hard_sigmoid(x),
-                             mistakes=[(lambda: _hard_sigmoid(x, 0, 0),
-                                        "a node without alpha/beta attributes must use ONNX's "
-                                        "defaults, alpha = 0.2 and beta = 0.5")])
-    return ("registered with inference and a dtype check; numpy reference, loop IR and the "
-            "compiled ONNX model all match numpy")
+                expect_array(f"output y of {label}", y, _swiglu(a, b, a32),
+                             mistakes=_swiglu_mistakes(a, b, a32))
+                expect_array(f"output y_default of {label}", y_default, _swiglu(a, b),
+                             mistakes=[(lambda: _swiglu(a, b, 0.0),
+                                        "a node without the alpha attribute must use ONNX's "
+                                        "default, alpha = 1.0")])
+    return ("registered with inference, a dtype and a shape check; numpy reference, loop IR and "
+            "the compiled ONNX model all match numpy")
 
 
 # --- 05.fix_bn_training ---------------------------------------------------------------------------

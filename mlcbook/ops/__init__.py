@@ -11,7 +11,7 @@ Add an op with :func:`register` (and :func:`register_legalization`); the graph I
 interpreter, the ONNX frontend and the compiler pick it up by name.
 """
 
-from . import elementwise, linalg, nn, reduce, transform  # noqa: F401 - they register the ops
+from . import elementwise, index, linalg, nn, reduce, resize, transform  # noqa: F401 - the ops
 from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)
 from . import lrn, shape  # noqa: F401 - LRN (and its legalization); ops folded at compile time

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..errors import OpShapeError
+from ..errors import OpAttributeError, OpShapeError
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
 from .types import TensorType, check_graph_dtype
@@ -242,11 +242,14 @@ register("prelu", kind=OpKind.BROADCAST, infer=_prelu_infer,
 
 def _mod_infer(types, attrs):
     dtype = same_dtype("mod", types)
-    require_dtype("mod", types[0], INTS)
+    require_dtype("mod", types[0], NUMBERS)
     return TensorType(broadcast_shapes("mod", types[0].shape, types[1].shape), dtype)
 
 
 def _mod_ref(x, y, fmod):
+    if x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return (np.fmod(x, y) if fmod else np.mod(x, y)).astype(x.dtype)
     x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))
     safe = np.where(y64 == 0, 1, y64)
     r = np.fmod(x64, safe) if fmod else np.mod(x64, safe)
@@ -255,4 +258,37 @@ def _mod_ref(x, y, fmod):
 
 register("mod", kind=OpKind.BROADCAST, infer=_mod_infer, reference=_mod_ref,
          attrs={"fmod": 0}, num_inputs=(2, 2),
-         doc="integer remainder: the divisor's sign (fmod=0) or the dividend's (fmod=1)")
+         doc="remainder with the divisor's sign (fmod=0) or the dividend's (fmod=1)")
+
+
+_unary("hard_sigmoid", _f64(lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1)),
+       attrs={"alpha": 0.2, "beta": 0.5}, doc="max(0, min(1, alpha * x + beta))")
+_unary("softsign", _f64(lambda x: x / (1 + np.abs(x))), doc="x / (1 + |x|)")
+
+
+def _bitshift_infer(types, attrs):
+    dtype = same_dtype("bitshift", types)
+    require_dtype("bitshift", types[0], INTS)
+    if attrs["direction"] not in ("LEFT", "RIGHT"):
+        raise OpAttributeError(f"bitshift: direction={attrs['direction']!r} is not 'LEFT' or "
+                               "'RIGHT'")
+    return TensorType(broadcast_shapes("bitshift", types[0].shape, types[1].shape), dtype)
+
+
+def _bitshift_ref(x, y, direction):
+    x, y = np.broadcast_arrays(x, y)
+    bits = np.iinfo(x.dtype).bits
+    inside = (y >= 0) & (y < bits)
+    s = np.where(inside, y, 0).astype(x.dtype)
+    if direction == "LEFT":
+        # through the unsigned type of the same width: a signed left shift wraps
+        u = x.view(f"u{x.dtype.itemsize}") << s.astype(f"u{x.dtype.itemsize}")
+        return np.where(inside, u.view(x.dtype), 0).astype(x.dtype)
+    fill = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else 0
+    return np.where(inside, x >> s, fill).astype(x.dtype)
+
+
+register("bitshift", kind=OpKind.BROADCAST, infer=_bitshift_infer, reference=_bitshift_ref,
+         attrs={"direction": "LEFT"}, num_inputs=(2, 2),
+         doc="x << y or x >> y (direction LEFT or RIGHT); a shift outside [0, bits) gives 0, "
+             "or -1 for a negative x shifted right")

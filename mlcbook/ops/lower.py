@@ -88,7 +88,8 @@ _SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "
                   "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
                   "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
                   "prod", "argmax", "argmin", "cumsum", "expand", "tile", "trilu",
-                  "conv_transpose")
+                  "conv_transpose", "hard_sigmoid", "softsign", "bitshift", "gather_elements",
+                  "gather_nd", "scatter_elements", "scatter_nd", "resize")
 for _op in _SAME_ONNX_SET:
     _same(_op)
 

@@ -1,5 +1,9 @@
-"""ONNX's node test suite, for every supported op: imported and run by the graph reference
-evaluator, legalized to loop IR (run by the loop-IR interpreter), and compiled to native code.
+"""ONNX's node test suite, for every supported op: every case imported and run by the graph
+reference evaluator; a sample legalized to loop IR (run by the loop-IR interpreter) and a
+sample compiled to native code. The samples take one case of every op each (the last and the
+first), so every legalization and every kernel is exercised without compiling a thousand
+models; ``python -m mlcbook.frontend.conformance --runner legalized`` (or ``compiled``) runs
+them all.
 
 Skips are only for the limitations documented in mlcbook.frontend.conformance.
 """
@@ -36,7 +40,16 @@ def test_node_case_with_reference_evaluator(case):
     _expect_pass(case, conformance.run_case(case, "interpret"))
 
 
-LEGALIZED = [c for c in CASES if conformance.case_op(c) != "(multi-op)"]
+def _one_per_op(cases, pick):
+    by_op: dict[str, list] = {}
+    for c in cases:
+        if conformance.case_op(c) != "(multi-op)":
+            by_op.setdefault(conformance.case_op(c), []).append(c)
+    return [pick(cs) for _, cs in sorted(by_op.items())]
+
+
+LEGALIZED = _one_per_op(CASES, lambda cs: cs[-1])
+COMPILED = _one_per_op(CASES, lambda cs: cs[0])
 
 
 @pytest.mark.parametrize("case", LEGALIZED, ids=[c.name for c in LEGALIZED])
@@ -49,6 +62,12 @@ def test_node_case_legalized_to_loop_ir(case):
 
 #: converters that onnx's node suite has no case for (checked by their own tests instead)
 NO_NODE_CASES = {"GlobalLpPool"}
+
+
+def test_the_samples_cover_every_op_of_the_single_op_cases():
+    ops = {conformance.case_op(c) for c in CASES} - {"(multi-op)"}
+    for sample in (LEGALIZED, COMPILED):
+        assert sorted(conformance.case_op(c) for c in sample) == sorted(ops)
 
 
 def test_every_supported_op_has_node_cases():
@@ -66,7 +85,7 @@ def test_summary_table_counts_skips_apart_from_passes():
 
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", COMPILED, ids=[c.name for c in COMPILED])
 def test_node_case_compiled(case):
     _expect_pass(case, conformance.run_case(case, "compiled"))
 

@@ -151,8 +151,8 @@ def test_shape_input_given_as_a_graph_input_needs_a_constant():
 
 def test_every_unsupported_node_is_listed_in_one_error():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
-             helper.make_node("HardSigmoid", ["a"], ["b"], name="hs1"),
-             helper.make_node("Softsign", ["b"], ["c"], name="ss"),
+             helper.make_node("Bernoulli", ["a"], ["b"], name="be1"),
+             helper.make_node("RandomUniformLike", ["b"], ["c"], name="ru"),
              helper.make_node("BatchNormalization", ["c", "s", "s", "s", "s"],
                               ["d", "rm", "rv"], name="bn", training_mode=1),
              helper.make_node("Gelu", ["d"], ["e"], name="g", approximate="none")]
@@ -163,8 +163,8 @@ def test_every_unsupported_node_is_listed_in_one_error():
     msg = str(err.value)
     assert "4 thing(s)" in msg
     assert "output 2 ('rv') is not supported" in msg
-    assert "node 'hs1' (HardSigmoid): the op HardSigmoid is not supported" in msg
-    assert "node 'ss' (Softsign)" in msg
+    assert "node 'be1' (Bernoulli): the op Bernoulli is not supported" in msg
+    assert "node 'ru' (RandomUniformLike)" in msg
     assert "node 'bn' (BatchNormalization): training_mode=1" in msg
     assert "Supported ops:" in msg and "Relu" in msg
 
@@ -242,7 +242,7 @@ _GEMM_WEIGHTS = [numpy_helper.from_array(np.ones((3, 5), np.float32), "w"),
 def test_conversion_errors_and_unsupported_nodes_are_listed_together():
     # C has 7 values for 5 columns: both gemms fail shape inference
     nodes = [_bad_gemm("mm1", "x", "a"),
-             helper.make_node("HardSigmoid", ["x"], ["b"], name="hs1"),
+             helper.make_node("Bernoulli", ["x"], ["b"], name="be1"),
              _bad_gemm("mm2", "b2", "y2"),
              helper.make_node("Relu", ["a"], ["d"], name="after_mm1")]
     inits = _GEMM_WEIGHTS
@@ -252,7 +252,7 @@ def test_conversion_errors_and_unsupported_nodes_are_listed_together():
         mb.from_onnx(model)
     msg = str(err.value)
     assert "1 thing(s) mlcbook does not support" in msg
-    assert "node 'hs1' (HardSigmoid)" in msg
+    assert "node 'be1' (Bernoulli)" in msg
     assert "2 node(s) failed to convert" in msg
     assert "node 'mm1' (Gemm)" in msg and "node 'mm2' (Gemm)" in msg
     # a node fed by a failed one is skipped, not reported again

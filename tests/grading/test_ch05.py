@@ -189,37 +189,38 @@ def test_infer_ignoring_dtypes():
     assert "float32 @ int32 gave" in message and "OpDTypeError" in message
 
 
-# --- 05.hard_sigmoid -----------------------------------------------------------------------------
-def _hard_sigmoid(clip_high=True, kind=mb.ops.OpKind.ELEMWISE, dtype_check=True,
-                  legalization=True, onnx_converter=True, use_attrs=True):
+# --- 05.swiglu ----------------------------------------------------------------------------------
+def _swiglu(gate=True, kind=mb.ops.OpKind.ELEMWISE, dtype_check=True, shape_check=True,
+            legalization=True, onnx_converter=True, use_attrs=True, num_inputs=(2, 2)):
     def register():
         def infer(types, attrs):
             if dtype_check and types[0].dtype != "float32":
                 raise mb.errors.OpDTypeError("floats only")
+            if shape_check and types[0].shape != types[1].shape:
+                raise mb.errors.OpShapeError("one shape")
             return types[0]
 
-        def reference(x, alpha, beta):
-            y = np.maximum(alpha * x + beta, 0)
-            return (np.minimum(y, 1) if clip_high else y).astype(x.dtype)
+        def reference(a, b, alpha):
+            s = 1 / (1 + np.exp(-alpha * a))
+            return ((a * s if gate else s) * b).astype(a.dtype)
 
-        mb.ops.register("hard_sigmoid", kind=kind, infer=infer, reference=reference,
-                        attrs={"alpha": 0.2, "beta": 0.5})
+        mb.ops.register("swiglu", kind=kind, infer=infer, reference=reference,
+                        attrs={"alpha": 1.0}, num_inputs=num_inputs)
         if legalization:
-            @mb.ops.register_legalization("hard_sigmoid")
+            @mb.ops.register_legalization("swiglu")
             def legalize(ins, attrs, out_type):
-                (x,) = ins
+                a, b = ins
 
                 def f(*i):
-                    y = mb.tir.max(x[i] * attrs["alpha"] + attrs["beta"], 0.0)
-                    return mb.tir.min(y, 1.0) if clip_high else y
-                return mb.te.compute(out_type.shape, f, name="hard_sigmoid")
+                    s = mb.tir.sigmoid(a[i] * attrs["alpha"])
+                    return (a[i] * s if gate else s) * b[i]
+                return mb.te.compute(out_type.shape, f, name="swiglu")
         if onnx_converter:
-            @converter("HardSigmoid", attrs=("alpha", "beta"))
+            @converter("SwiGLU", attrs=("alpha",))
             def convert(cx, inputs, attrs):
                 if not use_attrs:
-                    return cx.call("hard_sigmoid", inputs[0])
-                return cx.call("hard_sigmoid", inputs[0], alpha=attrs.get("alpha", 0.2),
-                               beta=attrs.get("beta", 0.5))
+                    return cx.call("swiglu", inputs[0], inputs[1])
+                return cx.call("swiglu", inputs[0], inputs[1], alpha=attrs.get("alpha", 1.0))
     return register
 
 
@@ -228,31 +229,36 @@ def _registry_state():
             {name: mb.ops.get(name).legalize for name in mb.ops.list_ops()})
 
 
-def test_hard_sigmoid_reference_form_passes_and_leaves_no_trace():
+def test_swiglu_is_not_built_in():
+    # the exercise adds an op mlcbook does not have
+    assert "swiglu" not in mb.ops.list_ops() and "SwiGLU" not in CONVERTERS
+
+
+def test_swiglu_reference_form_passes_and_leaves_no_trace():
     before = _registry_state()
-    assert grading.check("05.hard_sigmoid", _hard_sigmoid()).passed
+    assert grading.check("05.swiglu", _swiglu()).passed
     assert _registry_state() == before
-    assert "hard_sigmoid" not in mb.ops.list_ops() and "HardSigmoid" not in CONVERTERS
+    assert "swiglu" not in mb.ops.list_ops() and "SwiGLU" not in CONVERTERS
 
 
-def test_hard_sigmoid_check_works_when_the_student_already_registered_it():
+def test_swiglu_check_works_when_the_student_already_registered_it():
     """A student who ran the op's registration in the notebook still gets graded, and keeps
     the registration afterwards."""
     with scratch_registry():
-        solution(5)["register_hard_sigmoid"]()
-        mine = mb.ops.get("hard_sigmoid")
-        assert grading.check("05.hard_sigmoid", solution(5)["register_hard_sigmoid"]).passed
-        assert mb.ops.get("hard_sigmoid") is mine and "HardSigmoid" in CONVERTERS
-    assert "hard_sigmoid" not in mb.ops.list_ops()
+        solution(5)["register_swiglu"]()
+        mine = mb.ops.get("swiglu")
+        assert grading.check("05.swiglu", solution(5)["register_swiglu"]).passed
+        assert mb.ops.get("swiglu") is mine and "SwiGLU" in CONVERTERS
+    assert "swiglu" not in mb.ops.list_ops()
 
 
 def test_a_failing_answer_leaves_no_trace():
     def half_done():
-        _hard_sigmoid(onnx_converter=False)()
+        _swiglu(onnx_converter=False)()
         raise RuntimeError("oops")
     before = _registry_state()
-    message = zero("05.hard_sigmoid", half_done)
-    assert "register_hard_sigmoid raised RuntimeError: oops" in message
+    message = zero("05.swiglu", half_done)
+    assert "register_swiglu raised RuntimeError: oops" in message
     assert _registry_state() == before
 
 
@@ -260,42 +266,52 @@ def test_an_answer_that_replaces_another_ops_legalization_is_undone():
     relu_legalize = mb.ops.get("relu").legalize
 
     def vandal():
-        _hard_sigmoid()()
+        _swiglu()()
         mb.ops.register_legalization("relu")(lambda ins, attrs, out_type: None)
-    grading.check("05.hard_sigmoid", vandal)
+    grading.check("05.swiglu", vandal)
     assert mb.ops.get("relu").legalize is relu_legalize
 
 
-def test_hard_sigmoid_without_the_clip_at_one():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(clip_high=False))
+def test_swiglu_without_the_gate_factor():
+    message = zero("05.swiglu", _swiglu(gate=False))
     assert "on the numpy reference" in message
-    assert "values above 1 were not clipped" in message
+    assert "Swish keeps its input as a factor" in message
 
 
-def test_hard_sigmoid_wrong_kind():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(kind=mb.ops.OpKind.INJECTIVE))
+def test_swiglu_wrong_kind():
+    message = zero("05.swiglu", _swiglu(kind=mb.ops.OpKind.INJECTIVE))
     assert "registered with kind INJECTIVE" in message and "OpKind.ELEMWISE" in message
 
 
-def test_hard_sigmoid_without_dtype_check():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(dtype_check=False))
-    assert "on an int32 tensor is inferred as" in message and "OpDTypeError" in message
+def test_swiglu_registered_with_one_input():
+    message = zero("05.swiglu", _swiglu(num_inputs=(1, 1)))
+    assert "num_inputs=(2, 2)" in message
 
 
-def test_hard_sigmoid_without_legalization():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(legalization=False))
+def test_swiglu_without_dtype_check():
+    message = zero("05.swiglu", _swiglu(dtype_check=False))
+    assert "on two int32 tensors is inferred as" in message and "OpDTypeError" in message
+
+
+def test_swiglu_that_broadcasts():
+    message = zero("05.swiglu", _swiglu(shape_check=False))
+    assert "SwiGLU does not broadcast" in message and "OpShapeError" in message
+
+
+def test_swiglu_without_legalization():
+    message = zero("05.swiglu", _swiglu(legalization=False))
     assert "has no legalization" in message and "register_legalization" in message
 
 
-def test_hard_sigmoid_without_converter():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(onnx_converter=False))
-    assert "the ONNX importer does not know HardSigmoid" in message
+def test_swiglu_without_converter():
+    message = zero("05.swiglu", _swiglu(onnx_converter=False))
+    assert "the ONNX importer does not know SwiGLU" in message
 
 
-def test_hard_sigmoid_converter_ignoring_attributes():
-    message = zero("05.hard_sigmoid", _hard_sigmoid(use_attrs=False))
+def test_swiglu_converter_ignoring_attributes():
+    message = zero("05.swiglu", _swiglu(use_attrs=False))
     assert "output y of mb.graph.interpret" in message
-    assert "use the alpha and beta of the call's attributes" in message
+    assert "use the alpha of the call's attributes" in message
 
 
 # --- 05.fix_bn_training --------------------------------------------------------------------------

@@ -40,6 +40,30 @@ CASES = [
     ("split", [T((7, 2))], {"sizes": (3, 4)}),
     ("slice", [T((9, 4))], {"starts": (7, 0), "ends": (-100, 4), "steps": (-3, 2)}),
     ("gather", [T((5, 3)), T((2, 2), "int64")], {"axis": 0}),
+    ("gather_elements", [T((3, 4)), T((2, 3), "int64")], {"axis": 1}),
+    ("gather_nd", [T((2, 3, 4), "int32"), T((2, 2, 1), "int64")], {"batch_dims": 1}),
+    ("scatter_elements", [T((3, 4)), T((2, 3), "int64"), T((2, 3))], {"axis": 1}),
+    ("scatter_elements", [T((3, 4), "int8"), T((2, 3), "int64"), T((2, 3), "int8")],
+     {"axis": 1, "reduction": "add"}),
+    ("scatter_nd", [T((4, 3)), T((3, 1), "int64"), T((3, 3))], {}),
+    ("scatter_nd", [T((4, 3)), T((3, 1), "int64"), T((3, 3))], {"reduction": "max"}),
+    ("scatter_nd", [T((4, 3)), T((3, 1), "int64"), T((3, 3))], {"reduction": "mul"}),
+    ("bitshift", [T((2, 9), "int8"), T((9,), "int8")], {"direction": "LEFT"}),
+    ("bitshift", [T((2, 9), "int8"), T((9,), "int8")], {"direction": "RIGHT"}),
+    ("bitshift", [T((9,), "uint8"), T((9,), "uint8")], {"direction": "RIGHT"}),
+    ("bitshift", [T((2, 9), "int64"), T((9,), "int64")], {"direction": "LEFT"}),
+    ("hard_sigmoid", [T((3, 5))], {"alpha": 0.3, "beta": 0.4}),
+    ("mod", [T((2, 7)), T((7,))], {"fmod": 0}),
+    ("mod", [T((2, 7), "float64"), T((7,), "float64")], {"fmod": 1}),
+    ("resize", [T((1, 2, 3, 4))], {"sizes": (1, 2, 7, 2), "scales": (1, 1, 7 / 3, 0.5),
+                                   "mode": "linear"}),
+    ("resize", [T((2, 3, 4), "int8")], {"sizes": (2, 5, 9), "scales": (1, 5 / 3, 2.25),
+                                        "coordinate_transformation_mode": "asymmetric",
+                                        "nearest_mode": "round_prefer_ceil"}),
+    ("resize", [T((3, 4), "float16")], {"sizes": (5, 4), "scales": (5 / 3, 1),
+                                        "mode": "linear",
+                                        "coordinate_transformation_mode": "align_corners"}),
+    ("softsign", [T((3, 5), "float16")], {}),
     ("pad", [T((3, 4))], {"pads": (2, 1, 1, 2), "mode": "reflect"}),
     ("pad", [T((3, 4))], {"pads": (1, -1, 0, 3), "value": 7.0}),
     ("reshape", [T((2, 6))], {"shape": (3, -1)}),
@@ -68,6 +92,24 @@ def _inputs(op, types, rng):
         arrays[0][0] = -7
     if op == "gather":
         arrays[1] = np.array([[0, -1], [4, 2]], "int64")
+    if op in ("gather_elements", "scatter_elements"):
+        # duplicates in a row: the last update wins ("none") or they add up
+        arrays[1] = np.array([[0, -1, 0], [3, 2, -4]], "int64")
+    if op == "gather_nd":
+        arrays[1] = np.array([[[2], [0]], [[-1], [1]]], "int64")
+    if op == "scatter_nd":
+        arrays[1] = np.array([[1], [-1], [1]], "int64")
+    if op == "mod" and types[0].dtype.startswith("float"):
+        # signs mixed, a zero divisor (NaN), infinities on both sides
+        arrays[0] = np.array([[-4.3, 7.2, 5.0, 0.0, np.inf, -3.0, 1.0]] * 2, types[0].dtype)
+        arrays[1] = np.array([2.1, -3.4, 0.0, -2.0, 2.0, np.inf, -np.inf], types[1].dtype)
+    if op == "bitshift":
+        # every shift in [-1, bits] (outside [0, bits) gives 0 or the sign), negative values
+        bits = np.iinfo(types[0].dtype).bits
+        arrays[1] = np.array([-1, 0, 1, 2, 3, bits - 2, bits - 1, bits, 5],
+                             "int64").astype(types[1].dtype)  # uint8: -1 is 255
+        arrays[0] = np.broadcast_to(np.array([-128, -7, -1, 0, 1, 3, 77, 127, 100], "int64")
+                                    .astype(types[0].dtype), types[0].shape).copy()
     if op == "pow":
         arrays[0] = np.abs(arrays[0]) + 0.5
         arrays[1] = np.array([0, 1, 2, 3, -1], "int64")

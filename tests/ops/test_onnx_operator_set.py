@@ -12,9 +12,9 @@ def test_prelu_slope_must_not_widen_the_input():
         ops.get("prelu").infer_type([TensorType((3,)), TensorType((2, 3))], {})
 
 
-def test_mod_takes_integers():
+def test_mod_takes_numbers_not_bools():
     with pytest.raises(OpDTypeError, match="mod takes int8"):
-        ops.get("mod").infer_type([TensorType((3,)), TensorType((3,))], {})
+        ops.get("mod").infer_type([TensorType((3,), "bool"), TensorType((3,), "bool")], {})
 
 
 def test_tile_needs_positive_repeats():
@@ -53,3 +53,23 @@ def test_argmax_returns_int64_and_first_of_ties():
     assert ref(x[:1], axis=1, keepdims=0, select_last_index=1).tolist() == [2]
     t = ops.get("argmax").infer_type([TensorType((2, 3))], {"axis": 1, "keepdims": 0})
     assert t == TensorType((2,), "int64")
+
+
+def test_resize_names_an_unsupported_mode_and_what_to_use():
+    with pytest.raises(OpAttributeError, match=r"mode='cubic' is not supported.*Instead: use "
+                       "'linear'"):
+        ops.get("resize").infer_type([TensorType((1, 4))], {"sizes": (1, 8), "scales": (1, 2),
+                                                             "mode": "cubic"})
+
+
+def test_resize_linear_needs_floats():
+    with pytest.raises(OpAttributeError, match="linear mode of a int32 tensor; cast it"):
+        ops.get("resize").infer_type([TensorType((4,), "int32")],
+                                     {"sizes": (8,), "scales": (2,), "mode": "linear"})
+
+
+def test_bitshift_takes_integers_and_a_direction():
+    with pytest.raises(OpDTypeError, match="bitshift takes int8"):
+        ops.get("bitshift").infer_type([TensorType((3,)), TensorType((3,))], {})
+    with pytest.raises(OpAttributeError, match="direction='UP' is not 'LEFT' or 'RIGHT'"):
+        ops.get("bitshift").infer_type([TensorType((3,), "int8")] * 2, {"direction": "UP"})

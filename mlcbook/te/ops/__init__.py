@@ -15,7 +15,8 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
-(transpose, reshape, pad, concat, split, slice, gather) and reduce (sum, mean, max, min).
+(transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
+scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
@@ -29,6 +30,9 @@ from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, co
                           hard_swish, isinf, isnan, less_equal, logical_and, logical_not,
                           logical_or, logical_xor, mish, mod, prelu, round, selu, shrink, sign,
                           sin, sinh, softplus, tan, thresholded_relu)
+from .elementwise import bitshift, hard_sigmoid, softsign
+from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
+from .resize import resize
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
@@ -51,7 +55,8 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
-           "expand", "tile", "trilu", "conv_transpose", "topk"]
+           "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
+           "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -297,18 +297,75 @@ prelu = _binary("prelu", lambda x, s: _e.select(x < const_like(0, x), x * s, x),
                 "``x if x >= 0 else slope * x``, the slope broadcast to x.")
 
 
+def _float_mod(x, y, fmod: int):
+    """numpy's ``fmod`` (``fmod=1``) or ``mod`` of floats, computed in float64: x - t * y
+    with t the quotient truncated, then moved to the divisor's sign for ``mod``."""
+    x, y = _e.cast("float64", x), _e.cast("float64", y)
+    zero, inf = _e.const(0.0, "float64"), _e.infinity("float64")
+    q = x / y
+    r = x - _e.select(q < zero, _e.ceil(q), _e.floor(q)) * y
+    # a finite x over an infinite y leaves x (the formula would give inf * 0 = NaN)
+    r = _e.select(((y == inf) | (y == -inf)) & (x < inf) & (x > -inf), x, r)
+    if not fmod:
+        r = _e.select((r != zero) & ((r < zero) != (y < zero)), r + y, r)
+    return r
+
+
 def mod(a: Tensor, b: Tensor, fmod: int = 0, name: str = "mod") -> Tensor:
-    """Integer remainder: with ``fmod=0`` it has the divisor's sign (Python's ``%``), with
-    ``fmod=1`` the dividend's (C's ``%``). A zero divisor gives 0."""
+    """Remainder: with ``fmod=0`` it has the divisor's sign (Python's ``%``, numpy.mod), with
+    ``fmod=1`` the dividend's (C's ``%``, numpy.fmod). An integer zero divisor gives 0, a float
+    one NaN."""
     _check_operands("mod", a, b)
-    for t in (a, b):
-        if _e.is_float(t.dtype):
-            raise TEError(f"mod: {t.name!r} is {t.dtype}; mod takes integer tensors")
 
     def fn(x, y):
+        if _e.is_float(x.dtype):
+            return _float_mod(x, y, fmod)
         zero = const_like(0, y)
         safe = _e.select(y == zero, const_like(1, y), y)
         r = x % safe if not fmod else x - trunc_div(x, safe) * safe
         return _e.select(y == zero, zero, r)
 
     return _broadcast("mod", (a, b), fn, None, name)
+
+
+hard_sigmoid = _with_attrs("hard_sigmoid", lambda v, alpha=0.2, beta=0.5: _e.max(
+    const_like(0.0, v), _e.min(const_like(1.0, v), v * const_like(alpha, v) + const_like(beta, v))),
+    "``max(0, min(1, alpha x + beta))`` elementwise.")
+softsign = _unary("softsign", lambda v: v / (const_like(1.0, v) + _e.abs(v)),
+                  "``x / (1 + |x|)`` elementwise.")
+
+
+def _pow2(y, bits: int):
+    """``2**y`` wrapped to the dtype, for ``0 <= y < bits``, from the bits of y: the product
+    of ``2**(2**b)`` over the set bits ``b`` (the IR has no shift)."""
+    p = const_like(1, y)
+    for b in range(bits.bit_length() - 1):
+        bit = (y // const_like(1 << b, y)) % const_like(2, y) == const_like(1, y)
+        p = p * _e.select(bit, const_like(1 << (1 << b), y), const_like(1, y))
+    return p
+
+
+def bitshift(a: Tensor, b: Tensor, direction: str = "LEFT", name: str = "bitshift") -> Tensor:
+    """``a << b`` (``direction="LEFT"``) or ``a >> b`` (arithmetic for signed ints) with
+    broadcasting. A shift outside ``[0, bits)`` gives 0 (right shift of a negative: -1),
+    ONNX's rule; a left shift wraps."""
+    _check_operands("bitshift", a, b)
+    if direction not in ("LEFT", "RIGHT"):
+        raise TEError(f"bitshift: direction={direction!r} is not 'LEFT' or 'RIGHT'")
+    for t in (a, b):
+        if isinstance(t, Tensor) and not _e.is_int(t.dtype):
+            raise TEError(f"bitshift: {t.name!r} is {t.dtype}; bitshift takes integer tensors")
+    dtype = a.dtype if isinstance(a, Tensor) else b.dtype
+    bits, signed = int(dtype.split("int")[1]), not dtype.startswith("u")
+
+    def fn(x, y):
+        x, y = _e.cast(dtype, x), _e.cast(dtype, y)
+        zero = const_like(0, x)
+        fill = _e.select(x < zero, const_like(-1, x), zero) if signed else zero
+        if direction == "LEFT":
+            return _e.select((y >= zero) & (y < const_like(bits, y)), x * _pow2(y, bits), zero)
+        # a signed shift by bits - 1 is the sign fill too; 2**(bits - 1) is not representable
+        top = bits - 1 if signed else bits
+        return _e.select((y >= zero) & (y < const_like(top, y)), x // _pow2(y, bits), fill)
+
+    return _broadcast("bitshift", (a, b), fn, None, name)

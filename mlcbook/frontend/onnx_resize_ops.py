@@ -1,0 +1,90 @@
+"""Converters of ONNX's ``Resize`` and ``Upsample`` onto the graph op ``resize``: the output
+sizes and the coordinate scales are resolved at import from the ``scales`` or ``sizes``
+input (``axes`` and ``keep_aspect_ratio_policy`` included).
+
+    >>> CONVERTERS["Upsample"].attrs
+    frozenset({'mode', 'scales'})
+
+Nearest and linear modes are supported with every coordinate transformation but
+``tf_crop_and_resize``; cubic mode and antialiasing are reported as unsupported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..te.ops.resize import COORDINATE_MODES, MODES
+from .onnx_context import Unsupported
+from .onnx_ops import CONVERTERS, converter, guard_dtype
+
+_RESIZE_ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "axes",
+                 "keep_aspect_ratio_policy", "antialias", "cubic_coeff_a", "exclude_outside",
+                 "extrapolation_value")
+
+
+def _check_resize(attrs):
+    out = []
+    mode = attrs.get("mode", "nearest")
+    if mode not in MODES:
+        out.append(f"mode={mode!r} (mlcbook resizes with {', '.join(MODES)})")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if ctm not in COORDINATE_MODES:
+        out.append(f"coordinate_transformation_mode={ctm!r} (supported: "
+                   f"{', '.join(COORDINATE_MODES)})")
+    if attrs.get("antialias", 0):
+        out.append("antialias=1")
+    return out
+
+
+def _resolve(x_shape, axes, scales, sizes, policy):
+    """(sizes, scales) for every axis from the node's ``scales`` or ``sizes`` on ``axes``."""
+    shape = list(x_shape)
+    full_sizes, full_scales = list(shape), [1.0] * len(shape)
+    if sizes is not None and sizes.size:
+        want = [int(s) for s in sizes.reshape(-1)]
+        ratios = [w / shape[a] for w, a in zip(want, axes)]
+        if policy != "stretch":
+            s = min(ratios) if policy == "not_larger" else max(ratios)
+            ratios = [s] * len(axes)
+            want = [int(math.floor(s * shape[a] + 0.5)) for a in axes]
+        for a, w, r in zip(axes, want, ratios):
+            full_sizes[a], full_scales[a] = w, r
+    elif scales is not None and scales.size:
+        for a, s in zip(axes, scales.reshape(-1).tolist()):
+            full_sizes[a], full_scales[a] = int(math.floor(shape[a] * s)), float(s)
+    else:
+        raise Unsupported("neither scales nor sizes is given")
+    return tuple(full_sizes), tuple(full_scales)
+
+
+@converter("Resize", attrs=_RESIZE_ATTRS, static=(1, 2, 3), check=_check_resize)
+@guard_dtype
+def _resize(cx, ins, attrs):
+    x = ins[0]
+    rank = len(x.shape)
+    axes = [a % rank for a in attrs.get("axes", range(rank))]
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+    sizes, scales = _resolve(x.shape, axes, cx.static(2, "scales"), cx.static(3, "sizes"),
+                             policy)
+    return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
+                   coordinate_transformation_mode=attrs.get("coordinate_transformation_mode",
+                                                            "half_pixel"),
+                   nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"))
+
+
+@converter("Upsample", attrs=("mode", "scales"), static=(1,), check=_check_resize)
+@guard_dtype
+def _upsample(cx, ins, attrs):
+    # Upsample (opsets 7 to 9) maps coordinates as Resize's "asymmetric" with floor rounding
+    x = ins[0]
+    scales = cx.static(1, "scales")
+    if scales is None:
+        scales = np.asarray(attrs.get("scales", ()), np.float32)
+    sizes, scales = _resolve(x.shape, list(range(len(x.shape))), scales, None, "stretch")
+    return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
+                   coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
+__all__ = ["CONVERTERS"]
