@@ -94,7 +94,8 @@ def _undeclared(modules: set[str], declared: set[str]) -> list[str]:
 EXTRAS = {"fuzz": "fuzz"}
 #: modules that import an extra's package inside a function, for one feature -> that package
 #: (the extra is named in the error they raise when it is missing)
-OPTIONAL_IMPORTS = {"frontend/conformance.py": {"onnxruntime"}}
+OPTIONAL_IMPORTS = {"frontend/conformance.py": {"onnxruntime"},
+                    "frontend/quantize.py": {"onnxruntime"}}
 
 
 def test_every_runtime_import_is_a_declared_dependency():
@@ -149,8 +150,8 @@ def test_onnxruntime_is_an_extra_not_a_dependency():
 
 
 #: imports every module of mlcbook but the fuzzer (its extra is onnxruntime) and the `python
-#: -m` entry points with onnxruntime
-#: made unimportable, then asks the conformance command for onnxruntime's rates
+#: -m` entry points with onnxruntime made unimportable, then asks the two features that need
+#: it (the conformance command's onnxruntime rates, quantize_qdq) for it
 _WITHOUT_ONNXRUNTIME = """
 import importlib, pkgutil, sys
 sys.modules["onnxruntime"] = None  # import onnxruntime now raises ImportError
@@ -163,6 +164,11 @@ try:
     conformance.main(["--onnxruntime", "--ops", "Relu"])
 except mlcbook.MLCError as e:
     print("ERROR", e)
+try:
+    from mlcbook.frontend import examples
+    mlcbook.frontend.quantize_qdq(examples.mlp(batch=1), [{}])
+except mlcbook.MLCError as e:
+    print("QUANTIZE", e)
 """
 
 
@@ -172,6 +178,7 @@ def test_mlcbook_imports_without_onnxruntime_and_conformance_says_how_to_install
     assert proc.returncode == 0, proc.stderr
     assert "ERROR [MLC-A001]" in proc.stdout
     assert 'pip install "mlcbook[test]"' in proc.stdout
+    assert "QUANTIZE [MLC-A001] quantize_qdq calls onnxruntime's" in proc.stdout
 
 
 def test_xgboost_comes_as_the_cpu_wheel_where_one_exists():

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnsupportedModelError
+from ..errors import ArgumentError, UnsupportedModelError
 
 __all__ = ["quantize_qdq"]
 
@@ -29,8 +29,13 @@ def quantize_qdq(model, calibration: Sequence[Mapping[str, np.ndarray]],
     """``model`` (an ``onnx.ModelProto``) quantized by onnxruntime in QDQ format, its
     activation ranges measured on the ``calibration`` inputs (a list of feed dicts)."""
     import onnx
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                          quantize_static)
+    try:
+        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                              quantize_static)
+    except ImportError:
+        raise ArgumentError("quantize_qdq calls onnxruntime's static quantizer, and onnxruntime "
+                            'is not installed. Instead: pip install "mlcbook[test]" (or '
+                            '"mlcbook[course]")') from None
     if not calibration:
         raise UnsupportedModelError("quantize_qdq: no calibration inputs; Instead: pass a few "
                                     "typical inputs, e.g. [{'input': x} for x in samples]")
