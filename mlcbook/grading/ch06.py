@@ -86,8 +86,8 @@ def fuse_by_rule(func, joins: Rule, on_decision=None) -> list[list[str]]:
     question and answer.
     """
     from ..graph import Call, children, post_order
-    from ..graph.executable import VIEW_OPS
-    from ..ops import get as get_op
+    from ..ops import get as get_op, view_ops
+    views = view_ops()
     order = _calls(func)
     by_name = {n.name: n for n in order}
     consumers: dict[int, list] = {id(n): [] for n in order}
@@ -113,7 +113,7 @@ def fuse_by_rule(func, joins: Rule, on_decision=None) -> list[list[str]]:
                 continue
             p = by_name[ipdom[n.name]]
             path = _paths_to(consumers, n, p)
-            if any(c.op in VIEW_OPS for c in [n] + path):
+            if any(c.op in views for c in [n] + path):
                 continue
             args = (gkind, [kind[find(id(c))] for c in path[1:]], kind[find(id(p))])
             answer = joins(*args)
