@@ -61,7 +61,7 @@ def static_problems(node, attrs: dict) -> list[str]:
     return out
 
 
-def _guard_dtype(fn):
+def guard_dtype(fn):
     """An op that rejects a dtype ONNX allows is a limitation of mlcbook, not a bad model."""
     def wrapped(cx, ins, attrs):
         try:
@@ -69,10 +69,6 @@ def _guard_dtype(fn):
         except OpDTypeError as e:
             raise Unsupported(e.message) from None
     return wrapped
-
-
-#: public name of the dtype guard, for the converter modules beside this one
-guard_dtype = _guard_dtype
 
 
 # --- elementwise ---------------------------------------------------------------------------------
@@ -84,19 +80,19 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
 
 
 @converter(*_UNARY)
-@_guard_dtype
+@guard_dtype
 def _unary(cx, ins, attrs):
     return cx.call(_UNARY[cx.node.op_type], ins[0])
 
 
 @converter(*_BINARY)
-@_guard_dtype
+@guard_dtype
 def _binary(cx, ins, attrs):
     return cx.call(_BINARY[cx.node.op_type], ins[0], ins[1])
 
 
 @converter("LeakyRelu", attrs=("alpha",))
-@_guard_dtype
+@guard_dtype
 def _leaky_relu(cx, ins, attrs):
     return cx.call("leaky_relu", ins[0], alpha=attrs.get("alpha", 0.01))
 
@@ -107,7 +103,7 @@ def _check_gelu(attrs):
 
 
 @converter("Gelu", attrs=("approximate",), check=_check_gelu)
-@_guard_dtype
+@guard_dtype
 def _gelu(cx, ins, attrs):
     return cx.call("gelu", ins[0], approximate=attrs.get("approximate", "none"))
 
@@ -121,7 +117,7 @@ def _scalar(v: np.ndarray | None, what: str):
 
 
 @converter("Clip", static=(1, 2))
-@_guard_dtype
+@guard_dtype
 def _clip(cx, ins, attrs):
     lo = _scalar(cx.static(1, "min"), "min")
     hi = _scalar(cx.static(2, "max"), "max")
@@ -129,7 +125,7 @@ def _clip(cx, ins, attrs):
 
 
 @converter("Max", "Min")
-@_guard_dtype
+@guard_dtype
 def _max_min(cx, ins, attrs):
     op = "maximum" if cx.node.op_type == "Max" else "minimum"
     acc = ins[0]
@@ -140,7 +136,7 @@ def _max_min(cx, ins, attrs):
 
 
 @converter("Where")
-@_guard_dtype
+@guard_dtype
 def _where(cx, ins, attrs):
     return cx.call("where", ins[0], ins[1], ins[2])
 
@@ -160,13 +156,13 @@ def _identity(cx, ins, attrs):
 
 # --- linear algebra and nn -------------------------------------------------------------------------
 @converter("MatMul")
-@_guard_dtype
+@guard_dtype
 def _matmul(cx, ins, attrs):
     return cx.call("matmul", ins[0], ins[1])
 
 
 @converter("Gemm", attrs=("alpha", "beta", "transA", "transB"))
-@_guard_dtype
+@guard_dtype
 def _gemm(cx, ins, attrs):
     args = [a for a in ins[:3] if a is not None]
     return cx.call("gemm", *args, alpha=attrs.get("alpha", 1.0), beta=attrs.get("beta", 1.0),
@@ -199,7 +195,7 @@ pool_window = _window
 
 @converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
            check=_check_auto_pad)
-@_guard_dtype
+@guard_dtype
 def _conv(cx, ins, attrs):
     x, w = ins[0], ins[1]
     kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
@@ -212,7 +208,7 @@ _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "st
 
 
 @converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=_check_auto_pad)
-@_guard_dtype
+@guard_dtype
 def _max_pool(cx, ins, attrs):
     kernel = tuple(attrs["kernel_shape"])
     return cx.call("max_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
@@ -220,7 +216,7 @@ def _max_pool(cx, ins, attrs):
 
 
 @converter("AveragePool", attrs=_POOL_ATTRS + ("count_include_pad",), check=_check_auto_pad)
-@_guard_dtype
+@guard_dtype
 def _avg_pool(cx, ins, attrs):
     kernel = tuple(attrs["kernel_shape"])
     return cx.call("avg_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
@@ -229,7 +225,7 @@ def _avg_pool(cx, ins, attrs):
 
 
 @converter("GlobalAveragePool")
-@_guard_dtype
+@guard_dtype
 def _gap(cx, ins, attrs):
     return cx.call("global_avg_pool", ins[0])
 
@@ -241,13 +237,13 @@ def _check_bn(attrs):
 
 
 @converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), check=_check_bn)
-@_guard_dtype
+@guard_dtype
 def _batch_norm(cx, ins, attrs):
     return cx.call("batch_norm", *ins[:5], epsilon=attrs.get("epsilon", 1e-5))
 
 
 @converter("LayerNormalization", attrs=("axis", "epsilon", "stash_type"), outputs=3)
-@_guard_dtype
+@guard_dtype
 def _layer_norm(cx, ins, attrs):
     stats = any(cx.node.output[1:])
     args = [a for a in ins[:3] if a is not None]
@@ -256,7 +252,7 @@ def _layer_norm(cx, ins, attrs):
 
 
 @converter("Softmax", "LogSoftmax", attrs=("axis",))
-@_guard_dtype
+@guard_dtype
 def _softmax(cx, ins, attrs):
     op = "softmax" if cx.node.op_type == "Softmax" else "log_softmax"
     return cx.call(op, ins[0], axis=attrs.get("axis", -1))
@@ -325,7 +321,7 @@ def _unsqueeze(cx, ins, attrs):
 
 
 @converter("Gather", attrs=("axis",))
-@_guard_dtype
+@guard_dtype
 def _gather(cx, ins, attrs):
     return cx.call("gather", ins[0], ins[1], axis=attrs.get("axis", 0))
 
@@ -355,7 +351,7 @@ _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "Reduce
 
 
 @converter(*_REDUCE, attrs=("axes", "keepdims", "noop_with_empty_axes"), static=(1,))
-@_guard_dtype
+@guard_dtype
 def _reduce(cx, ins, attrs):
     axes = _ints(cx.static(1, "axes"))
     if axes is None and "axes" in attrs:

@@ -137,6 +137,17 @@ def _zero_pad(x: Tensor, pads, name: str) -> Tensor:
     return compute_named(shape, ["n", "c"] + [f"p{d}" for d in range(nsp)], body, name)
 
 
+def _conv_output(data: Tensor, f: int, out, nsp: int, body, bias, name: str) -> Tensor:
+    """The (N, F, *out) result of a convolution whose sum is ``body``: the sum itself, or,
+    with a ``bias``, the sum in ``{name}_acc`` and the bias added in an epilogue stage."""
+    shape, names = (data.shape[0], f) + out, _spatial_names(nsp, "f")
+    if bias is None:
+        return reduce_stage(shape, names, body, data.dtype, name)
+    acc = compute_named(shape, names, body, f"{name}_acc")
+    return compute_named(shape, names, lambda n, ff, *o: store(
+        acc[(n, ff) + o] + load(bias, (ff,)), data.dtype), name)
+
+
 def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None, pads=None,
          dilations=None, group: int = 1, kernel_shape=None, name: str = "conv") -> Tensor:
     """N-d convolution (cross-correlation) with groups, ONNX's Conv: data ``(N, C, *spatial)``,
@@ -181,12 +192,7 @@ def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None,
         src = [n, chan] + [scaled(o[d], strides[d]) + scaled(rk[d], dil[d]) for d in range(nsp)]
         return _r.sum(load(padded, src) * load(weight, [ff, rc] + rk), axis=[rc] + rk)
 
-    shape, names = (data.shape[0], f) + out, _spatial_names(nsp, "f")
-    if bias is None:
-        return reduce_stage(shape, names, body, data.dtype, name)
-    acc = compute_named(shape, names, body, f"{name}_acc")
-    return compute_named(shape, names, lambda n, ff, *o: store(
-        acc[(n, ff) + o] + load(bias, (ff,)), data.dtype), name)
+    return _conv_output(data, f, out, nsp, body, bias, name)
 
 
 def _pads2d(padding, op: str) -> tuple[int, int, int, int]:
@@ -385,9 +391,4 @@ def conv_transpose(data: Tensor, weight: Tensor, bias: Tensor | None = None, str
         return _r.sum(load(data, src) * load(weight, [chan, wf] + rk), axis=[rc] + rk,
                       where=and_all(conds))
 
-    shape, names = (data.shape[0], f) + out, _spatial_names(nsp, "f")
-    if bias is None:
-        return reduce_stage(shape, names, body, data.dtype, name)
-    acc = compute_named(shape, names, body, f"{name}_acc")
-    return compute_named(shape, names, lambda n, ff, *o: store(
-        acc[(n, ff) + o] + load(bias, (ff,)), data.dtype), name)
+    return _conv_output(data, f, out, nsp, body, bias, name)
