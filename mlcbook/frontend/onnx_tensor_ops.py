@@ -102,11 +102,11 @@ def _topk(cx, ins, attrs):
                    largest=attrs.get("largest", 1))
 
 
-@converter("CumSum", attrs=("exclusive", "reverse"), static=(1,))
+@converter("CumSum", "CumProd", attrs=("exclusive", "reverse"), static=(1,))
 @guard_dtype
-def _cumsum(cx, ins, attrs):
+def _cumulative(cx, ins, attrs):
     axis = _static_ints(cx, 1, "axis")
-    return cx.call("cumsum", ins[0], axis=axis[0], exclusive=attrs.get("exclusive", 0),
+    return cx.call(cx.node.op_type.lower(), ins[0], axis=axis[0], exclusive=attrs.get("exclusive", 0),
                    reverse=attrs.get("reverse", 0))
 
 

@@ -87,7 +87,7 @@ _SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "
                   "hard_swish", "elu", "selu", "celu", "thresholded_relu",
                   "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
                   "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
-                  "prod", "argmax", "argmin", "cumsum", "expand", "tile", "trilu",
+                  "prod", "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu",
                   "conv_transpose", "hard_sigmoid", "softsign", "bitshift", "gather_elements",
                   "gather_nd", "scatter_elements", "scatter_nd", "resize")
 for _op in _SAME_ONNX_SET:

@@ -94,24 +94,35 @@ for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
              doc=f"{_fn.__name__} along `axis` as int64 (the last of ties if select_last_index)")
 
 
-def _cumsum_infer(types, attrs):
-    require_dtype("cumsum", types[0], NUMBERS)
-    norm_axes("cumsum", (attrs["axis"],), types[0].ndim)
-    return types[0]
+def _running_infer(op: str):
+    def infer(types, attrs):
+        require_dtype(op, types[0], NUMBERS)
+        norm_axes(op, (attrs["axis"],), types[0].ndim)
+        return types[0]
+    return infer
 
 
-def _cumsum_ref(x, axis, exclusive=0, reverse=0):
-    y = np.flip(x, axis) if reverse else x
-    acc = np.cumsum(y.astype(np.float64) if x.dtype.kind == "f" else y, axis=axis)
-    if exclusive:
-        acc = acc - (y.astype(np.float64) if x.dtype.kind == "f" else y)
-    acc = np.flip(acc, axis) if reverse else acc
-    return acc.astype(x.dtype)
+def _running_ref(fn, identity):
+    def reference(x, axis, exclusive=0, reverse=0):
+        y = np.flip(x, axis) if reverse else x
+        # floats accumulate in float64, integers in int64 (wrapping back to the dtype)
+        acc = fn(y.astype(np.float64 if x.dtype.kind == "f" else np.int64), axis=axis)
+        if exclusive:
+            # the running result of the elements before: shift by one, the identity first
+            first = np.full_like(np.take(acc, [0], axis=axis), identity)
+            acc = np.concatenate([first, np.delete(acc, -1, axis=axis)], axis=axis)
+        acc = np.flip(acc, axis) if reverse else acc
+        return acc.astype(x.dtype)
+    return reference
 
 
-register("cumsum", kind=OpKind.REDUCTION, infer=_cumsum_infer, reference=_cumsum_ref,
-         attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
-         doc="running sum along `axis` (exclusive: without the element; reverse: from the end)")
+for _name, _fn, _identity, _what in (("cumsum", np.cumsum, 0, "sum"),
+                                      ("cumprod", np.cumprod, 1, "product")):
+    register(_name, kind=OpKind.REDUCTION, infer=_running_infer(_name),
+             reference=_running_ref(_fn, _identity),
+             attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
+             doc=f"running {_what} along `axis` (exclusive: without the element; reverse: "
+                 "from the end)")
 
 
 def _topk_infer(types, attrs):

@@ -39,7 +39,7 @@ from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, 
 from .lrn import lrn
 from .normalization import batch_norm, layer_norm, log_softmax, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
-from .reduce import argmax, argmin, cumsum, prod, topk
+from .reduce import argmax, argmin, cumprod, cumsum, prod, topk
 from .transform import expand, tile, trilu
 from .nn import conv_transpose
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
@@ -54,7 +54,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "cosh", "elu", "greater_equal", "hard_swish", "isinf", "isnan",
            "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
-           "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
+           "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize"]
 

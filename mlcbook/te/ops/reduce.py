@@ -129,12 +129,13 @@ def argmin(x: Tensor, axis: int = 0, keepdims: bool = True, select_last_index: b
     return _arg("min", x, axis, keepdims, select_last_index, name)
 
 
-def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
-           name: str = "cumsum") -> Tensor:
-    """``numpy.cumsum(x, axis)``; ``exclusive`` leaves out the element itself, ``reverse``
-    sums from the end. Each output sums its prefix: O(n**2) along ``axis``."""
-    check_tensor(x, "cumsum", "x")
-    axis = normalize_axes(axis, x.ndim, "cumsum")[0]
+def _running(kind: str, x: Tensor, axis: int, exclusive: bool, reverse: bool,
+             name: str) -> Tensor:
+    """The running sum or product along ``axis``: each output reduces its prefix (its
+    suffix if ``reverse``), with the element itself unless ``exclusive``: O(n**2) along
+    ``axis``. An empty prefix gives the reduction's identity (0 or 1)."""
+    check_tensor(x, f"cum{kind}", "x")
+    axis = normalize_axes(axis, x.ndim, f"cum{kind}")[0]
     k = _r.reduce_axis(x.shape[axis], name="k")
 
     def body(*idx):
@@ -145,9 +146,23 @@ def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = Fa
             cond = k > i if exclusive else k >= i
         else:
             cond = k < i if exclusive else k <= i
-        return _r.sum(load(x, src), axis=k, where=cond)
+        return _REDUCERS[kind](load(x, src), axis=k, where=cond)
 
     return reduce_stage(x.shape, axis_names(x.ndim), body, x.dtype, name)
+
+
+def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: str = "cumsum") -> Tensor:
+    """``numpy.cumsum(x, axis)``; ``exclusive`` leaves out the element itself, ``reverse``
+    sums from the end. Each output sums its prefix: O(n**2) along ``axis``."""
+    return _running("sum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+            name: str = "cumprod") -> Tensor:
+    """``numpy.cumprod(x, axis)``; ``exclusive`` leaves out the element itself (the first
+    output is 1), ``reverse`` multiplies from the end. O(n**2) along ``axis``."""
+    return _running("prod", x, axis, exclusive, reverse, name)
 
 
 def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True,
