@@ -23,6 +23,10 @@ KNOWN_FAILURES = {
     "converter does not yet read the legacy per-channel broadcast",
     "test_PReLU_2d_multiparam": "same as test_PReLU_1d_multiparam",
     "test_PReLU_3d_multiparam": "same as test_PReLU_1d_multiparam",
+    "test_dft_inverse": "the expected imaginary parts are numpy's complex64 FFT rounding "
+    "(1.9e-7 where the exact inverse of the float32 input is 0, atol 1e-7); onnxruntime "
+    "fails the case too",
+    "test_dft_inverse_opset19": "same as test_dft_inverse",
 }
 
 
