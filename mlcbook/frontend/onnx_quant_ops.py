@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
-from .onnx_context import onnx_dtype
+from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import converter, guard_dtype, pool_window
 
 
@@ -89,3 +89,28 @@ def _qlinear_matmul(cx, ins, attrs):
 def _qlinear_conv(cx, ins, attrs):
     args = [a for a in ins[:9] if a is not None]
     return cx.call("qlinear_conv", *args, **_conv_attrs(ins[0], ins[3], attrs))
+
+
+@converter("DynamicQuantizeLinear", outputs=3)
+@guard_dtype
+def _dynamic_quantize(cx, ins, attrs):
+    # uint8 over [min(x, 0), max(x, 0)]: scale = range / 255 (1 / 255 for a zero range), the
+    # zero point maps min to 0, clipped to [0, 255] and rounded half to even, as is x / scale
+    x = ins[0]
+    if x.dtype != "float32":
+        raise Unsupported(f"DynamicQuantizeLinear of {x.dtype} (ONNX defines it for float32)")
+    zero, one = Constant(np.float32(0)), Constant(np.float32(1))
+    hi = cx.call("maximum", cx.call("max", x, keepdims=0, suffix="_max"), zero, suffix="_hi")
+    lo = cx.call("minimum", cx.call("min", x, keepdims=0, suffix="_min"), zero, suffix="_lo")
+    span = cx.call("sub", hi, lo, suffix="_span")
+    span = cx.call("where", cx.call("equal", span, zero, suffix="_flat"), one, span,
+                   suffix="_range")
+    scale = cx.call("div", span, Constant(np.float32(255)), suffix="_scale")
+    zp = cx.call("clip", cx.call("div", cx.call("neg", lo, suffix="_neg"), scale,
+                                 suffix="_zp_raw"), min=0.0, max=255.0, suffix="_zp_clip")
+    zp = cx.call("round", zp, suffix="_zp")
+    q = cx.call("add", cx.call("round", cx.call("div", x, scale, suffix="_scaled"),
+                               suffix="_rounded"), zp, suffix="_shifted")
+    q = cx.call("clip", q, min=0.0, max=255.0, suffix="_clipped")
+    return (cx.call("cast", q, dtype="uint8"), scale,
+            cx.call("cast", zp, dtype="uint8", suffix="_zero_point"))

@@ -116,10 +116,10 @@ def _running_ref(fn, identity):
     return reference
 
 
-for _name, _fn, _identity, _what in (("cumsum", np.cumsum, 0, "sum"),
-                                      ("cumprod", np.cumprod, 1, "product")):
+for _name, _fn, _start, _what in (("cumsum", np.cumsum, 0, "sum"),
+                                   ("cumprod", np.cumprod, 1, "product")):
     register(_name, kind=OpKind.REDUCTION, infer=_running_infer(_name),
-             reference=_running_ref(_fn, _identity),
+             reference=_running_ref(_fn, _start),
              attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
              doc=f"running {_what} along `axis` (exclusive: without the element; reverse: "
                  "from the end)")
