@@ -15,6 +15,8 @@ from .llvm_types import I32, reg_type
 _INTRINSIC = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "pow": "llvm.pow",
               "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven",
               "sin": "llvm.sin", "cos": "llvm.cos"}
+#: the bitwise functions: one LLVM instruction each, on integers or vectors of them
+_BITWISE = {"bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor"}
 _LIBM = {n: (n + "f", n) for n in ("tanh", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh",
                                      "asinh", "acosh", "atanh")}
 
@@ -22,6 +24,8 @@ _LIBM = {n: (n + "f", n) for n in ("tanh", "erf", "tan", "asin", "acos", "atan",
 def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:
     """Emit ``name(*xs)`` for ``dtype`` operands (scalars or vectors) with emitter ``em``."""
     B = em.b
+    if name in _BITWISE:
+        return getattr(B, _BITWISE[name])(xs[0], xs[1])
     lanes = em.lanes_of(xs[0])
     if dtype == "float16":
         wide = [B.fpext(x, reg_type("float32", lanes)) for x in xs]

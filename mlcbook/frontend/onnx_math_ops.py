@@ -1,6 +1,6 @@
 """Converters of ONNX's elementwise math, activation and logic ops (beside the core set of
 :mod:`.onnx_ops`): trigonometry, rounding, the parametric activations, predicates, boolean
-logic, ``BitShift``, ``Mod``, ``PRelu`` and the variadic ``Mean``.
+logic, ``BitShift`` and the bitwise ops, ``Mod``, ``PRelu`` and the variadic ``Mean``.
 
     >>> CONVERTERS["Elu"].attrs
     frozenset({'alpha'})
@@ -22,12 +22,13 @@ _UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "aco
           "HardSwish": "hard_swish", "Sign": "sign", "IsNaN": "isnan", "Not": "logical_not",
           "Elu": "elu", "Selu": "selu", "Celu": "celu",
           "ThresholdedRelu": "thresholded_relu", "Shrink": "shrink", "IsInf": "isinf",
-          "HardSigmoid": "hard_sigmoid", "Softsign": "softsign"}
+          "HardSigmoid": "hard_sigmoid", "Softsign": "softsign", "BitwiseNot": "bitwise_not"}
 _ATTRS = {"Elu": ("alpha",), "Swish": ("alpha",), "Selu": ("alpha", "gamma"), "Celu": ("alpha",),
           "ThresholdedRelu": ("alpha",),
           "Shrink": ("bias", "lambd"), "HardSigmoid": ("alpha", "beta"), "IsInf": ("detect_negative", "detect_positive")}
 _BINARY = {"GreaterOrEqual": "greater_equal", "LessOrEqual": "less_equal",
-           "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor", "PRelu": "prelu"}
+           "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor", "PRelu": "prelu",
+           "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _unary(cx, ins, attrs):

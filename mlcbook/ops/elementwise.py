@@ -292,3 +292,19 @@ register("bitshift", kind=OpKind.BROADCAST, infer=_bitshift_infer, reference=_bi
          attrs={"direction": "LEFT"}, num_inputs=(2, 2),
          doc="x << y or x >> y (direction LEFT or RIGHT); a shift outside [0, bits) gives 0, "
              "or -1 for a negative x shifted right")
+
+
+def _bitwise_infer(op: str):
+    def infer(types, attrs):
+        dtype = same_dtype(op, types)
+        require_dtype(op, types[0], INTS)
+        return TensorType(broadcast_shapes(op, *(t.shape for t in types)), dtype)
+    return infer
+
+
+for _name, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                   ("bitwise_xor", np.bitwise_xor)):
+    register(_name, kind=OpKind.BROADCAST, infer=_bitwise_infer(_name), reference=_fn,
+             num_inputs=(2, 2), doc=f"numpy.{_fn.__name__}(x, y) of integers")
+register("bitwise_not", kind=OpKind.ELEMWISE, infer=_bitwise_infer("bitwise_not"),
+         reference=np.invert, doc="numpy.invert(x): every bit of an integer flipped")

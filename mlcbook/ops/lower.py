@@ -89,7 +89,8 @@ _SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "
                   "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
                   "prod", "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu",
                   "conv_transpose", "hard_sigmoid", "softsign", "bitshift", "gather_elements",
-                  "gather_nd", "scatter_elements", "scatter_nd", "resize")
+                  "gather_nd", "scatter_elements", "scatter_nd", "resize", "bitwise_and",
+                  "bitwise_or", "bitwise_xor", "bitwise_not")
 for _op in _SAME_ONNX_SET:
     _same(_op)
 

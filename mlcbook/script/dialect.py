@@ -120,7 +120,8 @@ NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vect
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
          "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
-         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS)
+         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS,
+         *_e.BIT_FUNCS)
 
 
 def __getattr__(name: str):

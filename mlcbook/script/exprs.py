@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..errors import ScriptError, TIRError
 from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select,
-                        TensorCall, Unary, Var, MATH_FUNCS, as_expr, check_dtype, is_float)
+                        TensorCall, Unary, Var, MATH_FUNCS, BIT_FUNCS, as_expr, check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
@@ -359,8 +359,8 @@ class ExprParser:
         if name in ("max", "min"):
             a = self.args(node, name, ["a", "b"], 2)
             return self.binary(name, self.expr(a["a"]), self.expr(a["b"]))
-        if name in MATH_FUNCS:
-            spec = ["x", "y"][: MATH_FUNCS[name]]
+        if name in MATH_FUNCS or name in BIT_FUNCS:
+            spec = ["x", "y"][: MATH_FUNCS.get(name, BIT_FUNCS.get(name))]
             a = self.args(node, name, spec, len(spec))
             args = [self.expr(a[p]) for p in spec]
             if len(args) == 2:

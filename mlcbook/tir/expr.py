@@ -259,29 +259,39 @@ MATH_FUNCS = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1
               "pow": 2, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "sin": 1, "cos": 1, "tan": 1,
               "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "asinh": 1, "acosh": 1,
               "atanh": 1}
+#: bitwise functions of two integers of one dtype (two's complement): name -> argument count
+BIT_FUNCS = {"bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2}
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Call(PrimExpr):
-    """A math function call, ``exp(x)``; ``abs`` also accepts integers."""
+    """A math function call, ``exp(x)``; ``abs`` also accepts integers, and the bitwise
+    functions of :data:`BIT_FUNCS` (``bitwise_and(i, j)``) take only integers."""
 
     name: str
     args: tuple[PrimExpr, ...]
     dtype: str = field(default="", init=False)
 
     def __post_init__(self):
-        if self.name not in MATH_FUNCS:
+        arity = MATH_FUNCS.get(self.name, BIT_FUNCS.get(self.name))
+        if arity is None:
             raise DTypeMismatchError(
-                f"unknown math function {self.name!r}; known: {', '.join(MATH_FUNCS)}")
-        if len(self.args) != MATH_FUNCS[self.name]:
+                f"unknown math function {self.name!r}; known: "
+                f"{', '.join([*MATH_FUNCS, *BIT_FUNCS])}")
+        if len(self.args) != arity:
             raise DTypeMismatchError(
-                f"{self.name} takes {MATH_FUNCS[self.name]} argument(s), got {len(self.args)}")
+                f"{self.name} takes {arity} argument(s), got {len(self.args)}")
         t = self.args[0].dtype
         for a in self.args:
             if a.dtype != t:
                 raise DTypeMismatchError(
                     f"arguments of {self.name} have different dtypes ({t} and {a.dtype})")
-        if not is_float(t) and not (self.name == "abs" and is_int(t)):
+        if self.name in BIT_FUNCS:
+            if not is_int(t):
+                raise DTypeMismatchError(
+                    f"{self.name} needs integer arguments, got {t} ({self.args[0]}); "
+                    "bitwise functions take int8, uint8, int32 or int64")
+        elif not is_float(t) and not (self.name == "abs" and is_int(t)):
             raise DTypeMismatchError(
                 f"{self.name} needs a float argument, got {t} ({self.args[0]}); "
                 f"use mb.tir.cast('float32', ...) first")
@@ -475,6 +485,23 @@ def _math(name: str):
 
 (exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, abs, floor, ceil, round, sin, cos,  # noqa: A001
  tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh) = (_math(n) for n in MATH_FUNCS)
+
+
+def _bitwise(name: str):
+    def fn(a, b):
+        a, b = as_expr(a), as_expr(b)
+        if isinstance(b, Const) and b.dtype != a.dtype:
+            b = Const(b.value, a.dtype)
+        elif isinstance(a, Const) and a.dtype != b.dtype:
+            a = Const(a.value, b.dtype)
+        return Call(name, (a, b))
+    fn.__name__ = name
+    fn.__doc__ = (f"``{name}(a, b)``: the bits of two integers of one dtype "
+                  f"{name.split('_')[1]}-ed (two's complement).")
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in BIT_FUNCS)
 
 
 def infinity(dtype: str) -> Const:

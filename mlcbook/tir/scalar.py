@@ -13,6 +13,7 @@ The generated code sees these under the names in :data:`GLOBALS`.
 from __future__ import annotations
 
 import math
+import operator
 import struct
 from array import array
 
@@ -188,7 +189,10 @@ MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": m
              "cos": _total(math.cos), "tan": _total(math.tan), "asin": _total(math.asin),
              "acos": _total(math.acos), "atan": math.atan, "sinh": _total(math.sinh),
              "cosh": _total(math.cosh), "asinh": math.asinh, "acosh": _total(math.acosh),
-             "atanh": _atanh}
+             "atanh": _atanh,
+             # integers in range give results in range, signed (two's complement) or not
+             "bitwise_and": operator.and_, "bitwise_or": operator.or_,
+             "bitwise_xor": operator.xor}
 #: math function of the IR -> name of its implementation in the generated code
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses

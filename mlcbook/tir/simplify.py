@@ -26,6 +26,7 @@ but ``x + 0.0`` stays (it turns -0.0 into +0.0) and ``x * 0.0`` stays (NaN, inf)
 from __future__ import annotations
 
 import math
+import operator
 from math import gcd
 from typing import Optional
 
@@ -327,7 +328,8 @@ _CALLS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x
           "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil, "round": round_half_even,
           "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
           "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
-          "acosh": math.acosh, "atanh": math.atanh}
+          "acosh": math.acosh, "atanh": math.atanh, "bitwise_and": operator.and_,
+          "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
 
 
 def _fold_call(name: str, args: tuple, dtype: str) -> Optional[Const]:

@@ -369,3 +369,37 @@ def bitshift(a: Tensor, b: Tensor, direction: str = "LEFT", name: str = "bitshif
         return _e.select((y >= zero) & (y < const_like(top, y)), x // _pow2(y, bits), fill)
 
     return _broadcast("bitshift", (a, b), fn, None, name)
+
+
+def _int_only(op: str, *operands) -> None:
+    for t in operands:
+        if isinstance(t, Tensor) and not _e.is_int(t.dtype):
+            raise TEError(f"{op}: {t.name!r} is {t.dtype}; {op} takes integer tensors")
+
+
+def _bitwise(op: str, doc: str):
+    fn = getattr(_e, op)
+
+    def bitwise(a, b, name: str = op) -> Tensor:
+        _check_operands(op, a, b)
+        _int_only(op, a, b)
+        return _broadcast(op, (a, b), fn, None, name)
+
+    bitwise.__name__ = bitwise.__qualname__ = op
+    bitwise.__doc__ = doc
+    return bitwise
+
+
+bitwise_and = _bitwise("bitwise_and", "``a & b`` of integers, broadcasting.")
+bitwise_or = _bitwise("bitwise_or", "``a | b`` of integers, broadcasting.")
+bitwise_xor = _bitwise("bitwise_xor", "``a ^ b`` of integers, broadcasting.")
+
+
+def bitwise_not(x: Tensor, name: str = "bitwise_not") -> Tensor:
+    """``~x`` of an integer tensor: every bit of its dtype flipped (an xor with all ones)."""
+    check_tensor(x, "bitwise_not", "x")
+    _int_only("bitwise_not", x)
+    # all ones of the storage dtype: -1 if signed; 2**bits - 1 if not, which stays right
+    # when the value is computed in a wider type
+    ones = -1 if not x.dtype.startswith("u") else (1 << int(x.dtype[4:])) - 1
+    return _map(x, lambda v: _e.bitwise_xor(v, const_like(ones, v)), name)
