@@ -25,8 +25,7 @@ unsupported. The documented limitations are:
 * element types other than bool, int8, uint8, int32, int64, float16, float32, float64
   (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
 * sequences, maps and optionals as values;
-* BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
-  Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
+* Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
   ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
   operand);
 * ops outside the supported list (a case whose model uses one is not run);

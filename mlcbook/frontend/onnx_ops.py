@@ -207,12 +207,19 @@ def _conv(cx, ins, attrs):
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 
 
-@converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=_check_auto_pad)
+@converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=_check_auto_pad,
+           outputs=2)
 @guard_dtype
 def _max_pool(cx, ins, attrs):
     kernel = tuple(attrs["kernel_shape"])
-    return cx.call("max_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
-                   **_window(ins[0], attrs, kernel))
+    window = dict(kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
+                  **_window(ins[0], attrs, kernel))
+    y = cx.call("max_pool", ins[0], **window)
+    if len(cx.node.output) < 2 or not cx.node.output[1]:
+        return y
+    # the indices are an op of their own (it finds the max again): most models never ask
+    return y, cx.call("max_pool_indices", ins[0], storage_order=attrs.get("storage_order", 0),
+                      suffix="_indices", **window)
 
 
 @converter("AveragePool", attrs=_POOL_ATTRS + ("count_include_pad",), check=_check_auto_pad)

@@ -176,6 +176,43 @@ register("max_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("max_po
          reference=_pool_ref("max_pool"), attrs=_POOL_ATTRS,
          doc="max over each window; padding never wins. A NaN in a window makes the result "
              "NaN (numpy's np.max; onnxruntime skips NaN instead)")
+
+
+def _max_pool_indices_infer(types, attrs):
+    if attrs["storage_order"] not in (0, 1):
+        raise OpAttributeError(f"max_pool_indices: storage_order={attrs['storage_order']} is "
+                               "not 0 (row-major) or 1 (column-major)")
+    pool_attrs = {k: v for k, v in attrs.items() if k != "storage_order"}
+    return TensorType(_pool_infer("max_pool")(types, pool_attrs).shape, "int64")
+
+
+def _max_pool_indices_ref(x, kernel_shape, strides=None, pads=None, dilations=None,
+                          ceil_mode=0, storage_order=0):
+    nsp, spatial = x.ndim - 2, x.shape[2:]
+    strides, dilations, pads, kernel = _spatial_attrs(
+        "max_pool", {"strides": strides, "pads": pads, "dilations": dilations}, nsp,
+        kernel_shape)
+    best = _pool_ref("max_pool")(x, kernel_shape, strides, pads, dilations, ceil_mode)
+    out = best.shape[2:]
+    found = np.full(best.shape, -1, np.int64)
+    for o in itertools.product(*(range(n) for n in out)):
+        for off in itertools.product(*(range(k) for k in kernel)):  # row-major: first wins
+            at = [o[d] * strides[d] + off[d] * dilations[d] - pads[d] for d in range(nsp)]
+            if not all(0 <= a < s for a, s in zip(at, spatial)):
+                continue
+            v, b = x[(...,) + tuple(at)], best[(...,) + o]
+            new = (found[(...,) + o] < 0) & ((v == b) | (np.isnan(v) & np.isnan(b)))
+            order = "F" if storage_order else "C"
+            found[(...,) + o][new] = np.ravel_multi_index(at, spatial, order=order)
+    planes = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * nsp)
+    return found + planes * int(np.prod(spatial))
+
+
+register("max_pool_indices", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_max_pool_indices_infer,
+         reference=_max_pool_indices_ref, attrs=dict(_POOL_ATTRS, storage_order=0),
+         doc="where max_pool's max of each window is (ONNX MaxPool's Indices): the int64 "
+             "offset in the whole tensor, its spatial part row-major (storage_order 0) or "
+             "column-major (1); the first of equal maxima")
 register("avg_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("avg_pool"),
          reference=_pool_ref("avg_pool"), attrs=dict(_POOL_ATTRS, count_include_pad=0),
          doc="mean over each window; count_include_pad=1 counts padded zeros")

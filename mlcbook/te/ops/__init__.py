@@ -42,7 +42,7 @@ from .normalization import batch_norm, layer_norm, log_softmax, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
 from .reduce import argmax, argmin, cumprod, cumsum, prod, topk
 from .transform import expand, tile, trilu
-from .nn import conv_transpose
+from .nn import conv_transpose, max_pool_indices
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
@@ -58,7 +58,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor"]
+           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -239,6 +239,52 @@ def max_pool(data: Tensor, kernel_shape, strides=None, pads=None, dilations=None
     return reduce_stage(data.shape[:2] + out, _spatial_names(len(out)), body, data.dtype, name)
 
 
+def max_pool_indices(data: Tensor, kernel_shape, strides=None, pads=None, dilations=None,
+                     ceil_mode: bool = False, storage_order: int = 0,
+                     name: str = "max_pool_indices") -> Tensor:
+    """Where each window's max of :func:`max_pool` is, as ONNX's MaxPool ``Indices``: the
+    int64 offset of that element in the whole ``(N, C, *spatial)`` tensor, its spatial part
+    row-major (``storage_order=0``) or column-major (1); of equal maxima the first in
+    row-major order. Stages: the max ``<name>_value``, the row-major spatial offset
+    ``<name>_first``, then the offset."""
+    _check_nd(data, "max_pool_indices", "data", "N, C, *spatial")
+    kernel, strides, pads, dil, out = _window("max_pool", data, kernel_shape, strides, pads,
+                                              dilations, ceil_mode)
+    nsp, spatial = len(out), data.shape[2:]
+    best = max_pool(data, kernel, strides, pads, dil, ceil_mode, name=f"{name}_value")
+    rk = [_r.reduce_axis(k, name=f"r{d}") for d, k in enumerate(kernel)]
+    i64 = "int64"
+
+    def first(*idx):
+        val, cond = _window_read(data, idx, rk, strides, pads, dil, out)
+        b = load(best, idx)
+        hit = _e.logical_or(val == b, val != val) if _e.is_float(val.dtype) else val == b
+        hit = hit if cond is None else _e.logical_and(cond, hit)
+        offset = _e.const(0, i64)
+        for d in range(nsp):
+            at = scaled(idx[2 + d], strides[d]) + scaled(rk[d], dil[d]) - pads[d]
+            offset = offset * spatial[d] + _e.cast(i64, at)
+        return _r.min(_e.select(hit, offset, _e.const(prod(spatial), i64)), axis=rk)
+
+    at = compute_named(data.shape[:2] + out, _spatial_names(nsp), first, f"{name}_first")
+
+    def index(*idx):
+        flat = at[idx]
+        if storage_order:
+            # the row-major offset's coordinates, recombined column-major
+            coords, rest = [], flat
+            for d in reversed(range(nsp)):
+                coords.insert(0, rest % spatial[d])
+                rest = rest // spatial[d]
+            flat, step = _e.const(0, i64), 1
+            for d in range(nsp):
+                flat, step = flat + coords[d] * step, step * spatial[d]
+        plane = _e.cast(i64, idx[0]) * data.shape[1] + _e.cast(i64, idx[1])
+        return plane * prod(spatial) + flat
+
+    return compute_named(data.shape[:2] + out, _spatial_names(nsp), index, name)
+
+
 def _count(o, k: int, s: int, d: int, lo: int, hi: int, pad: int):
     """How many of a window's ``k`` positions ``o*s + r*d - pad`` fall in ``[lo, hi)``."""
     base = scaled(o, s) - pad
