@@ -403,12 +403,14 @@ def _depth_to_space(cx, ins, attrs):
     return cx.call("reshape", y, shape=(n, c // bs ** 2, h * bs, w * bs))
 
 
-@converter("SpaceToDepth", attrs=("blocksize",))
+@converter("SpaceToDepth", attrs=("blocksize", "mode"), check=_check_mode)
 def _space_to_depth(cx, ins, attrs):
     x, bs = ins[0], attrs["blocksize"]
     n, c, h, w = x.shape
+    # the block offsets go before the channels (DCR) or after them (CRD)
+    perm = (0, 3, 5, 1, 2, 4) if attrs.get("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
     y = cx.call("reshape", x, shape=(n, c, h // bs, bs, w // bs, bs), suffix="_split")
-    y = cx.call("transpose", y, perm=(0, 3, 5, 1, 2, 4), suffix="_move")
+    y = cx.call("transpose", y, perm=perm, suffix="_move")
     return cx.call("reshape", y, shape=(n, c * bs * bs, h // bs, w // bs))
 
 

@@ -19,12 +19,17 @@ from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter
 
 
-@converter("Dropout", attrs=("ratio", "seed", "is_test"), static=(2,), outputs=2)
+@converter("Dropout", attrs=("ratio", "seed", "is_test"), static=(1, 2), outputs=2)
 def _dropout(cx, ins, attrs):
     training = cx.static(2, "training_mode")
     if training is not None and bool(np.asarray(training).reshape(-1)[0]):
-        raise Unsupported("training_mode=True is not supported (models are imported for "
-                          "inference, where Dropout passes its input through)")
+        ratio = cx.static(1, "ratio")
+        drops = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])
+        if drops != 0:
+            # with ratio 0 training drops nothing either: the same as inference
+            raise Unsupported(f"training_mode=True with ratio={drops} is not supported "
+                              "(models are imported for inference, where Dropout passes "
+                              "its input through)")
     x = ins[0]
     outs = [x]
     if len(cx.node.output) > 1 and cx.node.output[1]:
