@@ -235,6 +235,10 @@ class ExprEmitter(ExprFunctor):
             return Val(R, B.sub(self.like(a.value, 0), a.value, flags=self._iflags), -a.stride)
         return self._lift(lambda x: B.sub(self.like(x, 0), x, flags=self._iflags), a)
 
+    def expr_Reinterpret(self, e) -> Val:
+        return self._lift(lambda x: self.b.bitcast(x, reg_type(e.dtype, self.lanes_of(x))),
+                          self.expr(e.value))
+
     def expr_Cast(self, e) -> Val:
         src, dst = e.value.dtype, e.dtype
         v = self.expr(e.value)

@@ -149,6 +149,13 @@ def _cast(cx, ins, attrs):
     return cx.call("cast", ins[0], dtype=dtype)
 
 
+@converter("BitCast", attrs=("to",))
+@guard_dtype
+def _bitcast(cx, ins, attrs):
+    dtype = onnx_dtype(attrs["to"], "the target type 'to'")
+    return ins[0] if ins[0].dtype == dtype else cx.call("bitcast", ins[0], dtype=dtype)
+
+
 @converter("Identity")
 def _identity(cx, ins, attrs):
     return ins[0]

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..errors import OpAttributeError, OpShapeError
+from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
-from .registry import OpKind, register
+from .registry import REQUIRED, OpKind, register
 from .types import TensorType, check_graph_dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -79,6 +79,20 @@ def _clip_infer(types, attrs):
 
 register("clip", kind=OpKind.ELEMWISE, infer=_clip_infer, reference=_clip_ref,
          attrs={"min": None, "max": None}, doc="min(max(x, min), max); a missing bound is no bound")
+
+
+def _bitcast_infer(types, attrs):
+    x, dtype = types[0], check_graph_dtype(attrs["dtype"])
+    if dtype == "bool" or np.dtype(x.dtype).itemsize != np.dtype(dtype).itemsize:
+        raise OpDTypeError(f"bitcast: a {x.dtype} tensor cannot be read as {dtype}; the two "
+                           "types must have the same width (bool only as the source). "
+                           "Instead: cast it to convert the values")
+    return TensorType(x.shape, dtype)
+
+
+register("bitcast", kind=OpKind.ELEMWISE, infer=_bitcast_infer,
+         reference=lambda x, dtype: np.array(x, order="C").view(dtype),
+         attrs={"dtype": REQUIRED}, doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
 
 
 def _cast_infer(types, attrs):

@@ -90,7 +90,7 @@ _SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "
                   "prod", "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu",
                   "conv_transpose", "hard_sigmoid", "softsign", "bitshift", "gather_elements",
                   "gather_nd", "scatter_elements", "scatter_nd", "resize", "bitwise_and",
-                  "bitwise_or", "bitwise_xor", "bitwise_not", "max_pool_indices")
+                  "bitwise_or", "bitwise_xor", "bitwise_not", "max_pool_indices", "bitcast")
 for _op in _SAME_ONNX_SET:
     _same(_op)
 

@@ -100,6 +100,11 @@ def Cast(dtype: str, value) -> _e.Cast:  # noqa: N802
     return _e.Cast(dtype, _e.as_expr(value))
 
 
+def reinterpret(dtype: str, value) -> _e.Reinterpret:
+    """``T.reinterpret("int32", x)``: the bits of a value read as ``dtype`` (same width)."""
+    return _e.reinterpret(dtype, value)
+
+
 max, min = _e.max, _e.min  # noqa: A001
 select = if_then_else = _e.select
 exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _e.tanh, \
@@ -119,7 +124,7 @@ def tensor_call(op: str, *tiles) -> _e.TensorCall:
 NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
-         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
+         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast", "reinterpret",
          "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS,
          *_e.BIT_FUNCS)
 

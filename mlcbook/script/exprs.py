@@ -21,8 +21,9 @@ import types
 from dataclasses import dataclass
 
 from ..errors import ScriptError, TIRError
-from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select,
-                        TensorCall, Unary, Var, MATH_FUNCS, BIT_FUNCS, as_expr, check_dtype, is_float)
+from ..tir.expr import (BIT_FUNCS, MATH_FUNCS, Binary, Buffer, BufferLoad, Call, Cast, Const,
+                        PrimExpr, Reinterpret, Select, TensorCall, Unary, Var, as_expr,
+                        check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
@@ -373,6 +374,9 @@ class ExprParser:
         if name == "Cast":
             a = self.args(node, name, ["dtype", "value"], 2)
             return Cast(self.dtype(a["dtype"]), self.expr(a["value"]))
+        if name == "reinterpret":
+            a = self.args(node, name, ["dtype", "value"], 2)
+            return Reinterpret(self.dtype(a["dtype"]), self.expr(a["value"]))
         if name == "tensor_call":
             return self.tensor_call(node)
         raise self.unknown_t(node.func, name, " as an expression")

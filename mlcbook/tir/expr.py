@@ -235,6 +235,23 @@ class Cast(PrimExpr):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Reinterpret(PrimExpr):
+    """The bits of ``value`` read as ``dtype``, a number type of the same width
+    (``reinterpret("int32", x)`` of the float32 1.0 is 1065353216), as C's ``memcpy``."""
+
+    dtype: str
+    value: PrimExpr
+
+    def __post_init__(self):
+        dst, src = check_dtype(self.dtype), self.value.dtype
+        if "bool" in (src, dst) or np.dtype(src).itemsize != np.dtype(dst).itemsize:
+            raise DTypeMismatchError(
+                f"cannot reinterpret {src} ({self.value}) as {dst}: both must be number types "
+                "of the same width (bool has no bit pattern of its own; cast it)")
+        object.__setattr__(self, "dtype", dst)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Select(PrimExpr):
     """``true_value if cond else false_value``; both branches may be evaluated."""
 
@@ -437,6 +454,11 @@ def cast(dtype: str, value) -> PrimExpr:
     value = as_expr(value)
     dtype = check_dtype(dtype)
     return value if value.dtype == dtype else Cast(dtype, value)
+
+
+def reinterpret(dtype: str, value) -> Reinterpret:
+    """``value``'s bits as ``dtype`` (same width): ``reinterpret("int32", x)``."""
+    return Reinterpret(dtype, as_expr(value))
 
 
 def min(a, b) -> PrimExpr:  # noqa: A001 - the IR's own min, as mb.tir.min

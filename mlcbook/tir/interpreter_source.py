@@ -22,8 +22,8 @@ import numpy as np
 
 from ..errors import TIRError
 from .arith import int_bounds
-from .expr import (Binary, Buffer, BufferLoad, Cast, Const, Select, Unary, Var, int_range,
-                   is_float, is_int)
+from .expr import (Binary, Buffer, BufferLoad, Cast, Const, Reinterpret, Select, Unary, Var,
+                   int_range, is_float, is_int)
 from .function import PrimFunc
 from .functor import ExprFunctor, StmtFunctor, post_order_visit
 from .scalar import MATH, POISON, VALUE, round_f16, round_f32
@@ -475,6 +475,10 @@ class _Translator(StmtFunctor, ExprFunctor):
     def expr_Call(self, e: Call) -> tuple[str, int]:
         args = ", ".join(self.expr(a)[0] for a in e.args)
         return f"{MATH[e.name]}({args})", _ATOM
+
+    def expr_Reinterpret(self, e: Reinterpret) -> tuple[str, int]:
+        src = e.value.dtype
+        return f"_reinterpret({self.expr(e.value)[0]}, {src!r}, {e.dtype!r})", _ATOM
 
     def expr_Cast(self, e: Cast) -> tuple[str, int]:
         src, dst = e.value.dtype, e.dtype

@@ -43,8 +43,8 @@ import numpy as np
 
 from ..printing import register
 from .functor import post_order_visit
-from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
-                   CMP_OPS, TensorCall)
+from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Reinterpret, Select,
+                   Unary, Var, CMP_OPS, TensorCall)
 from .function import IRModule, PrimFunc
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                    IfThenElse, Range, SeqStmt, Stmt)
@@ -254,6 +254,8 @@ class _Printer:
             return f"-{self._sub(a, _NEG)}", _NEG
         if isinstance(e, Cast):
             return f"T.Cast({_str_lit(e.dtype)}, {self.expr(e.value)})", _ATOM
+        if isinstance(e, Reinterpret):
+            return f"T.reinterpret({_str_lit(e.dtype)}, {self.expr(e.value)})", _ATOM
         if isinstance(e, Select):
             return (f"T.select({self.expr(e.cond)}, {self.expr(e.true_value)}, "
                     f"{self.expr(e.false_value)})"), _ATOM

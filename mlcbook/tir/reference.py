@@ -51,7 +51,7 @@ from .expr import Buffer, Const, is_float, is_int
 from .functor import ExprFunctor, StmtFunctor
 from .stmt import BufferStore, IfThenElse
 from .scalar import (MATH_IMPL, POISON, Fault, fdiv, float_to_int, fmax, fmin, idiv, imod,
-                     round_f16, round_f32, wrap)
+                     reinterpret, round_f16, round_f32, wrap)
 from .verify import verify
 
 __all__ = ["evaluate"]
@@ -268,6 +268,9 @@ class _Evaluator(StmtFunctor, ExprFunctor):
 
     def expr_Call(self, e):
         return MATH_IMPL[e.name](*(self.expr(a) for a in e.args))
+
+    def expr_Reinterpret(self, e):
+        return reinterpret(self.expr(e.value), e.value.dtype, e.dtype)
 
     def expr_Cast(self, e):
         src, dst = e.value.dtype, e.dtype

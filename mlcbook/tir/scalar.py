@@ -56,6 +56,21 @@ def round_f16(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
+_FORMATS = {"float16": "e", "float32": "f", "float64": "d", "int8": "b", "uint8": "B",
+            "int32": "i", "int64": "q"}
+
+
+def reinterpret(value, src: str, dst: str):
+    """The bits of ``value`` (of dtype ``src``) read as ``dst``, a dtype of the same width.
+
+        >>> reinterpret(1.0, "float32", "int32")
+        1065353216
+    """
+    if src in ("int8", "uint8", "int32", "int64"):
+        value = wrap(int(value), src)
+    return struct.unpack("=" + _FORMATS[dst], struct.pack("=" + _FORMATS[src], value))[0]
+
+
 def float_to_int(x: float) -> int:
     """``x`` truncated toward zero; NaN or inf raise :class:`Fault`."""
     if math.isfinite(x):
@@ -196,7 +211,7 @@ MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": m
 #: math function of the IR -> name of its implementation in the generated code
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses
-GLOBALS = {"_rf32": round_f32, "_rf16": round_f16, "_f2i": float_to_int, "_fdiv": fdiv,
+GLOBALS = {"_reinterpret": reinterpret, "_rf32": round_f32, "_rf16": round_f16, "_f2i": float_to_int, "_fdiv": fdiv,
            "_idiv": idiv, "_imod": imod, "_fmin": fmin, "_fmax": fmax, "_oob": _oob,
            "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan,
            **{MATH[name]: fn for name, fn in MATH_IMPL.items() if name != "abs"}}

@@ -31,7 +31,7 @@ from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, co
                           logical_or, logical_xor, mish, mod, prelu, round, selu, shrink, sign,
                           sin, sinh, softplus, tan, thresholded_relu)
 from .elementwise import bitshift, hard_sigmoid, softsign
-from .elementwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
+from .elementwise import bitcast, bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .resize import resize
 from .linalg import batch_matmul, gemm, matmul
@@ -58,7 +58,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices"]
+           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices", "bitcast"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...errors import TEError
 from ...tir import expr as _e
 from ..tensor import Tensor
@@ -96,6 +98,26 @@ def cast(x: Tensor, dtype: str, name: str = "cast") -> Tensor:
         if v.dtype == "float64" and dtype == "float16":
             # through float32: the JIT has no direct double -> half conversion routine
             v = _e.cast("float32", v)
+        return _e.cast(dtype, v)
+
+    return compute_named(x.shape, axis_names(x.ndim), body, name)
+
+
+def bitcast(x: Tensor, dtype: str, name: str = "bitcast") -> Tensor:
+    """``x.view(dtype)``: each element's bits read as ``dtype``, a type of the same width
+    (float32 <-> int32, float64 <-> int64, int8 <-> uint8, bool -> uint8)."""
+    check_tensor(x, "bitcast", "x")
+    dtype = _e.check_dtype(dtype)
+    if dtype == "bool" or np.dtype(x.dtype).itemsize != np.dtype(dtype).itemsize:
+        raise TEError(f"bitcast: {x.name!r} is {x.dtype}, which cannot be read as {dtype}; "
+                      "the two types must have the same width (and bool is only a source)")
+
+    def body(*idx):
+        v = x[idx]
+        if _e.is_float(v.dtype) != _e.is_float(dtype):
+            return _e.reinterpret(dtype, v)
+        # a bool is stored as the byte 0 or 1, and an int <-> int conversion of one width
+        # keeps the bits: a cast reads them unchanged
         return _e.cast(dtype, v)
 
     return compute_named(x.shape, axis_names(x.ndim), body, name)
