@@ -299,6 +299,46 @@ def test_lrn_sums_squares_over_neighbouring_channels_that_exist():
           a64 / (2.0 + 0.1 * sq) ** 0.75, SUMS)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64"])
+def test_bitwise_operators_on_every_bit_pattern(dtype):
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, (3, 37), dtype=dtype, endpoint=True)
+    b = RNG.integers(info.min, info.max, (37,), dtype=dtype, endpoint=True)
+    x, y = te.placeholder((3, 37), dtype, name="x"), te.placeholder((37,), dtype, name="y")
+    for op, ref in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                    ("bitwise_xor", np.bitwise_xor)):
+        check(compiled([x, y], getattr(ops, op)(x, y), [a, b]), ref(a, b), EXACT)
+    check(compiled([x], ops.bitwise_not(x), [a]), np.invert(a), EXACT)
+
+
+def test_bitcast_reads_the_bits_as_another_type():
+    a = randn(3, 37)
+    x = te.placeholder((3, 37), name="x")
+    got = compiled([x], ops.bitcast(x, "int32"), [a])
+    assert got.dtype == np.int32 and np.array_equal(got, a.view("int32"))
+    i = te.placeholder((3, 37), "int32", name="i")
+    assert np.array_equal(compiled([i], ops.bitcast(i, "float32"), [got]).view("int32"), got)
+
+
+def test_cumprod_and_max_pool_indices():
+    a = RNG.uniform(0.5, 1.5, (3, 9)).astype("float32")
+    x = te.placeholder((3, 9), name="x")
+    check(compiled([x], ops.cumprod(x, axis=1, reverse=True), [a]),
+          np.cumprod(a.astype("float64")[:, ::-1], axis=1)[:, ::-1], SUMS)
+    # integer-valued data: equal maxima in a window, of which the first (row-major) wins
+    d = RNG.integers(0, 3, (2, 2, 5, 5)).astype("float32")
+    p = te.placeholder((2, 2, 5, 5), name="p")
+    got = compiled([p], ops.max_pool_indices(p, (2, 2), strides=(2, 2), pads=(0, 0, 1, 1)),
+                   [d])
+    want = np.zeros((2, 2, 3, 3), np.int64)
+    for n, c, i, j in np.ndindex(want.shape):
+        window = [(h, w) for h in range(2 * i, 2 * i + 2) for w in range(2 * j, 2 * j + 2)
+                  if h < 5 and w < 5]
+        h, w = max(window, key=lambda hw: (d[n, c][hw], -hw[0], -hw[1]))
+        want[n, c, i, j] = ((n * 2 + c) * 5 + h) * 5 + w
+    check(got, want, EXACT)
+
+
 def test_every_operator_is_covered():
     from mlcbook import ops as mb_ops
     covered = set(UNARY) | set(BINARY) | {
@@ -306,7 +346,9 @@ def test_every_operator_is_covered():
         "avg_pool2d", "softmax", "layer_norm", "transpose", "reshape", "pad", "sum",
         "mean", "max", "min", "leaky_relu", "gelu", "equal", "less",
         "greater", "where", "div", "gemm", "conv", "max_pool", "avg_pool",
-        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather", "lrn"}
+        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather", "lrn",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitcast", "cumprod",
+        "max_pool_indices"}
     # the operators added for ONNX's operator set are checked, compiled, by onnx's node
     # suite (tests/frontend/test_conformance.py) through the graph op of the same name
     by_node_suite = {name for name in ops.__all__ if name not in covered}

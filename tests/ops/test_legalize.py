@@ -74,6 +74,25 @@ CASES = [
     ("constant_of_shape", [], {"shape": (2, 3), "value": 1.5}),
     ("range", [], {"start": 1, "limit": 10, "delta": 3, "dtype": "int64"}),
     ("range", [], {"start": 1.0, "limit": 2.0, "delta": 0.25, "dtype": "float32"}),
+    ("cumprod", [T((3, 5))], {"axis": 1}),
+    ("cumprod", [T((4, 3), "int32")], {"axis": 0, "exclusive": 1, "reverse": 1}),
+    ("cumsum", [T((2, 5), "float64")], {"axis": -1, "exclusive": 1}),
+    ("bitwise_and", [T((2, 9), "int8"), T((9,), "int8")], {}),
+    ("bitwise_or", [T((9,), "uint8"), T((2, 9), "uint8")], {}),
+    ("bitwise_xor", [T((2, 9), "int64"), T((2, 1), "int64")], {}),
+    ("bitwise_not", [T((9,), "int8")], {}),
+    ("bitwise_not", [T((9,), "uint8")], {}),
+    ("bitwise_not", [T((2, 9), "int32")], {}),
+    ("bitcast", [T((2, 5))], {"dtype": "int32"}),
+    ("bitcast", [T((5,), "int64")], {"dtype": "float64"}),
+    ("bitcast", [T((5,), "int8")], {"dtype": "uint8"}),
+    ("bitcast", [T((5,), "bool")], {"dtype": "uint8"}),
+    ("max_pool_indices", [T((2, 3, 5, 5))], {"kernel_shape": (2, 3), "strides": (2, 1),
+                                              "pads": (1, 0, 0, 1)}),
+    ("max_pool_indices", [T((1, 2, 4, 5), "int8")], {"kernel_shape": (2, 2),
+                                                      "storage_order": 1}),
+    ("max_pool_indices", [T((2, 2, 7))], {"kernel_shape": (3,), "dilations": (2,),
+                                          "ceil_mode": 1, "strides": (2,)}),
 ]
 
 
@@ -110,6 +129,17 @@ def _inputs(op, types, rng):
                              "int64").astype(types[1].dtype)  # uint8: -1 is 255
         arrays[0] = np.broadcast_to(np.array([-128, -7, -1, 0, 1, 3, 77, 127, 100], "int64")
                                     .astype(types[0].dtype), types[0].shape).copy()
+    if op.startswith("bitwise"):
+        # every bit pattern of the dtype: negative values, the extremes
+        info = np.iinfo(types[0].dtype)
+        arrays = [rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True)
+                  for t in types]
+    if op == "bitcast" and types[0].dtype == "int64":
+        # the bits of ordinary doubles (small ints would read as denormals near 0)
+        arrays[0] = (rng.standard_normal(types[0].shape) * 1e3).view("int64")
+    if op == "max_pool_indices":
+        # few distinct values: windows with equal maxima, where the first one must win
+        arrays[0] = rng.integers(-2, 2, types[0].shape).astype(types[0].dtype)
     if op == "pow":
         arrays[0] = np.abs(arrays[0]) + 0.5
         arrays[1] = np.array([0, 1, 2, 3, -1], "int64")

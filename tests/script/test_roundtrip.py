@@ -75,3 +75,16 @@ def test_regressions_round_trip(func):
     back = parse(text)
     assert_structural_equal(back, func)
     assert str(back) == text
+
+
+def test_bitwise_functions_and_reinterpret_round_trip():
+    from mlcbook import te
+    from mlcbook.tir.expr import bitwise_xor, reinterpret
+    a = te.placeholder((4,), name="a")
+    bits = te.compute((4,), lambda i: bitwise_xor(reinterpret("int32", a[i]), 1), name="bits")
+    func = te.create_prim_func([a, bits])
+    text = str(func)
+    assert 'T.bitwise_xor(T.reinterpret("int32", a[vi]), 1)' in text
+    back = parse(text)
+    assert_structural_equal(back, func)
+    assert str(back) == text

@@ -130,3 +130,23 @@ def test_a_bare_number_beyond_int32_is_an_int64():
 def test_a_buffer_beyond_the_addressable_size_is_a_shape_error():
     with pytest.raises(ShapeError, match=r"more than the .* \(2\*\*48\)"):
         Buffer("A", (2**63,), "float32")
+
+
+def test_reinterpret_needs_number_types_of_one_width():
+    from mlcbook.errors import DTypeMismatchError
+    from mlcbook.tir.expr import Reinterpret, reinterpret
+    assert reinterpret("int32", Var("x", "float32")).dtype == "int32"
+    with pytest.raises(DTypeMismatchError, match="cannot reinterpret float32 .* as int64: both "
+                       "must be number types of the same width"):
+        Reinterpret("int64", Var("x", "float32"))
+    with pytest.raises(DTypeMismatchError, match="bool has no bit pattern"):
+        Reinterpret("uint8", Var("b", "bool"))
+
+
+def test_bitwise_functions_take_integers_only():
+    from mlcbook.errors import DTypeMismatchError
+    from mlcbook.tir.expr import bitwise_and
+    assert bitwise_and(Var("i"), 6).dtype == "int32"
+    with pytest.raises(DTypeMismatchError, match="bitwise_and needs integer arguments, got "
+                       "float32"):
+        bitwise_and(Var("x", "float32"), Var("y", "float32"))

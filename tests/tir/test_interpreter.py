@@ -805,3 +805,36 @@ def test_any_ir_name_runs(name):
     a = np.ones(3, "int32")
     interpret(f, a)
     np.testing.assert_array_equal(a, [1, 2, 3])
+
+
+def _elementwise(fn, in_dtype, out_dtype, n=6):
+    """A PrimFunc ``b[i] = fn(a[i])`` built from TE (one block)."""
+    a = mb.te.placeholder((n,), in_dtype, name="a")
+    b = mb.te.compute((n,), lambda i: fn(a[i]), name="b")
+    assert b.dtype == out_dtype
+    return mb.te.create_prim_func([a, b])
+
+
+def test_bitwise_functions_on_signed_and_unsigned_integers():
+    from mlcbook.tir.expr import bitwise_and, bitwise_or, bitwise_xor
+    for dtype in ("int8", "uint8", "int32", "int64"):
+        info = np.iinfo(dtype)
+        a = np.array([info.min, -1 if info.min else 7, 0, 1, 77, info.max], dtype)
+        for fn, ref in ((bitwise_and, np.bitwise_and), (bitwise_or, np.bitwise_or),
+                        (bitwise_xor, np.bitwise_xor)):
+            f = _elementwise(lambda v, fn=fn: fn(v, mb.tir.const(-6 if info.min else 250,
+                                                                  dtype)), dtype, dtype)
+            out = np.zeros(6, dtype)
+            interpret(f, a, out)
+            assert np.array_equal(out, ref(a, np.array(-6 if info.min else 250, dtype)))
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("int32", "float32"),
+                                     ("float64", "int64"), ("int64", "float64")])
+def test_reinterpret_reads_the_bits_as_another_type(src, dst):
+    from mlcbook.tir.expr import reinterpret
+    a = np.array([1.0, -2.5, 0.0, -0.0, np.inf, 3e-30]).astype(src if src[0] == "f" else dst)
+    a = a if src[0] == "f" else a.view(src)
+    out = np.zeros(6, dst)
+    interpret(_elementwise(lambda v: reinterpret(dst, v), src, dst), a, out)
+    assert np.array_equal(out.view("uint8"), a.view("uint8"))
