@@ -250,9 +250,7 @@ def _batch_norm(cx, ins, attrs):
     eps = attrs.get("epsilon", 1e-5)
     if attrs.get("training_mode", 0):
         return _batch_norm_training(cx, ins, eps, attrs.get("momentum", 0.9))
-    if any(cx.node.output[1:]):
-        raise Unsupported("BatchNormalization has running statistics (outputs 1 and 2) only "
-                          "with training_mode=1")
+    # (onnx's checker refuses outputs 1 and 2 without training_mode)
     return cx.call("batch_norm", *ins[:5], epsilon=eps)
 
 

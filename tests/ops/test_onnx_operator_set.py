@@ -73,3 +73,47 @@ def test_bitshift_takes_integers_and_a_direction():
         ops.get("bitshift").infer_type([TensorType((3,)), TensorType((3,))], {})
     with pytest.raises(OpAttributeError, match="direction='UP' is not 'LEFT' or 'RIGHT'"):
         ops.get("bitshift").infer_type([TensorType((3,), "int8")] * 2, {"direction": "UP"})
+
+
+def test_bitwise_ops_take_integers():
+    with pytest.raises(OpDTypeError, match="bitwise_and takes int8"):
+        ops.get("bitwise_and").infer_type([TensorType((3,)), TensorType((3,))], {})
+    with pytest.raises(OpDTypeError, match="bitwise_not takes int8"):
+        ops.get("bitwise_not").infer_type([TensorType((3,), "bool")], {})
+
+
+def test_bitcast_needs_a_type_of_the_same_width():
+    t = ops.get("bitcast").infer_type([TensorType((2, 3))], {"dtype": "int32"})
+    assert t == TensorType((2, 3), "int32")
+    with pytest.raises(OpDTypeError, match="a float32 tensor cannot be read as int64; the two "
+                       "types must have the same width.*Instead: cast it"):
+        ops.get("bitcast").infer_type([TensorType((3,))], {"dtype": "int64"})
+
+
+def test_bitcast_reference_keeps_a_0d_tensor_0d():
+    x = np.array(1.0, np.float32)
+    assert ops.get("bitcast").reference(x, dtype="int32").shape == ()
+
+
+def test_running_product_reference():
+    ref = ops.get("cumprod").reference
+    x = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    assert ref(x, axis=1).tolist() == [[1, 2, 6], [4, 20, 120]]
+    assert ref(x, axis=1, exclusive=1).tolist() == [[1, 1, 2], [1, 4, 20]]
+    assert ref(x, axis=1, exclusive=1, reverse=1).tolist() == [[6, 3, 1], [30, 6, 1]]
+    with pytest.raises(OpDTypeError, match="cumprod takes int8"):
+        ops.get("cumprod").infer_type([TensorType((3,), "bool")], {"axis": 0})
+
+
+def test_max_pool_indices_are_int64_offsets_and_storage_order_is_checked():
+    t = ops.get("max_pool_indices").infer_type([TensorType((1, 2, 4, 4))],
+                                               {"kernel_shape": (2, 2), "strides": (2, 2)})
+    assert t == TensorType((1, 2, 2, 2), "int64")
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    got = ops.get("max_pool_indices").reference(x, kernel_shape=(2, 2), strides=(2, 2),
+                                                storage_order=1)
+    # the max of each window is its bottom-right element; column-major h + 4 w, per plane
+    assert got.tolist() == [[[[5, 13], [7, 15]], [[21, 29], [23, 31]]]]
+    with pytest.raises(OpAttributeError, match="storage_order=2 is not 0"):
+        ops.get("max_pool_indices").infer_type([TensorType((1, 1, 4, 4))],
+                                               {"kernel_shape": (2, 2), "storage_order": 2})
