@@ -1,0 +1,30 @@
+"""Det beyond onnx's two 2 x 2 node cases: 3 x 3 and 4 x 4 batches against numpy's LU
+determinant, and the refusal of larger matrices."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import mlcbook as mb
+from mlcbook.errors import UnsupportedModelError
+
+
+def _det_model(shape):
+    node = helper.make_node("Det", ["x"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE,
+                                                                      list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE,
+                                                         list(shape[:-2]))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)])
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 3), (4, 4), (2, 1, 1)])
+def test_det_matches_numpy(shape):
+    x = np.random.default_rng(1).standard_normal(shape)
+    got = mb.compile(mb.from_onnx(_det_model(shape)))(x)
+    np.testing.assert_allclose(got, np.linalg.det(x), rtol=1e-10, atol=1e-12)
+
+
+def test_det_of_a_5x5_matrix_is_refused_by_name():
+    with pytest.raises(UnsupportedModelError, match=r"Det of 5 x 5 matrices: mlcbook expands "
+                       r"determinants of square matrices up to 4 x 4"):
+        mb.from_onnx(_det_model((5, 5)))
