@@ -1,6 +1,8 @@
 """Converters of ONNX's gathers and scatters beside ``Gather``: ``GatherElements``,
 ``GatherND``, ``ScatterElements`` (and ``Scatter``, its name before opset 11) and
-``ScatterND``, each onto the graph op of its name.
+``ScatterND``, each onto the graph op of its name; and ``Compress``, a ``gather`` of the
+positions its condition selects. Its output's shape depends on the condition's values, and
+mlcbook's graphs have static shapes, so the condition must be known at import.
 
     >>> CONVERTERS["ScatterND"].attrs
     frozenset({'reduction'})
@@ -8,6 +10,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..graph.expr import Constant
+from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 
@@ -35,6 +41,24 @@ def _scatter_elements(cx, ins, attrs):
 def _scatter_nd(cx, ins, attrs):
     return cx.call("scatter_nd", ins[0], ins[1], ins[2],
                    reduction=attrs.get("reduction", "none"))
+
+
+@converter("Compress", attrs=("axis",), static=(1,))
+@guard_dtype
+def _compress(cx, ins, attrs):
+    x = ins[0]
+    if "axis" in attrs:
+        axis = attrs["axis"] % x.type.ndim
+    else:  # no axis: the flattened tensor
+        x, axis = cx.call("reshape", x, shape=(-1,), suffix="_flat"), 0
+    size = x.shape[axis]
+    # numpy's rule, which ONNX follows: a condition shorter than the axis selects from its
+    # start only
+    keep = np.flatnonzero(np.asarray(cx.static(1, "condition")).reshape(-1)[:size])
+    if keep.size == 0:
+        raise Unsupported("Compress: the condition selects nothing, and an empty tensor has "
+                          "nothing to compute")
+    return cx.call("gather", x, Constant(keep.astype(np.int64)), axis=axis)
 
 
 __all__ = ["CONVERTERS"]

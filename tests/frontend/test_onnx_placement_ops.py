@@ -1,4 +1,4 @@
-"""What the converters of CenterCropPad, Col2Im, MaxUnpool, ReverseSequence, TensorScatter
+"""What the converters of CenterCropPad, Col2Im, MaxUnpool, ReverseSequence, TensorScatter, Compress
 (and Dropout in training) refuse, by name; their values
 are checked by onnx's node cases (tests/frontend/test_conformance.py)."""
 import numpy as np
@@ -65,3 +65,19 @@ def test_dropout_in_training_is_refused_unless_it_drops_nothing():
             with pytest.raises(UnsupportedModelError, match="training_mode=True with "
                                "ratio=0.5 is not supported"):
                 mb.from_onnx(model)
+
+
+def _compress_model():
+    node = helper.make_node("Compress", ["x", "c"], ["y"], axis=1)
+    return _model([node], [_vi("x", TensorProto.FLOAT, [2, 4]), _vi("c", TensorProto.BOOL, [3])],
+                  [_vi("y", TensorProto.FLOAT, [2, "k"])], opset=13)
+
+
+def test_compress_needs_its_condition_at_import():
+    # the output's shape depends on the condition: a graph input cannot give it
+    with pytest.raises(UnsupportedModelError, match=r"condition \('c'\) must be known at "
+                       r"import.*constants=\{'c': value\}"):
+        mb.from_onnx(_compress_model())
+    mod = mb.from_onnx(_compress_model(), constants={"c": np.array([True, False, True])})
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert mb.compile(mod)(x).tolist() == [[0, 2], [4, 6]]
