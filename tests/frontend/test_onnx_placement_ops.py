@@ -1,6 +1,6 @@
-"""What the converters of CenterCropPad, Col2Im, MaxUnpool, ReverseSequence, TensorScatter, Compress
-(and Dropout in training) refuse, by name; their values
-are checked by onnx's node cases (tests/frontend/test_conformance.py)."""
+"""What the converters of CenterCropPad, Col2Im, MaxUnpool, ReverseSequence, TensorScatter,
+Compress (and Dropout in training) refuse, by name; their values are checked by onnx's node
+cases (tests/frontend/test_conformance.py)."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
