@@ -75,6 +75,11 @@ def model_opset(model) -> int:
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
             return imp.version
+    if model.opset_import:
+        # only other domains (ai.onnx.preview.training): no node of the default domain, whose
+        # opset therefore cannot matter
+        import onnx
+        return onnx.defs.onnx_opset_version()
     raise UnsupportedModelError("the model imports no version of the default ONNX domain")
 
 

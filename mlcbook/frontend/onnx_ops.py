@@ -43,9 +43,14 @@ def converter(*op_types: str, attrs=(), static=(), outputs=1, check=None):
     return deco
 
 
+#: ops of other domains that have a converter: domain -> op types
+OTHER_DOMAINS = {"ai.onnx.preview.training": ("Adagrad", "Adam", "Momentum")}
+
+
 def static_problems(node, attrs: dict) -> list[str]:
     """Why ``node`` cannot be imported, judged from its op type and attributes alone."""
-    if node.domain not in ("", "ai.onnx"):
+    if node.domain not in ("", "ai.onnx") and \
+            node.op_type not in OTHER_DOMAINS.get(node.domain, ()):
         return [f"ops of the domain {node.domain!r} are not supported"]
     conv = CONVERTERS.get(node.op_type)
     if conv is None:
