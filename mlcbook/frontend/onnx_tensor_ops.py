@@ -181,13 +181,27 @@ def _conv_transpose(cx, ins, attrs):
         total = [s * (n - 1) + op + (k - 1) * d + 1 - o for n, s, op, k, d, o in
                  zip(x.shape[2:], strides, opad, kernel, dil, want)]
         upper = mode == "SAME_UPPER"
-        begin = [t // 2 if upper else t - t // 2 for t in total]
+        # an output_shape beyond the full output grows it at the end, as output_padding
+        # does (onnxruntime's reading, and onnx's node case)
+        begin = [0 if t < 0 else t // 2 if upper else t - t // 2 for t in total]
         pads = tuple(begin) + tuple(t - b for t, b in zip(total, begin))
-        if min(pads) < 0:
-            raise Unsupported(f"output_shape={tuple(want)} needs negative padding {pads}")
-    args = [a for a in ins[:3] if a is not None]
-    return cx.call("conv_transpose", *args, strides=strides, pads=pads, dilations=dil,
-                   group=attrs.get("group", 1), output_padding=opad)
+    if min(pads) >= 0:
+        args = [a for a in ins[:3] if a is not None]
+        return cx.call("conv_transpose", *args, strides=strides, pads=pads, dilations=dil,
+                       group=attrs.get("group", 1), output_padding=opad)
+    # nothing reaches the positions beyond the full output: zeros (then the bias), as zero
+    # padding of the full output
+    y = cx.call("conv_transpose", x, w, strides=strides, pads=tuple(max(p, 0) for p in pads),
+                dilations=dil, group=attrs.get("group", 1), output_padding=opad,
+                suffix="_full")
+    y = cx.call("pad", y, pads=(0, 0) + tuple(max(-p, 0) for p in pads[:nsp]) + (0, 0)
+                + tuple(max(-p, 0) for p in pads[nsp:]), value=0.0,
+                suffix="_grown" if len(ins) > 2 and ins[2] is not None else "")
+    if len(ins) < 3 or ins[2] is None:
+        return y
+    bias = cx.call("reshape", ins[2], shape=(w.shape[1] * attrs.get("group", 1),) + (1,) * nsp,
+                   suffix="_bias")
+    return cx.call("add", y, bias)
 
 
 @converter("CastLike", attrs=("saturate", "round_mode"))
