@@ -106,8 +106,8 @@ def _topk(cx, ins, attrs):
 @guard_dtype
 def _cumulative(cx, ins, attrs):
     axis = _static_ints(cx, 1, "axis")
-    return cx.call(cx.node.op_type.lower(), ins[0], axis=axis[0], exclusive=attrs.get("exclusive", 0),
-                   reverse=attrs.get("reverse", 0))
+    return cx.call(cx.node.op_type.lower(), ins[0], axis=axis[0],
+                   exclusive=attrs.get("exclusive", 0), reverse=attrs.get("reverse", 0))
 
 
 @converter("GlobalMaxPool")

@@ -92,7 +92,8 @@ def _bitcast_infer(types, attrs):
 
 register("bitcast", kind=OpKind.ELEMWISE, infer=_bitcast_infer,
          reference=lambda x, dtype: np.array(x, order="C").view(dtype),
-         attrs={"dtype": REQUIRED}, doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
+         attrs={"dtype": REQUIRED},
+         doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
 
 
 def _cast_infer(types, attrs):

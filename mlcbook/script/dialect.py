@@ -124,8 +124,8 @@ def tensor_call(op: str, *tiles) -> _e.TensorCall:
 NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
-         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast", "reinterpret",
-         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS,
+         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
+         "reinterpret", "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS,
          *_e.BIT_FUNCS)
 
 

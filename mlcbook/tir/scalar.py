@@ -211,7 +211,8 @@ MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": m
 #: math function of the IR -> name of its implementation in the generated code
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses
-GLOBALS = {"_reinterpret": reinterpret, "_rf32": round_f32, "_rf16": round_f16, "_f2i": float_to_int, "_fdiv": fdiv,
-           "_idiv": idiv, "_imod": imod, "_fmin": fmin, "_fmax": fmax, "_oob": _oob,
+GLOBALS = {"_reinterpret": reinterpret, "_rf32": round_f32, "_rf16": round_f16,
+           "_f2i": float_to_int, "_fdiv": fdiv, "_idiv": idiv, "_imod": imod, "_fmin": fmin,
+           "_fmax": fmax, "_oob": _oob,
            "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan,
            **{MATH[name]: fn for name, fn in MATH_IMPL.items() if name != "abs"}}
