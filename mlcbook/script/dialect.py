@@ -112,6 +112,7 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, erf = _e.exp, _e.log, _e.sqrt, _e.rsqrt, _
 pow, abs, floor, ceil, round = _e.pow, _e.abs, _e.floor, _e.ceil, _e.round  # noqa: A001
 sin, cos, tan, asin, acos, atan = _e.sin, _e.cos, _e.tan, _e.asin, _e.acos, _e.atan
 sinh, cosh, asinh, acosh, atanh = _e.sinh, _e.cosh, _e.asinh, _e.acosh, _e.atanh
+bitwise_and, bitwise_or, bitwise_xor = _e.bitwise_and, _e.bitwise_or, _e.bitwise_xor
 
 
 def tensor_call(op: str, *tiles) -> _e.TensorCall:
