@@ -321,6 +321,20 @@ def test_layer_norm(shape, axis, affine):
     check(run(params, out, arrays), layer_norm_ref(a, g, b, axis, 1e-3), SUMS)
 
 
+@pytest.mark.parametrize("n", [3, 7, 100])
+def test_layer_norm_of_equal_values_is_exactly_zero(n):
+    # a float32 sum of n copies times 1/n is not always the value itself, and 1/sqrt(eps)
+    # would magnify that ulp to ~1e-4; the mean of deviations from the first element is exact
+    x = te.placeholder((2, n), name="x")
+    a = np.full((2, n), 1.3132616, "float32")
+    func = te.create_prim_func([x, ops.layer_norm(x, axis=-1, epsilon=1e-5)])
+    interpreted, native = (np.full((2, n), np.nan, "float32") for _ in range(2))
+    mb.tir.interpret(func, a, interpreted)
+    mb.build(func)(a, native)
+    check(interpreted, np.zeros((2, n)), EXACT)
+    check(native, np.zeros((2, n)), EXACT)
+
+
 # --- transform -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape,axes", [((3, 5), None), ((2, 3, 5), (1, 2, 0)),
                                         ((2, 3, 4, 5), (0, 2, 3, 1)), ((4, 3), (-1, 0))], ids=str)

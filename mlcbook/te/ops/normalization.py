@@ -67,7 +67,8 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
                name: str = "layer_norm"):
     """``(x - mean) / sqrt(var + epsilon) * gamma + beta``, mean and (biased) variance over
     the dimensions ``axis, axis+1, ..., last`` (ONNX LayerNormalization's ``axis``).
-    ``gamma`` and ``beta`` (optional) broadcast to those dimensions. Stages: ``<name>_sum``,
+    ``gamma`` and ``beta`` (optional) broadcast to those dimensions. Stages: ``<name>_sum``
+    (of the deviations from the first normalized element, so equal values give exactly 0),
     ``<name>_mean``, ``<name>_sqsum`` (squared deviations from the mean: two passes, for
     accuracy), ``<name>_inv_std`` and ``<name>``. With ``return_stats`` the result is
     ``(y, mean, inv_std)``, the statistics in the compute dtype with the normalized
@@ -96,11 +97,17 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
     def reduce_axes():
         return [_r.reduce_axis(s, name=f"k{d}") for d, s in enumerate(inner)]
 
+    # Sum the deviations from each row's first element, not the values: a row of equal
+    # values then has a mean of exactly that value and normalizes to exactly 0, as the exact
+    # formula says (a float sum times 1/n would be off by an ulp, and 1/sqrt(eps) magnifies it).
+    first = (_e.const(0),) * len(inner)
     r1 = reduce_axes()
-    total = compute_named(stat_shape, names,
-                          lambda *i: _r.sum(load(x, tuple(i[:axis]) + tuple(r1)), axis=r1),
-                          f"{name}_sum")
-    mean = compute_named(stat_shape, names, lambda *i: total[i] * inv_n, f"{name}_mean")
+    total = compute_named(stat_shape, names, lambda *i: _r.sum(
+        load(x, tuple(i[:axis]) + tuple(r1)) - load(x, tuple(i[:axis]) + first), axis=r1),
+        f"{name}_sum")
+    mean = compute_named(stat_shape, names,
+                         lambda *i: load(x, tuple(i[:axis]) + first) + total[i] * inv_n,
+                         f"{name}_mean")
     r2 = reduce_axes()
 
     def sq_dev(*i):
