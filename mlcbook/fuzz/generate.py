@@ -429,7 +429,7 @@ def _index(b: _Builder):
                                                     "floor", "ceil"]))
         return b.node(op, [x.name, "", "", b.const(np.asarray(sizes, np.int64))], sizes,
                       bounded=x.bounded, **attrs)
-    letters = "abcd"[:nd]
+    letters = "abcdefgh"[:nd]
     if nd >= 2 and rng.random() < 0.5:    # (batched) matmul with a constant
         n = int(rng.integers(1, 5))
         w = b.const((rng.uniform(-1, 1, (x.shape[-1], n)) / x.shape[-1]).astype(np.float32))
