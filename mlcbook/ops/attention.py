@@ -251,8 +251,8 @@ def _zero_masked_rows(p, bias):
     top = T.max(bias, axis=-1, keepdims=True, name="attention_bias_max")
 
     def body(b, h, i, j):
-        value = load(p, (b, h, i, j))
-        empty = load(top, (b, h, i, _e.const(0))) == _e.neg_infinity(value.dtype)
+        value, row_max = load(p, (b, h, i, j)), load(top, (b, h, i, _e.const(0)))
+        empty = row_max == _e.neg_infinity(row_max.dtype)
         return store(_e.select(empty, _e.const(0.0, value.dtype), value), p.dtype)
 
     return compute_named(p.shape, ["b", "h", "i", "j"], body, "attention_probs")
