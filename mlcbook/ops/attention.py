@@ -1,5 +1,5 @@
 """Scaled dot-product attention, the graph op ``attention`` (ONNX's ``Attention`` on
-``(batch, heads, sequence, head size)`` tensors), legalized to the te.ops it is made of.
+``(batch, heads, sequence, head size)`` tensors), legalized to :func:`te.ops.attention`.
 
     >>> get("attention").infer_type([TensorType((2, 8, 4, 16)), TensorType((2, 2, 6, 16)),
     ...                              TensorType((2, 2, 6, 32))], {"is_causal": 1})
@@ -34,15 +34,11 @@ probabilities ``p``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
-from ..te import ops as T
-from ..te.ops.util import (broadcast_indices, clamp, compute_dtype, compute_named, load,
-                           store)
-from ..tir import expr as _e
+from ..te.ops.attention import attention as te_attention
+from ..te.ops.attention import scale_root
 from ._infer import FLOATS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register, register_legalization
 from .types import TensorType, TupleType
@@ -50,6 +46,9 @@ from .types import TensorType, TupleType
 _ATTRS = {"scale": None, "is_causal": 0, "past_length": 0, "softcap": 0.0, "has_mask": 0,
           "softmax_precision": None, "left_window_size": -1, "right_window_size": -1,
           "num_outputs": 1, "qk_matmul_output_mode": 0}
+#: the second output of each qk_matmul_output_mode, as te.ops.attention names it (ONNX's
+#: reference gives the softcapped scores for modes 0 and 1)
+_QK_OUTPUT = {0: "scores", 1: "scores", 2: "biased", 3: "probs"}
 
 
 def _parts(types_or_values, has_mask: int):
@@ -121,16 +120,6 @@ def _infer(types, attrs):
 
 
 # --- numpy reference ----------------------------------------------------------------------------
-def _in_dtype(value: float, dtype) -> float:
-    """``value`` rounded to ``dtype``, as a Python float (a constant the kernel multiplies by)."""
-    return float(np.dtype(dtype).type(value))
-
-
-def _scale_root(attrs, head_size: int, dtype) -> float:
-    scale = attrs.get("scale")
-    return _in_dtype(math.sqrt(1 / math.sqrt(head_size) if scale is None else scale), dtype)
-
-
 def _allowed(shape, counts, attrs):
     """Where query i may attend key j by the causal, window and padding rules: (B, 1, S, T)."""
     b, _, s, t = shape
@@ -175,7 +164,7 @@ def _attention_ref(*args, **attrs):
     q, k, v, mask, counts = _parts(args, attrs["has_mask"])
     dtype, rep = q.dtype, q.shape[1] // k.shape[1]
     k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-    root = dtype.type(_scale_root(attrs, q.shape[3], dtype))
+    root = dtype.type(scale_root(attrs["scale"], q.shape[3], dtype.name))
     scores = (q * root) @ (np.swapaxes(k, 2, 3) * root)
     if attrs["softcap"] > 0:
         cap = dtype.type(attrs["softcap"])
@@ -188,7 +177,8 @@ def _attention_ref(*args, **attrs):
     y = p @ v
     if attrs["num_outputs"] == 1:
         return y
-    return y, {0: scores, 1: scores, 2: biased, 3: p}[attrs["qk_matmul_output_mode"]]
+    return y, {"scores": scores, "biased": biased, "probs": p}[
+        _QK_OUTPUT[attrs["qk_matmul_output_mode"]]]
 
 
 register("attention", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_infer, reference=_attention_ref,
@@ -199,84 +189,15 @@ register("attention", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_infer, reference=
 
 
 # --- legalization -------------------------------------------------------------------------------
-def _grouped_matmul(a, b, transpose_b: bool, name: str):
-    """``a @ b`` (or ``a @ b^T``) per head, where each group of ``Hq // Hkv`` heads of ``a``
-    shares one head of ``b``: the group's rows are stacked into one product."""
-    (n, hq, m, kk), hkv = a.shape, b.shape[1]
-    if hq == hkv:
-        return T.matmul(a, b, transpose_b=transpose_b, name=name)
-    stacked = T.reshape(a, (n, hkv, hq // hkv * m, kk), name=f"{name}_grouped")
-    out = T.matmul(stacked, b, transpose_b=transpose_b, name=f"{name}_stacked")
-    return T.reshape(out, (n, hq, m, out.shape[-1]), name=name)
-
-
-def _bias(shape, dtype: str, mask, counts, attrs):
-    """The additive bias of the scores, (B, Hq, S, T) in ``dtype``: the mask (padded with
-    -inf past its last key) plus -inf wherever the causal, window or padding rule forbids."""
-    b, hq, s, t = shape
-    left, right = attrs["left_window_size"], attrs["right_window_size"]
-
-    wide = compute_dtype(dtype)
-
-    def body(bi, h, i, j):
-        zero, neg_inf = _e.const(0.0, wide), _e.neg_infinity(wide)
-        offset = (_e.const(attrs["past_length"]) if counts is None
-                  else _e.cast("int32", counts[bi]) - _e.const(s))
-        pos = i + offset
-        rules = [j <= pos] if attrs["is_causal"] else []
-        rules += [pos - j <= _e.const(left)] if left >= 0 else []
-        rules += [j - pos <= _e.const(right)] if right >= 0 else []
-        rules += [j < _e.cast("int32", counts[bi])] if counts is not None else []
-        value = zero
-        if mask is not None:
-            width = mask.shape[-1]
-            lead = broadcast_indices(mask.shape[:-1], (bi, h, i), (b, hq, s))
-            m = load(mask, lead + ((j if width == t else clamp(j, width)),))
-            inside = [j < _e.const(width)] if width < t else []
-            if mask.dtype == "bool":
-                rules += inside + [m]
-            else:
-                value = _e.select(inside[0], m, neg_inf) if inside else m
-        allowed = None
-        for rule in rules:
-            allowed = rule if allowed is None else _e.logical_and(allowed, rule)
-        total = value if allowed is None else value + _e.select(allowed, zero, neg_inf)
-        return store(total, dtype)
-
-    return compute_named(shape, ["b", "h", "i", "j"], body, "attention_bias")
-
-
-def _zero_masked_rows(p, bias):
-    """``p`` with the rows whose bias is -inf everywhere set to 0 (no key may be attended)."""
-    top = T.max(bias, axis=-1, keepdims=True, name="attention_bias_max")
-
-    def body(b, h, i, j):
-        value, row_max = load(p, (b, h, i, j)), load(top, (b, h, i, _e.const(0)))
-        empty = row_max == _e.neg_infinity(row_max.dtype)
-        return store(_e.select(empty, _e.const(0.0, value.dtype), value), p.dtype)
-
-    return compute_named(p.shape, ["b", "h", "i", "j"], body, "attention_probs")
 
 
 @register_legalization("attention")
 def _legalize(ins, attrs, out_type):
     q, k, v, mask, counts = _parts(ins, attrs["has_mask"])
-    dtype = q.dtype
-    root = _scale_root(attrs, q.shape[3], dtype)
-    scores = _grouped_matmul(T.mul(q, root, name="attention_q"),
-                             T.mul(k, root, name="attention_k"), True, "attention_scores")
-    if attrs["softcap"] > 0:
-        cap = _in_dtype(attrs["softcap"], dtype)
-        scores = T.mul(T.tanh(T.div(scores, cap, name="attention_capped"),
-                              name="attention_tanh"), cap, name="attention_softcap")
-    bias = _bias(scores.shape, dtype, mask, counts, attrs)
-    biased = T.add(scores, bias, name="attention_biased")
-    precision = attrs.get("softmax_precision") or dtype
-    wide = biased if precision == dtype else T.cast(biased, precision, name="attention_wide")
-    p = _zero_masked_rows(T.softmax(wide, name="attention_softmax"), bias)
-    if precision != dtype:
-        p = T.cast(p, dtype, name="attention_p")
-    y = _grouped_matmul(p, v, False, "attention")
-    if attrs["num_outputs"] == 1:
-        return y
-    return y, {0: scores, 1: scores, 2: biased, 3: p}[attrs["qk_matmul_output_mode"]]
+    return te_attention(
+        q, k, v, mask, counts, scale=attrs.get("scale"), is_causal=bool(attrs["is_causal"]),
+        past_length=attrs["past_length"], softcap=attrs["softcap"],
+        softmax_precision=attrs.get("softmax_precision"),
+        left_window_size=attrs["left_window_size"], right_window_size=attrs["right_window_size"],
+        qk_output=_QK_OUTPUT[attrs["qk_matmul_output_mode"]] if attrs["num_outputs"] == 2
+        else None)
