@@ -15,7 +15,7 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
-(transpose, reshape, pad, concat, split, slice, gather), attention, index (gather_elements, gather_nd,
+(transpose, reshape, pad, concat, split, slice, gather), attention (attention, rotary_embedding), index (gather_elements, gather_nd,
 scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
@@ -44,6 +44,7 @@ from .transform import expand, tile, trilu
 from .nn import conv_transpose
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
 from .attention import attention
+from .rotary import rotary_embedding
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
            "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",
@@ -58,7 +59,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "attention"]
+           "attention", "rotary_embedding"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
