@@ -11,26 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
-from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 
-def _check_activation(attrs):
-    a = attrs.get("activation", b"none")
-    a = a.decode() if isinstance(a, bytes) else a
-    return [] if a in ("none", "silu", "swish") else [
-        f"activation={a!r} is not 'none', 'silu' or 'swish'"]
-
-
-@converter("CausalConvWithState", attrs=("activation",), outputs=2, check=_check_activation)
+@converter("CausalConvWithState", attrs=("activation",), outputs=2)
 @guard_dtype
 def _causal_conv_with_state(cx, ins, attrs):
     x, w = ins[:2]
     bias, past = (ins[k] if k < len(ins) else None for k in (2, 3))
     (b, c, length), k = x.shape, w.shape[2]
-    if len(w.shape) != 3 or w.shape[:2] != (c, 1):
-        raise Unsupported(f"a weight of shape {tuple(w.shape)}; CausalConvWithState's weight "
-                          f"is depthwise, ({c}, 1, kernel)")
     # the left context: the last k - 1 inputs of the previous call, or zeros
     if past is None:
         past = Constant(np.zeros((b, c, k - 1), x.dtype))
@@ -38,8 +27,8 @@ def _causal_conv_with_state(cx, ins, attrs):
     args = [padded, w] + ([bias] if bias is not None else [])
     y = cx.call("conv", *args, group=c, kernel_shape=(k,), strides=(1,), pads=(0, 0),
                 dilations=(1,), suffix="_conv")
-    activation = attrs.get("activation", b"none")
-    if (activation.decode() if isinstance(activation, bytes) else activation) != "none":
+    # onnx's checker allows only "none", "silu" and "swish" (another name of silu)
+    if attrs.get("activation", "none") in ("silu", "swish"):
         y = cx.call("swish", y, alpha=1.0, suffix="_silu")
     total = length + k - 1
     present = cx.call("slice", padded, starts=(total - (k - 1),), ends=(total,), axes=(2,),
