@@ -97,14 +97,16 @@ def _infer(types, attrs):
                            "the same head size")
     if hq % hkv:
         raise OpShapeError(f"attention: {hq} query heads do not group evenly onto {hkv} "
-                           "key/value heads; the query heads must be a multiple of them")
+                           "key/value heads. Instead: give a multiple of the key/value heads "
+                           "as query heads")
     if mask is not None:
         if mask.dtype not in ("bool", dtype) or not 1 <= mask.ndim <= 4:
             raise OpDTypeError(f"attention: the mask {mask} must be bool or {dtype} (q's dtype)"
                                " with 1 to 4 axes")
         if mask.shape[-1] > t:
             raise OpShapeError(f"attention: the mask covers {mask.shape[-1]} keys but there "
-                               f"are only {t}")
+                               f"are only {t}. Instead: give a mask of at most {t} keys (the "
+                               "keys after its end are masked)")
         broadcast_shapes("attention (the mask's leading axes)", mask.shape[:-1], (b, hq, s))
     if counts is not None:
         if counts.dtype != "int64" or counts.shape != (b,):
@@ -112,7 +114,8 @@ def _infer(types, attrs):
                                f" (one per batch row); got {counts}")
         if attrs["past_length"]:
             raise OpAttributeError("attention: valid-key counts and past_length do not combine"
-                                   " (ONNX allows nonpad_kv_seqlen only without past_key)")
+                                   " (ONNX allows nonpad_kv_seqlen only without past_key). "
+                                   "Instead: count the cached keys in the valid-key counts")
     y = TensorType((b, hq, s, dv), dtype)
     if attrs["num_outputs"] == 1:
         return y
