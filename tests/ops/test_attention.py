@@ -116,12 +116,14 @@ def _infer(types, **attrs):
 
 
 def test_query_heads_must_group_onto_key_heads():
-    with pytest.raises(OpShapeError, match="3 query heads do not group evenly onto 2 .* Instead: give a multiple"):
+    with pytest.raises(OpShapeError, match="3 query heads do not group evenly onto 2 .* "
+                       "Instead: give a multiple"):
         _infer([T((1, 3, 2, 4)), T((1, 2, 5, 4)), T((1, 2, 5, 4))])
 
 
 def test_mask_longer_than_the_keys_is_an_error():
-    with pytest.raises(OpShapeError, match="the mask covers 6 keys but there are only 5. Instead: give a mask of at most 5"):
+    with pytest.raises(OpShapeError, match="the mask covers 6 keys but there are only 5. "
+                       "Instead: give a mask of at most 5"):
         _infer([T((1, 2, 2, 4)), T((1, 2, 5, 4)), T((1, 2, 5, 4)), T((2, 6), "bool")],
                has_mask=1)
 

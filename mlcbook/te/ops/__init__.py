@@ -15,8 +15,9 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
-(transpose, reshape, pad, concat, split, slice, gather), attention (attention, rotary_embedding), index (gather_elements, gather_nd,
-scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
+(transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
+scatter_elements, scatter_nd), reduce (sum, mean, max, min) and the transformer operators
+(attention, rotary_embedding).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
