@@ -29,7 +29,7 @@ def _heads_first(cx, x, heads: int | None, what: str, attr: str):
     if not heads or hidden % heads:
         raise OpAttributeError(
             f"{cx.node.op_type}: the 3-D {what} has {hidden} features, which {attr}={heads} "
-            f"does not divide; give {attr} (a 3-D input needs it), dividing {hidden}")
+            f"does not divide. Instead: give {attr} (a 3-D input needs it) dividing {hidden}")
     split = cx.call("reshape", x, shape=(b, length, heads, hidden // heads),
                     suffix=f"_{what}_heads")
     return cx.call("transpose", split, perm=(0, 2, 1, 3), suffix=f"_{what}_heads_first")
@@ -54,13 +54,13 @@ def _attention(cx, ins, attrs):
                                f"only; this one's Q is {rank}-D {tuple(q.shape)}. Instead: "
                                "leave them out (the 4-D shapes give the heads)")
     if (past_k is None) != (past_v is None):
-        raise OpShapeError("Attention: past_key and past_value come together; give both or "
-                           "neither")
+        raise OpShapeError("Attention: past_key and past_value come together, but only one "
+                           "is given. Instead: give both or neither")
     past = 0
     if past_k is not None:
         if counts is not None:
             raise OpShapeError("Attention: nonpad_kv_seqlen cannot be combined with past_key "
-                               "and past_value (ONNX's rule); give one kind of cache")
+                               "and past_value (ONNX's rule). Instead: give one kind of cache")
         past = past_k.shape[2]
         k = cx.call("concat", past_k, k, axis=2, suffix="_present_key")
         v = cx.call("concat", past_v, v, axis=2, suffix="_present_value")
