@@ -294,6 +294,26 @@ def test_softmax_is_stable_for_large_inputs():
     check(run([x], ops.softmax(x), [a]), e / e.sum(axis=-1, keepdims=True), SUMS)
 
 
+def _float16_softmaxes(a):
+    """numpy's float16 softmax and log_softmax (every stage rounded to float16, as ONNX's
+    reference) and the softmax rounded once from float64, for the same float16 input."""
+    s = a - a.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    a64 = a.astype("float64")
+    e64 = np.exp(a64 - a64.max(axis=-1, keepdims=True))
+    once = (e64 / e64.sum(axis=-1, keepdims=True)).astype("float16")
+    return e / e.sum(axis=-1, keepdims=True), s - np.log(e.sum(axis=-1, keepdims=True)), once
+
+
+def test_float16_softmax_rounds_every_stage_to_float16():
+    x = te.placeholder((16, 6), "float16", name="x")
+    a = (randn(16, 6) * 3).astype("float16")
+    staged, log_staged, once = _float16_softmaxes(a)
+    assert (staged != once).any()  # the data tell the two roundings apart
+    np.testing.assert_array_equal(run([x], ops.softmax(x), [a]), staged)
+    np.testing.assert_array_equal(run([x], ops.log_softmax(x), [a]), log_staged)
+
+
 def layer_norm_ref(a, gamma, beta, axis, eps):
     a = a.astype("float64")
     axes = tuple(range(axis % a.ndim, a.ndim))
