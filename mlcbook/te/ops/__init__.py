@@ -16,7 +16,8 @@ elementwise (unary math and activations, broadcasting binary arithmetic and comp
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
-scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
+scatter_elements, scatter_nd), reduce (sum, mean, max, min) and the transformer operators
+(attention, rotary_embedding).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
@@ -44,6 +45,8 @@ from .reduce import argmax, argmin, cumprod, cumsum, prod, topk
 from .transform import expand, tile, trilu
 from .nn import conv_transpose, max_pool_indices
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
+from .attention import attention
+from .rotary import rotary_embedding
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
            "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",
@@ -58,7 +61,8 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices", "bitcast"]
+           "attention", "rotary_embedding", "bitwise_and", "bitwise_not", "bitwise_or",
+           "bitwise_xor", "max_pool_indices", "bitcast"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
