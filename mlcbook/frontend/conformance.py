@@ -27,7 +27,11 @@ unsupported. The documented limitations are:
 * sequences, maps and optionals as values;
 * Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
   ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
-  operand);
+  operand); Dropout in training with a nonzero ratio (its mask is random); Det of matrices
+  larger than 4 x 4;
+* output shapes that depend on values: graphs have static shapes, so Compress takes its
+  condition at import (the cases pass it as a constant), and NonZero, Unique and
+  NonMaxSuppression are not supported;
 * ops outside the supported list (a case whose model uses one is not run);
 * models that onnx's own checker (``check_model(full_check=True)``, which every import runs)
   rejects: with onnx 1.23, ``test_mvn``, whose MeanVarianceNormalization function body fails
