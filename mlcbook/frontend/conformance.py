@@ -25,7 +25,8 @@ unsupported. The documented limitations are:
 * element types other than bool, int8, uint8, int32, int64, float16, float32, float64
   (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
 * sequences, maps and optionals as values;
-* Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
+* BatchNormalization with ``training_mode=1`` (chapter 5's exercise 4 repairs such a
+  model); Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
   ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
   operand); Dropout in training with a nonzero ratio (its mask is random); Det of matrices
   larger than 4 x 4;

@@ -249,46 +249,18 @@ def _gap(cx, ins, attrs):
     return cx.call("global_avg_pool", ins[0])
 
 
-@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), outputs=3)
+def _check_bn(attrs):
+    # (chapter 5's exercise 4 repairs a model that uses training_mode=1: supporting it here
+    # would take that exercise away)
+    if attrs.get("training_mode", 0):
+        return ["training_mode=1 is not supported (models are imported for inference)"]
+    return []
+
+
+@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), check=_check_bn)
 @guard_dtype
 def _batch_norm(cx, ins, attrs):
-    eps = attrs.get("epsilon", 1e-5)
-    if attrs.get("training_mode", 0):
-        return _batch_norm_training(cx, ins, eps, attrs.get("momentum", 0.9))
-    # (onnx's checker refuses outputs 1 and 2 without training_mode)
-    return cx.call("batch_norm", *ins[:5], epsilon=eps)
-
-
-def _batch_norm_training(cx, ins, eps: float, momentum: float):
-    """Normalized by the batch's own statistics (mean and biased variance over every axis
-    but the channels), and the running statistics moved towards them by ``1 - momentum``."""
-    x, scale, bias, running_mean, running_var = ins[:5]
-    if x.dtype not in ("float16", "float32", "float64"):
-        raise Unsupported(f"BatchNormalization training of {x.dtype} values (floats only)")
-    axes = (0,) + tuple(range(2, x.type.ndim))
-    per_channel = (x.shape[1],) + (1,) * (x.type.ndim - 2)
-
-    def const(v):
-        return Constant(np.asarray(v, x.dtype))
-
-    mean = cx.call("mean", x, axes=axes, keepdims=1, suffix="_batch_mean")
-    centered = cx.call("sub", x, mean, suffix="_centered")
-    var = cx.call("mean", cx.call("mul", centered, centered, suffix="_sq"), axes=axes,
-                  keepdims=1, suffix="_batch_var")
-    inv_std = cx.call("reciprocal", cx.call("sqrt", cx.call("add", var, const(eps),
-                                                             suffix="_var_eps"),
-                                            suffix="_std"), suffix="_inv_std")
-    gain = cx.call("mul", inv_std, cx.call("reshape", scale, shape=per_channel,
-                                           suffix="_scale"), suffix="_gain")
-    y = cx.call("add", cx.call("mul", centered, gain, suffix="_scaled"),
-                cx.call("reshape", bias, shape=per_channel, suffix="_bias"))
-
-    def running(old, batch, what):
-        batch = cx.call("reshape", batch, shape=(x.shape[1],), suffix=f"_{what}_c")
-        return cx.call("add", cx.call("mul", old, const(momentum), suffix=f"_{what}_old"),
-                       cx.call("mul", batch, const(1 - momentum), suffix=f"_{what}_new"),
-                       suffix=f"_running_{what}")
-    return y, running(running_mean, mean, "mean"), running(running_var, var, "var")
+    return cx.call("batch_norm", *ins[:5], epsilon=attrs.get("epsilon", 1e-5))
 
 
 @converter("LayerNormalization", attrs=("axis", "epsilon", "stash_type"), outputs=3)
