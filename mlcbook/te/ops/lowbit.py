@@ -124,10 +124,10 @@ def _pow2(k: _e.PrimExpr) -> _e.PrimExpr:
 
 def _log2_floor(a: _e.PrimExpr) -> _e.PrimExpr:
     """``floor(log2(a))`` of a positive finite float64, exactly: the logarithm's estimate
-    corrected by comparing with powers of two."""
+    (never off by more than one) corrected by comparing with powers of two."""
     e = _e.floor(_e.log(a) * _f64(1 / math.log(2)))
-    e = _e.select(_pow2(e) > a, e - _f64(1), e)
-    return _e.select(_pow2(e + _f64(1)) <= a, e + _f64(1), e)
+    fix = _e.select(_pow2(e) > a, _f64(-1), _e.select(_pow2(e + _f64(1)) <= a, _f64(1), _f64(0)))
+    return e + fix
 
 
 # --- decode: bit pattern -> float32 ------------------------------------------------------------
@@ -173,43 +173,62 @@ def decode(x: Tensor, fmt: str, name: str = "decode") -> Tensor:
                          lambda *i: _decode_value(_e.cast("int32", x[i]), f), name)
 
 
-# --- encode: float -> bit pattern -------------------------------------------------------------
-def _encode_float(v: _e.PrimExpr, f: LowBitFormat, saturate: bool) -> _e.PrimExpr:
-    """The int32 bit pattern of float64 ``v`` rounded to ``f`` (ties to even)."""
+# --- encode: number -> bit pattern -------------------------------------------------------------
+# The loop IR has no common subexpressions, so a value used several times is computed as
+# often: the float encodings are three stages (exponent, magnitude pattern, sign), each
+# reading the one before from memory.
+def _as_f64(v: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
+    if f.kind == "e8m0":   # ONNX reads the fields of the float32 value
+        v = _e.cast("float32", v)
+    return _e.cast("float64", v)
+
+
+def _magnitude(v: _e.PrimExpr, f: LowBitFormat, saturate: bool) -> _e.PrimExpr:
+    """``|v|``, clamped to the largest value when saturating (FLOAT4E2M1, which has no NaN
+    or Inf, always saturates); NaN and Inf become 0 (their patterns are set apart)."""
     a = _e.abs(v)
-    nan = v != v
-    zero = _f64(0.0)
-    negative = (v < zero) | ((v == zero) & (_f64(1.0) / v < zero))   # -0 too
-    top = _f64(f.max_value)
-    if saturate or f.nan is None:           # FLOAT4E2M1 has no NaN or Inf: it saturates
-        a = _e.min(a, top)
-    finite = _e.select(nan | (a == _e.infinity("float64")), zero, a)
-    # a = n * 2**(e - man) with e at least the smallest normal exponent: the pattern is
-    # then (e + bias - 1) * 2**man + n, a rounding carry moving into the exponent by itself
-    least = 1 - f.bias
-    e = _e.max(_log2_floor(_e.max(finite, _f64(2.0 ** least))), _f64(least))
-    n = _e.round(finite / _pow2(e - _f64(f.man)))
+    if f.kind == "float" and (saturate or f.nan is None):
+        a = _e.min(a, _f64(f.max_value))
+    return _e.select((a != a) | (a == _e.infinity("float64")), _f64(0), a)
+
+
+def _least_exponent(f: LowBitFormat) -> int:
+    """The exponent of the smallest normal value (float32's for E8M0, which reads it)."""
+    return -126 if f.kind == "e8m0" else 1 - f.bias
+
+
+def _float_code(v: _e.PrimExpr, e: _e.PrimExpr, f: LowBitFormat, saturate: bool):
+    """The pattern (without sign) of float64 ``v`` rounded to ``f``, its exponent ``e`` at
+    least the smallest normal one: ``v = n * 2**(e - man)``, the pattern is then
+    ``(e + bias - 1) * 2**man + n``, a rounding carry moving into the exponent by itself."""
+    a = _magnitude(v, f, saturate)
+    n = _e.round(a / _pow2(e - _f64(f.man)))
     code = _e.cast("int32", (e + _f64(f.bias - 1)) * _f64(1 << f.man) + n)
-    # FLOAT4E2M1 was clamped above: it never overflows
-    overflow = _e.const(next(c for c in (f.inf, f.nan, f.max_code) if c is not None), "int32")
-    code = _e.select(code > f.max_code, overflow, code)
-    code = _e.select(a == _e.infinity("float64"), overflow, code)
+    if saturate or f.nan is None:   # clamped: it cannot overflow
+        return code
+    overflow = f.nan if f.inf is None else f.inf
+    too_big = (code > f.max_code) | (_e.abs(v) == _e.infinity("float64"))
+    return _e.select(too_big, _e.const(overflow, "int32"), code)
+
+
+def _float_sign(v: _e.PrimExpr, code: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
+    """The pattern ``code`` with the sign of ``v`` (-0 too; not on 0 and NaN in FNUZ);
+    NaN's own pattern for NaN."""
+    zero = _f64(0.0)
+    negative = (v < zero) | ((v == zero) & (_f64(1.0) / v < zero))
     sign_bit = 1 << (f.bits - 1)
     if f.fnuz:
-        signed = _e.select(negative & (code != 0) & (code != f.nan), code + sign_bit, code)
-    else:
-        signed = _e.select(negative, code + sign_bit, code)
-    return _e.select(nan, _e.const(f.nan if f.nan is not None else sign_bit, "int32"), signed)
+        negative = negative & (code != 0) & (code != f.nan)
+    signed = _e.select(negative, code + sign_bit, code)
+    return _e.select(v != v, _e.const(f.nan if f.nan is not None else sign_bit, "int32"), signed)
 
 
-def _encode_e8m0(v: _e.PrimExpr, f: LowBitFormat, saturate: bool, round_mode: str):
-    """The E8M0 pattern of float32 ``v`` (given as float64) from its exponent field and
-    its 23 fraction bits, as onnx's reference rounds them."""
-    a = _e.abs(v)
-    special = (v != v) | (a == _e.infinity("float64"))
-    a = _e.select(special, _f64(1.0), a)
+def _e8m0_code(v: _e.PrimExpr, e: _e.PrimExpr, f: LowBitFormat, saturate: bool,
+               round_mode: str) -> _e.PrimExpr:
+    """The E8M0 pattern of float32 ``v`` (as float64) from its exponent field and its 23
+    fraction bits (``e``: its exponent, at least -126), rounded as onnx's reference does."""
+    a = _magnitude(v, f, saturate)
     subnormal = a < _f64(2.0 ** -126)
-    e = _log2_floor(_e.max(a, _f64(2.0 ** -126)))
     field = _e.cast("int32", _e.select(subnormal, _f64(0), e + _f64(127)))
     frac = _e.select(subnormal, a * _f64(2.0 ** 149), (a / _pow2(e) - _f64(1)) * _f64(2 ** 23))
     frac = _e.cast("int32", frac)
@@ -222,14 +241,14 @@ def _encode_e8m0(v: _e.PrimExpr, f: LowBitFormat, saturate: bool, round_mode: st
         up = _e.const(False, "bool")
     if saturate:
         up = up & (field != 0xFE)
+    special = (v != v) | (_e.abs(v) == _e.infinity("float64"))
     return _e.select(special, _e.const(f.nan, "int32"), _e.select(up, field + 1, field))
 
 
-def _encode_int(v: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
+def _int_code(v: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
     """The low ``f.bits`` bits of float64 ``v`` truncated toward zero (NaN, Inf: 0)."""
     ok = (v == v) & (_e.abs(v) != _e.infinity("float64"))
-    t = _e.select(v < _f64(0), _e.ceil(v), _e.floor(v))
-    t = _e.select(ok, t, _f64(0))
+    t = _e.select(ok, _e.select(v < _f64(0), _e.ceil(v), _e.floor(v)), _f64(0))
     size = _f64(1 << f.bits)
     return _e.cast("int32", t - _e.floor(t / size) * size)
 
@@ -246,18 +265,21 @@ def encode(x: Tensor, fmt: str, saturate: bool = True, round_mode: str = "up",
     if x.dtype == "bool":
         raise TEError(f"encode converts numbers, but {x.name!r} is bool; Instead: cast it "
                       "to float32 first")
+    names = axis_names(x.ndim)
 
-    def body(*i):
-        v = x[i]
-        if f.kind == "e8m0":   # ONNX reads the bits of the float32 value
-            v = _e.cast("float32", v)
-        v = _e.cast("float64", v)
-        if f.kind == "int":
-            code = _encode_int(v, f)
-        elif f.kind == "e8m0":
-            code = _encode_e8m0(v, f, saturate, round_mode)
-        else:
-            code = _encode_float(v, f, saturate)
-        return _e.cast("uint8", code)
+    def stage(suffix, fn, final=False):
+        return compute_named(x.shape, names, fn, name if final else f"{name}_{suffix}")
 
-    return compute_named(x.shape, axis_names(x.ndim), body, name)
+    def v(i):
+        return _as_f64(x[i], f)
+
+    if f.kind == "int":
+        return stage("", lambda *i: _e.cast("uint8", _int_code(v(i), f)), final=True)
+    least = _least_exponent(f)
+    e = stage("exponent", lambda *i: _e.max(
+        _log2_floor(_e.max(_magnitude(v(i), f, saturate), _f64(2.0 ** least))), _f64(least)))
+    if f.kind == "e8m0":
+        return stage("", lambda *i: _e.cast("uint8", _e8m0_code(v(i), e[i], f, saturate,
+                                                                 round_mode)), final=True)
+    code = stage("magnitude", lambda *i: _float_code(v(i), e[i], f, saturate))
+    return stage("", lambda *i: _e.cast("uint8", _float_sign(v(i), code[i], f)), final=True)
