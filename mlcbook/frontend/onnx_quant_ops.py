@@ -3,8 +3,10 @@
 :mod:`mlcbook.ops.quant`.
 
 An absent zero point is a constant 0 (of ``uint8`` for QuantizeLinear, as ONNX says, or of
-its operand's dtype), so every graph op takes all of its inputs. Blocked quantization
-(``block_size``), float8/int4/16-bit element types and ``precision`` are not supported.
+its operand's dtype), so every graph op takes all of its inputs. The low-bit types (float8,
+float4, int4, int2) are composed of graph ops around ``lowbit_decode``/``lowbit_encode``
+(:mod:`mlcbook.ops.lowbit`). Blocked quantization (``block_size``), 16-bit element types
+and ``precision`` are not supported.
 
     >>> sorted(CONVERTERS["QuantizeLinear"].attrs)
     ['axis', 'block_size', 'output_dtype', 'saturate']
