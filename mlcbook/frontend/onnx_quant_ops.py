@@ -41,8 +41,12 @@ def _or_zero(x, dtype: str):
 @guard_dtype
 def _quantize(cx, ins, attrs):
     zp = _input(ins, 2)
-    dtype = zp.dtype if zp is not None else onnx_dtype(attrs["output_dtype"], "the output_dtype") \
-        if attrs.get("output_dtype") else "uint8"
+    if zp is not None:
+        dtype = zp.dtype
+    elif attrs.get("output_dtype"):
+        dtype = onnx_dtype(attrs["output_dtype"], "the output_dtype")
+    else:
+        dtype = "uint8"
     if dtype in LOWBIT_DTYPES:
         return _quantize_lowbit(cx, ins[0], ins[1], zp, dtype, attrs)
     return cx.call("quantize_linear", ins[0], ins[1], _or_zero(zp, dtype),
