@@ -62,7 +62,7 @@ def _dequantize(cx, ins, attrs):
     return cx.call("dequantize_linear", ins[0], ins[1], zp, axis=attrs.get("axis", 1))
 
 
-# --- the low-bit types: composed of graph ops around lowbit_decode / lowbit_encode -----------------
+# --- the low-bit types: graph ops around lowbit_decode / lowbit_encode ----------------------------
 def _along(cx, p, x, axis: int, suffix: str):
     """A scale or zero point shaped to broadcast against ``x``: one value, or one per index
     of ``axis``."""

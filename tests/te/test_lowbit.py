@@ -50,7 +50,8 @@ def _same(got: np.ndarray, want: np.ndarray, fmt: str) -> None:
     sign bit clear, ml_dtypes keeps the input's)."""
     g, w = got.view(fmt).astype(np.float32), want.view(fmt).astype(np.float32)
     bad = (got != want) & ~(np.isnan(g) & np.isnan(w))
-    assert not bad.any(), f"{fmt}: {np.nonzero(bad)[0][:8]}: got {got[bad][:8]} want {want[bad][:8]}"
+    where = np.nonzero(bad)[0][:8]
+    assert not bad.any(), f"{fmt} at {where}: got {got[where]}, want {want[where]}"
 
 
 @pytest.mark.parametrize("native", [False, True], ids=["interpreted", "native"])
