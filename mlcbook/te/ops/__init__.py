@@ -16,7 +16,9 @@ elementwise (unary math and activations, broadcasting binary arithmetic and comp
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
-scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
+scatter_elements, scatter_nd) and reduce (sum, mean, max, min); the module
+:mod:`~mlcbook.te.ops.lowbit` converts ONNX's float8/float4/int4/int2 bit patterns
+(``lowbit.decode``, ``lowbit.encode``).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
