@@ -78,3 +78,9 @@ def test_lowbit_encode_refuses_bool_and_low_bit_inputs():
     for dtype in ("bool", "float8_e5m2"):
         with pytest.raises(OpDTypeError, match=rf"converts int and float tensors, got {dtype}"):
             get("lowbit_encode").infer_type([TensorType((4,), dtype)], {"format": "int4"})
+
+
+def test_arithmetic_on_a_low_bit_type_says_to_decode_first():
+    with pytest.raises(OpDTypeError, match=r"add: the input has dtype float8_e5m2, but add "
+                       r"takes .*Instead: convert it with lowbit_decode first"):
+        get("add").infer_type([TensorType((2,), "float8_e5m2")] * 2, {})
