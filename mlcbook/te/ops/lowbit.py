@@ -18,9 +18,10 @@ differ, marked *):
 
 * floats round to nearest, ties to even; ``saturate`` (the default) clamps values beyond
   the largest finite value, infinities included, to it; without it they become Inf (E5M2)
-  or NaN (the others). NaN stays NaN (with the sign bit clear). The FNUZ formats have no
-  -0 (a negative value that rounds to 0 is +0). FLOAT4E2M1 has neither Inf nor NaN: it
-  always saturates, and NaN becomes ``0x8`` (as ``ml_dtypes`` converts it*).
+  or NaN (the others). NaN stays NaN (E4M3FN and E5M2: with the sign bit clear, whatever
+  the input's sign). The FNUZ formats have no -0 (a negative value that rounds to 0 is
+  +0). FLOAT4E2M1 has neither Inf nor NaN: it always saturates, and NaN becomes ``0x8``
+  (as ``ml_dtypes`` converts it*).
 * E8M0 (a power of two, ``2**(b - 127)``; ``0xFF`` is NaN) reads the float32 value's
   exponent and fraction fields: ``round_mode`` "up" (the default) adds one to the
   exponent when the fraction is not 0, "down" never, "nearest" as onnx's reference does*;
