@@ -55,7 +55,9 @@ def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
     return np.clip(v, info.min, info.max).astype(dtype)
 
 
-_EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0}
+#: ``narrow=1`` says the weights pass pairs_fit_int16 (the qdq pass sets it only after
+#: checking the constant weights); it picks the schedule's kernel, not the result
+_EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0, "narrow": 0}
 
 
 def _dense_infer(types, attrs):
@@ -68,7 +70,7 @@ def _dense_infer(types, attrs):
     return TensorType((x.shape[0], attrs["units"]), attrs["dtype"])
 
 
-def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0):
+def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
     w = unpack_int8(wp, units, x.shape[1]).astype(np.int32)
     acc = x.astype(np.int32) @ w.T + bias
     return _requant_ref(acc, mult, y_zp, dtype, relu, 1)
@@ -102,7 +104,7 @@ def _conv_infer(types, attrs):
 
 
 def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
-              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0):
+              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
     kh, kw = kernel_shape
     c = x.shape[1]
     w = unpack_int8(wp, channels, kh * kw * _c4(c)).reshape(channels, kh, kw, -1)[..., :c]
@@ -125,11 +127,12 @@ register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_r
 @register_legalization("int8_dense")
 def _legalize_dense(ins, attrs, out_type):
     return TK.int8_dense(*ins, units=attrs["units"], x_zp=attrs["x_zp"], y_zp=attrs["y_zp"],
-                         dtype=attrs["dtype"], relu=bool(attrs["relu"]))
+                         dtype=attrs["dtype"], relu=bool(attrs["relu"]),
+                         narrow=bool(attrs["narrow"]))
 
 
 @register_legalization("int8_conv2d")
 def _legalize_conv(ins, attrs, out_type):
     return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
                           y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
-                          **_window(attrs))
+                          narrow=bool(attrs["narrow"]), **_window(attrs))

@@ -30,12 +30,15 @@ from .nn import window_out_size
 from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
-           "ACC_SUFFIX"]
+           "ACC_SUFFIX", "NARROW_ACC_SUFFIX"]
 
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
 PACK_LANES = 16
 #: the name of the stage the schedule tensorizes ends with this
 ACC_SUFFIX = "_int8_acc"
+#: ... and with this when the weights were proven to fit ``vpmaddubsw``'s int16 pair sums
+#: (``narrow=True``; see :func:`mlcbook.tir.x86_intrinsics.pairs_fit_int16`)
+NARROW_ACC_SUFFIX = "_w7" + ACC_SUFFIX
 
 
 def _up(n: int, m: int) -> int:
@@ -55,7 +58,11 @@ def pack_int8(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(nb, PACK_LANES, kb, 4).transpose(0, 2, 1, 3))
 
 
-def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
+def _acc_name(name: str, narrow: bool) -> str:
+    return name + (NARROW_ACC_SUFFIX if narrow else ACC_SUFFIX)
+
+
+def _acc(a: Tensor, wp: Tensor, name: str, narrow: bool = False) -> Tensor:
     """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``."""
     nb, kb = wp.shape[0], wp.shape[1]
     if a.shape[1] != 4 * kb or wp.shape[2:] != (PACK_LANES, 4):
@@ -65,7 +72,7 @@ def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
     ki = _r.reduce_axis(4, name="ki")
     return compute_named((a.shape[0], nb, PACK_LANES), ["i", "jo", "ji"], lambda i, jo, ji: _r.sum(
         _e.cast("int32", a[i, ko * 4 + ki]) * _e.cast("int32", wp[jo, ko, ji, ki]),
-        axis=[ko, ki]), name + ACC_SUFFIX)
+        axis=[ko, ki]), _acc_name(name, narrow))
 
 
 def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtype: str,
@@ -85,9 +92,12 @@ def _check_epilogue(name: str, bias: Tensor, mult: Tensor, n: int) -> None:
 
 def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: int,
                x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
-               name: str = "int8_dense") -> Tensor:
+               name: str = "int8_dense", narrow: bool = False) -> Tensor:
     """``x`` (M, K) uint8 times the packed weights of ``units`` outputs, requantized to
-    ``dtype`` (M, units)."""
+    ``dtype`` (M, units). ``narrow=True`` promises that the weights pass
+    :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (the caller checked the constant
+    weights), which lets the schedule use the ``vpmaddubsw`` kernel; the computation is the
+    same."""
     m, k = x.shape
     _check_epilogue(name, bias, multiplier, units)
     a = x
@@ -96,7 +106,7 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
         kp = _up(k, 4)
         a = compute_named((m, kp), ["i", "k"], lambda i, kk: _e.select(
             kk < k, x[i, clamp(kk, k)], _e.const(x_zp, x.dtype)), f"{name}_pad")
-    acc = _acc(a, wp, name)
+    acc = _acc(a, wp, name, narrow)
     return compute_named((m, units), ["i", "j"], lambda i, j: _requant(
         acc[i, j // PACK_LANES, j % PACK_LANES], j, bias, multiplier, y_zp, dtype, relu), name)
 
@@ -104,13 +114,13 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
 def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channels: int,
                 kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                 x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
-                name: str = "int8_conv2d") -> Tensor:
+                name: str = "int8_conv2d", narrow: bool = False) -> Tensor:
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
     (N, channels, OH, OW). A direct convolution: the data is copied once into
     ``<name>_pad`` (N, H + pads, W + pads, C4), channels innermost and padded to a multiple
     of 4, the border holding ``x_zp`` (the real zero); the product then reads 4 consecutive
-    channels of one pixel per instruction."""
+    channels of one pixel per instruction. ``narrow`` as in :func:`int8_dense`."""
     n, c, h, w = x.shape
     kh, kw = kernel_shape
     c4 = _up(c, 4)
@@ -141,7 +151,7 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
         return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, rx, ko, ki])
 
     acc = compute_named((n, oh, ow, wp.shape[0], PACK_LANES), ["n", "y", "x", "jo", "ji"],
-                        product, name + ACC_SUFFIX)
+                        product, _acc_name(name, narrow))
 
     def out(b, f, y, z):
         return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
