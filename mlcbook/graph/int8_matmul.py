@@ -33,7 +33,8 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..script import parse
-from ..te.ops.int8_kernels import ACC_SUFFIX, NARROW_ACC_SUFFIX, PACK_LANES
+from ..te import create_prim_func, placeholder
+from ..te.ops.int8_kernels import ACC_SUFFIX, NARROW_ACC_SUFFIX, PACK_LANES, int8_product
 from ..tir.arith import affine
 from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
@@ -99,6 +100,24 @@ def schedule_int8_matmul(func: PrimFunc, target=None) -> PrimFunc:
         sch.tensorize(ji, intrin.name)
     sch.parallel(i)
     return sch.func
+
+
+def int8_matmul_tiled(m: int, n: int, k: int, narrow: bool = False) -> PrimFunc:
+    """The PrimFunc ``(A (m, k) uint8, Wp (n // 16, k // 4, 16, 4) int8, C (m, n // 16, 16)
+    int32)`` of :func:`~mlcbook.te.ops.int8_kernels.int8_product`, weights packed by
+    ``pack_int8``, C the (m, n) product in memory; :func:`schedule_int8_kernel` schedules
+    it like a quantized model's dense layer. ``narrow=True`` promises weights that pass
+    :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (check them with it)::
+
+        func = int8_matmul_tiled(64, 128, 256, narrow=pairs_fit_int16(pack_int8(b)))
+        mb.build(schedule_int8_kernel(func))(a, pack_int8(b), c.reshape(64, 8, 16))
+    """
+    if n % PACK_LANES or k % 4:
+        raise ScheduleError(f"int8_matmul_tiled: n={n} must be a multiple of {PACK_LANES} "
+                            f"and k={k} of 4. Instead: pad the matrices (np.pad) first")
+    a = placeholder((m, k), "uint8", "A")
+    wp = placeholder((n // PACK_LANES, k // 4, PACK_LANES, 4), "int8", "Wp")
+    return create_prim_func([a, wp, int8_product(a, wp, "int8_matmul", narrow)])
 
 
 def int8_acc_blocks(func: PrimFunc) -> list[str]:
@@ -216,4 +235,4 @@ def _extent(sch: Schedule, loop) -> int:
 
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
-           "int8_acc_blocks", "schedule_int8_kernel", "MAX_TILE_DEPTH", "COLUMN_BLOCK"]
+           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH", "COLUMN_BLOCK"]

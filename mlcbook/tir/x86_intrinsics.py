@@ -25,13 +25,16 @@ each in two variants that compute the same ``desc`` with different instructions:
   ``255 * 128 = 32640`` fits in int16), which :func:`pairs_fit_int16` checks; all weights
   in ``[-64, 64]`` (onnxruntime's ``reduce_range``) always pass. The compiler uses it only
   for constant weights that pass that check.
-- ``pmaddwd``: the weights sign-extended to int16 and the activations zero-extended, then
-  ``vpmaddwd`` (every product and pair sum fits in int32): exact for all int8 weights.
+- ``pmaddwd``: exact for all int8 weights. The weights are sign-extended to int16 and each
+  row's 4 activations zero-extended and broadcast; ``vpmaddwd`` gives one int32 per
+  (column, pair of terms), kept as pairs in registers over the depth and added into
+  columns once at the end. On Zen 3 it ran a 1024^3 product at about half the speed of
+  ``pmaddubsw`` (and above mlcbook's fp32 matmul): ``bench/int8.py`` has the figures.
 
 Their names say which ran, e.g. ``x86.avx2.u8i8_pmaddubsw_4x16x16`` (4 rows, 16 columns,
 16 terms deep); the tensorized block carries it as its ``tensor_intrin`` annotation.
 
-    >>> mb.tir.TensorIntrin.available(mb.Target("llvm -mcpu=znver3"))
+    >>> mb.tir.TensorIntrin.available(mb.Target("llvm -mcpu=znver3"))   # before any u8i8_tile
     ['x86.avx2.dot_u8i8_8x4', 'x86.avx2.fma_f32_4x16']
 
 A BF16 dot product (``vdpbf16ps``) is not among them: the loop IR has no bfloat16 type yet.
@@ -140,8 +143,9 @@ def u8i8_tile(variant: str, rows: int, depth: int) -> TensorIntrin:
                        f"{', '.join(TILE_VARIANTS)}")
     if not 1 <= rows <= TILE_VARIANTS[variant] or depth < 1:
         raise TIRError(f"the {variant} int8 tile holds 1 to {TILE_VARIANTS[variant]} rows "
-                       f"and a depth >= 1, not rows={rows}, depth={depth}. Instead: split "
-                       "the rows and the reduction into such tiles")
+                       f"and a depth of at least 1 group of 4 terms, not rows={rows}, "
+                       f"depth={depth}. Instead: split the rows and the reduction into such "
+                       "tiles")
     name = f"x86.avx2.u8i8_{variant}_{rows}x{TILE_COLS}x{4 * depth}"
     if name in TensorIntrin.names():
         return TensorIntrin.get(name)

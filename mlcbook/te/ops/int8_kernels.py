@@ -30,6 +30,7 @@ from .nn import window_out_size
 from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
+           "int8_product",
            "ACC_SUFFIX", "NARROW_ACC_SUFFIX"]
 
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
@@ -62,8 +63,17 @@ def _acc_name(name: str, narrow: bool) -> str:
     return name + (NARROW_ACC_SUFFIX if narrow else ACC_SUFFIX)
 
 
-def _acc(a: Tensor, wp: Tensor, name: str, narrow: bool = False) -> Tensor:
-    """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``."""
+def int8_product(a: Tensor, wp: Tensor, name: str = "int8_matmul",
+                 narrow: bool = False) -> Tensor:
+    """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``: the
+    int32 product of ``a`` (M, K) uint8 with weights packed by :func:`pack_int8`, the
+    stage the default schedule tensorizes (named ``name + ACC_SUFFIX``, or
+    ``NARROW_ACC_SUFFIX`` with ``narrow``, as in :func:`int8_dense`). Its (M, N16 // 16, 16)
+    layout is the (M, N16) matrix in memory.
+
+        >>> int8_product(placeholder((4, 8), "uint8"), placeholder((1, 2, 16, 4), "int8")).shape
+        (4, 1, 16)
+    """
     nb, kb = wp.shape[0], wp.shape[1]
     if a.shape[1] != 4 * kb or wp.shape[2:] != (PACK_LANES, 4):
         raise TEShapeError(f"{name}: the activations {a.shape} and the packed weights "
@@ -106,7 +116,7 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
         kp = _up(k, 4)
         a = compute_named((m, kp), ["i", "k"], lambda i, kk: _e.select(
             kk < k, x[i, clamp(kk, k)], _e.const(x_zp, x.dtype)), f"{name}_pad")
-    acc = _acc(a, wp, name, narrow)
+    acc = int8_product(a, wp, name, narrow)
     return compute_named((m, units), ["i", "j"], lambda i, j: _requant(
         acc[i, j // PACK_LANES, j % PACK_LANES], j, bias, multiplier, y_zp, dtype, relu), name)
 
