@@ -14,7 +14,8 @@ quantized zero)::
 
     y = int8_dense(x, wp, bias, mult, units=10, y_zp=3, dtype="uint8")     # x (M, K) uint8
 
-``int8_conv2d`` is a direct convolution over the data copied channels-last (no im2col).
+``int8_conv2d`` is a direct convolution over the data copied channels-last, each output
+column's window row side by side (an im2col along the width only).
 """
 
 from __future__ import annotations
@@ -127,10 +128,12 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
                 name: str = "int8_conv2d", narrow: bool = False) -> Tensor:
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
-    (N, channels, OH, OW). A direct convolution: the data is copied once into
-    ``<name>_pad`` (N, H + pads, W + pads, C4), channels innermost and padded to a multiple
-    of 4, the border holding ``x_zp`` (the real zero); the product then reads 4 consecutive
-    channels of one pixel per instruction. ``narrow`` as in :func:`int8_dense`."""
+    (N, channels, OH, OW). The data is copied once into ``<name>_pad``
+    (N, H + pads, OW, KW * C4): for each output column, the KW pixels its window row
+    covers, channels innermost and padded to a multiple of 4, the border holding ``x_zp``
+    (the real zero). The product then reads one contiguous run of ``KW * C4`` terms per
+    window row (one register-tiled call sums it all), and neighbouring output columns are
+    neighbouring rows of that copy whatever the stride. ``narrow`` as in :func:`int8_dense`."""
     n, c, h, w = x.shape
     kh, kw = kernel_shape
     c4 = _up(c, 4)
@@ -140,25 +143,24 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
                            f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
     oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
     ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
-    hp, wq = h + pads[0] + pads[2], w + pads[1] + pads[3]
+    hp, row = h + pads[0] + pads[2], kw * c4
 
-    def pad(b, y, z, ch):
-        yi, zi = y - pads[0], z - pads[1]
+    def rows(b, y, z, kk):
+        rx, ch = kk // c4, kk % c4
+        yi, zi = y - pads[0], z * strides[1] + rx * dilations[1] - pads[1]
         inside = (ch < c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
         return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
                          _e.const(x_zp, x.dtype))
 
-    xp = compute_named((n, hp, wq, c4), ["n", "y", "x", "c"], pad, f"{name}_pad")
+    xr = compute_named((n, hp, ow, row), ["n", "y", "x", "k"], rows, f"{name}_pad")
     ry = _r.reduce_axis(kh, name="ry")
-    rx = _r.reduce_axis(kw, name="rx")
-    ko = _r.reduce_axis(c4 // 4, name="ko")
+    ko = _r.reduce_axis(row // 4, name="ko")
     ki = _r.reduce_axis(4, name="ki")
 
     def product(b, y, z, jo, ji):
-        src = xp[b, y * strides[0] + ry * dilations[0], z * strides[1] + rx * dilations[1],
-                 ko * 4 + ki]
-        wk = wp[jo, (ry * kw + rx) * (c4 // 4) + ko, ji, ki]
-        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, rx, ko, ki])
+        src = xr[b, y * strides[0] + ry * dilations[0], z, ko * 4 + ki]
+        wk = wp[jo, ry * (row // 4) + ko, ji, ki]
+        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, ko, ki])
 
     acc = compute_named((n, oh, ow, wp.shape[0], PACK_LANES), ["n", "y", "x", "jo", "ji"],
                         product, _acc_name(name, narrow))
