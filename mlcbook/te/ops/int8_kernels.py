@@ -31,7 +31,7 @@ from .nn import window_out_size
 from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
-           "int8_product",
+           "int8_product", "conv_row_terms",
            "ACC_SUFFIX", "NARROW_ACC_SUFFIX"]
 
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
@@ -129,26 +129,27 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
     (N, channels, OH, OW). The data is copied once into ``<name>_pad``
-    (N, H + pads, OW, KW * C4): for each output column, the KW pixels its window row
-    covers, channels innermost and padded to a multiple of 4, the border holding ``x_zp``
-    (the real zero). The product then reads one contiguous run of ``KW * C4`` terms per
-    window row (one register-tiled call sums it all), and neighbouring output columns are
-    neighbouring rows of that copy whatever the stride. ``narrow`` as in :func:`int8_dense`."""
+    (N, H + pads, OW, R), R = :func:`conv_row_terms`: for each output column, the KW pixels
+    its window row covers, channels innermost, padded to a multiple of 4 with ``x_zp`` (the
+    real zero; the border holds it too). The product then reads one contiguous run of R
+    terms per window row (one register-tiled call sums it all), and neighbouring output
+    columns are neighbouring rows of that copy whatever the stride. ``narrow`` as in
+    :func:`int8_dense`."""
     n, c, h, w = x.shape
     kh, kw = kernel_shape
-    c4 = _up(c, 4)
+    row = conv_row_terms(c, kw)
     _check_epilogue(name, bias, multiplier, channels)
-    if wp.shape != (-(-channels // PACK_LANES), kh * kw * c4 // 4, PACK_LANES, 4):
+    if wp.shape != (-(-channels // PACK_LANES), kh * row // 4, PACK_LANES, 4):
         raise TEShapeError(f"{name}: packed weights {wp.shape} do not fit {channels} filters "
                            f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
     oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
     ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
-    hp, row = h + pads[0] + pads[2], kw * c4
+    hp = h + pads[0] + pads[2]
 
     def rows(b, y, z, kk):
-        rx, ch = kk // c4, kk % c4
+        rx, ch = kk // c, kk % c
         yi, zi = y - pads[0], z * strides[1] + rx * dilations[1] - pads[1]
-        inside = (ch < c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
+        inside = (kk < kw * c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
         return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
                          _e.const(x_zp, x.dtype))
 
@@ -172,11 +173,21 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
     return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
 
 
+def conv_row_terms(c: int, kw: int) -> int:
+    """Terms of one window row of :func:`int8_conv2d`: ``kw * c`` rounded up to 4 (for
+    one channel and a 3-wide window, 4 terms, not 3 taps of 4 channels)."""
+    return _up(kw * c, 4)
+
+
 def pack_conv_int8(w: np.ndarray) -> np.ndarray:
-    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: channels
-    innermost, padded to a multiple of 4, then :func:`pack_int8` of the ``(F, KH*KW*C4)``
-    matrix."""
-    f, c = w.shape[:2]
-    hwc = np.zeros((f,) + w.shape[2:] + (_up(c, 4),), np.int8)
-    hwc[..., :c] = w.transpose(0, 2, 3, 1)
-    return pack_int8(hwc.reshape(f, -1))
+    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: each window
+    row's ``KW * C`` weights (channels innermost) padded with zeros to
+    :func:`conv_row_terms`, then :func:`pack_int8` of the ``(F, KH * R)`` matrix.
+
+        >>> pack_conv_int8(np.ones((8, 1, 3, 3), np.int8)).shape     # R = 4
+        (1, 3, 16, 4)
+    """
+    f, c, kh, kw = w.shape
+    rows = np.zeros((f, kh, conv_row_terms(c, kw)), np.int8)
+    rows[..., :kw * c] = w.transpose(0, 2, 3, 1).reshape(f, kh, kw * c)
+    return pack_int8(rows.reshape(f, -1))
