@@ -219,13 +219,7 @@ def _unit_row_step(block, k: int) -> bool:
 
 def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
     """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
-    makes slow code; a conv's rows of 28 or 14 pixels are fused with the rows above them
-    first, 28 x 28 = 784 = 49 x 16), fuse the others and run them in parallel if
-    ``parallel``."""
-    loops = list(loops)
-    if len(loops) > 2 and _lanes(_extent(sch, loops[-1])) is None and \
-            _lanes(_extent(sch, loops[-2]) * _extent(sch, loops[-1])) is not None:
-        loops[-2:] = [sch.fuse(loops[-2], loops[-1])]
+    makes slow code), fuse the others and run them in parallel if ``parallel``."""
     last = loops[-1]
     lanes = _lanes(_extent(sch, last))
     if lanes is not None and len(loops) > 1:
@@ -237,6 +231,9 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
 
 
 def _lanes(extent: int) -> int | None:
+    """16 or 8 if the extent splits evenly into vectors of that width (an odd width, or a
+    fused loop whose indices need division by a row length, makes slow code: a 28 x 28
+    conv's requantizing epilogue ran faster scalar than fused and vectorized)."""
     return next((w for w in (16, 8) if extent % w == 0), None)
 
 
