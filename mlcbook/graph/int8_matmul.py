@@ -186,7 +186,7 @@ def _tile_product(sch: Schedule, block, variant: str, parallel: bool) -> None:
     ``(*outer, jo_o, row_o, jo_i, *window, ko_o, [row_i, ji, ko_i, ki])``, the bracket one
     :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call: as many rows as divide the row
     loop (at most the variant's register budget; 1 when neighbouring rows' activations are
-    not one row apart, as in a strided conv) and the deepest ``ko`` tile up to
+    not one row apart, which the tile cannot read) and the deepest ``ko`` tile up to
     ``MAX_TILE_DEPTH`` that divides it."""
     n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
     loops = sch.get_loops(block)
@@ -221,7 +221,7 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
     """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
     makes slow code), fuse the others and run them in parallel if ``parallel``."""
     last = loops[-1]
-    lanes = _lanes(_extent(sch, last))
+    lanes = next((w for w in (16, 8) if _extent(sch, last) % w == 0), None)
     if lanes is not None and len(loops) > 1:
         if _extent(sch, last) > lanes:
             _, last = sch.split(last, [None, lanes])
@@ -230,16 +230,10 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
         sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
 
 
-def _lanes(extent: int) -> int | None:
-    """16 or 8 if the extent splits evenly into vectors of that width (an odd width, or a
-    fused loop whose indices need division by a row length, makes slow code: a 28 x 28
-    conv's requantizing epilogue ran faster scalar than fused and vectorized)."""
-    return next((w for w in (16, 8) if extent % w == 0), None)
-
-
 def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
 
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
-           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH", "COLUMN_BLOCK"]
+           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH",
+           "COLUMN_BLOCK"]
