@@ -123,39 +123,32 @@ def test_wrong_row_count_is_an_error():
         sch.tensorize(i1, u8i8_tile("pmaddubsw", 4, 4).name)
 
 
-def test_wrong_index_pattern_is_an_error():
-    """Columns and terms swapped: the block reads W[.., k, j] where desc reads B[d, j, k]."""
-    func = parse("""
+def two_rows(a="uint8", w_shape=(1, 4, 16, 4), w_index="vjo, vko, vji, vki"):
+    """A 2 x 16 product over 16 terms with the row loop ready to tensorize: ``(sch, i)``."""
+    sch = Schedule(parse(f"""
     @T.prim_func
-    def mm(A: T.Buffer((2, 16), "uint8"), W: T.Buffer((1, 4, 4, 16), "int8"),
+    def mm(A: T.Buffer((2, 16), "{a}"), W: T.Buffer({w_shape}, "int8"),
            C: T.Buffer((2, 1, 16), "int32")):
         for i, jo, ji, ko, ki in T.grid(2, 1, 16, 4, 4):
             with T.block("C"):
                 vi, vjo, vji, vko, vki = T.axis.remap("SSSRR", [i, jo, ji, ko, ki])
                 C[vi, vjo, vji] = C[vi, vjo, vji] + T.Cast("int32", A[vi, vko * 4 + vki]) \\
-                    * T.Cast("int32", W[vjo, vko, vki, vji])
-    """)
-    sch = Schedule(func)
+                    * T.Cast("int32", W[{w_index}])
+    """))
     i, jo, ji, ko, ki = sch.get_loops(sch.get_block("C"))
     sch.reorder(jo, i, ji, ko, ki)
+    return sch, i
+
+
+def test_wrong_index_pattern_is_an_error():
+    """Columns and terms swapped: the block reads W[.., k, j] where desc reads B[d, j, k]."""
+    sch, i = two_rows(w_shape=(1, 4, 4, 16), w_index="vjo, vko, vki, vji")
     with pytest.raises(TensorizeError, match=r"index pattern.*W"):
         sch.tensorize(i, u8i8_tile("pmaddwd", 2, 4).name)
 
 
 def test_wrong_dtype_is_an_error():
-    func = parse("""
-    @T.prim_func
-    def mm(A: T.Buffer((2, 16), "int8"), W: T.Buffer((1, 4, 16, 4), "int8"),
-           C: T.Buffer((2, 1, 16), "int32")):
-        for i, jo, ji, ko, ki in T.grid(2, 1, 16, 4, 4):
-            with T.block("C"):
-                vi, vjo, vji, vko, vki = T.axis.remap("SSSRR", [i, jo, ji, ko, ki])
-                C[vi, vjo, vji] = C[vi, vjo, vji] + T.Cast("int32", A[vi, vko * 4 + vki]) \\
-                    * T.Cast("int32", W[vjo, vko, vji, vki])
-    """)
-    sch = Schedule(func)
-    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("C"))
-    sch.reorder(jo, i, ji, ko, ki)
+    sch, i = two_rows(a="int8")
     with pytest.raises(TensorizeError, match=r"dtype.*A is int8 but desc's A is uint8"):
         sch.tensorize(i, u8i8_tile("pmaddwd", 2, 4).name)
 
@@ -163,19 +156,7 @@ def test_wrong_dtype_is_an_error():
 def test_a_weight_tile_that_is_not_contiguous_is_a_build_error():
     """W's groups of 4 terms lie 8 apart: desc matches, but the instructions read 16 x 4
     contiguous bytes, so code generation refuses."""
-    func = parse("""
-    @T.prim_func
-    def mm(A: T.Buffer((2, 16), "uint8"), W: T.Buffer((1, 4, 16, 8), "int8"),
-           C: T.Buffer((2, 1, 16), "int32")):
-        for i, jo, ji, ko, ki in T.grid(2, 1, 16, 4, 4):
-            with T.block("C"):
-                vi, vjo, vji, vko, vki = T.axis.remap("SSSRR", [i, jo, ji, ko, ki])
-                C[vi, vjo, vji] = C[vi, vjo, vji] + T.Cast("int32", A[vi, vko * 4 + vki]) \\
-                    * T.Cast("int32", W[vjo, vko, vji, vki])
-    """)
-    sch = Schedule(func)
-    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("C"))
-    sch.reorder(jo, i, ji, ko, ki)
+    sch, i = two_rows(w_shape=(1, 4, 16, 8))
     sch.tensorize(i, u8i8_tile("pmaddwd", 2, 4).name)
     with pytest.raises(BuildError, match="packed 16 x 4 tiles.*Instead: pack the weights"):
         mb.build(sch.mod["main"])
