@@ -229,7 +229,7 @@ def _fma_tile(lanes: int, rows: int, cols: int, depth: int):
     return emit
 
 
-def _tile_pointers(em, ptrs, strides):
+def _tile_strides(strides):
     """Check the strides of a u8i8 tile call; return (A row stride, B group stride,
     C row stride) in elements."""
     (sa, sb, sc) = strides
@@ -260,7 +260,7 @@ def _tile_pmaddubsw(rows: int, depth: int):
 
     def emit(em, ptrs, strides):
         a, b, c = ptrs
-        sa, sb, sc = _tile_pointers(em, ptrs, strides)
+        sa, sb, sc = _tile_strides(strides)
         B, i8, i16 = em.b, ir.IntType(8), ir.IntType(16)
         ones = ir.Constant(_vec(16, i16), [1] * 16)
         acc = _tile_sums(em, c, sc, rows)
@@ -287,7 +287,7 @@ def _tile_pmaddwd(rows: int, depth: int):
 
     def emit(em, ptrs, strides):
         a, b, c = ptrs
-        sa, sb, sc = _tile_pointers(em, ptrs, strides)
+        sa, sb, sc = _tile_strides(strides)
         B, i8, i16, i64 = em.b, ir.IntType(8), ir.IntType(16), ir.IntType(64)
         zero = ir.Constant(_vec(8, I32), [0] * 8)
         pairs = [[zero] * 4 for _ in range(rows)]

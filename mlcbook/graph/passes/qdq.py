@@ -30,8 +30,8 @@ import numpy as np
 
 from ...ops import get as get_op
 from ...ops.int8_kernels import pack_conv_int8, pack_int8
-from ...tir.x86_intrinsics import pairs_fit_int16
 from ...ops.types import Attrs
+from ...tir.x86_intrinsics import pairs_fit_int16
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
 
