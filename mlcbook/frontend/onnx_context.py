@@ -14,10 +14,12 @@ import numpy as np
 
 from ..graph.expr import Call, Constant, Expr, Function, Var, post_order
 from ..graph.interpret import evaluate
+from ..ops.types import GRAPH_DTYPES
 
 #: ONNX element types mlcbook supports, by TensorProto number
-DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
-           11: "float64"}
+DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+          9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+assert set(DTYPES.values()) == set(GRAPH_DTYPES)  # the loop IR's table is the source of truth
 
 class Unsupported(Exception):
     """Raised by a converter: this node uses something mlcbook does not support."""

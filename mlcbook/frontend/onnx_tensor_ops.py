@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
+from ..ops.types import GRAPH_DTYPES
 from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
 
 _FLOATS = ("float16", "float32", "float64")
-_DTYPES = ("bool", "int8", "uint8", "int32", "int64") + _FLOATS
 
 
 def _const(value, dtype) -> Constant:
@@ -322,7 +322,7 @@ def _one_hot(cx, ins, attrs):
     idx = ins[0]
     depth = int(np.asarray(cx.static(1, "depth")).reshape(-1)[0])
     values = np.asarray(cx.static(2, "values")).reshape(-1)
-    if values.dtype.name not in _DTYPES:
+    if values.dtype.name not in GRAPH_DTYPES:
         raise Unsupported(f"OneHot values of dtype {values.dtype.name}")
     nd = idx.type.ndim + 1
     axis = attrs.get("axis", -1) % nd

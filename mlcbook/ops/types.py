@@ -20,9 +20,10 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import OpDTypeError, OpShapeError
+from ..tir.expr import DTYPES
 
-#: dtypes a graph value may have (the loop IR's; ONNX's int16, uint16, ... are not supported)
-GRAPH_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")
+#: dtypes a graph value may have: the loop IR's (ONNX's float8, int4, string, ... are not)
+GRAPH_DTYPES = DTYPES
 
 
 def check_graph_dtype(dtype: Any) -> str:
