@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import OpAttributeError, OpShapeError
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
-from .types import TensorType, check_graph_dtype
+from .types import TensorType, check_graph_dtype, is_float_dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -247,7 +247,10 @@ def _mod_infer(types, attrs):
 
 
 def _mod_ref(x, y, fmod):
-    if x.dtype.kind == "f":
+    if x.dtype.kind == "u":  # fmod and mod agree on unsigned values; x % 0 is 0
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), np.mod(x, safe)).astype(x.dtype)
+    if is_float_dtype(x.dtype):
         with np.errstate(all="ignore"):
             return (np.fmod(x, y) if fmod else np.mod(x, y)).astype(x.dtype)
     x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))

@@ -20,10 +20,16 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import OpDTypeError, OpShapeError
-from ..tir.expr import DTYPES
+from ..tir.expr import DTYPES, FLOAT_DTYPES
 
 #: dtypes a graph value may have: the loop IR's (ONNX's float8, int4, string, ... are not)
 GRAPH_DTYPES = DTYPES
+
+
+def is_float_dtype(dtype: Any) -> bool:
+    """Whether a numpy dtype (or name) is a float type, bfloat16 included (numpy files
+    ml_dtypes' bfloat16 under kind ``'V'``, not ``'f'``): ``is_float_dtype("bfloat16")``."""
+    return np.dtype(dtype).name in FLOAT_DTYPES
 
 
 def check_graph_dtype(dtype: Any) -> str:
