@@ -96,7 +96,10 @@ register("cast", kind=OpKind.ELEMWISE, infer=_cast_infer, reference=_cast_ref,
 
 # --- binary, broadcasting ----------------------------------------------------------------------
 def _trunc_div(x, y):
-    if x.dtype.kind in "iu":
+    if x.dtype.kind == "u":  # not through int64: uint64 values pass 2**63
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), x // safe).astype(x.dtype)
+    if x.dtype.kind == "i":
         q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
         return (np.sign(x.astype(np.int64)) * np.sign(y.astype(np.int64)) * q).astype(x.dtype)
     return x / y
