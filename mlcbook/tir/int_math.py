@@ -4,9 +4,11 @@ quantized code needs, :func:`saturate` and :func:`round_half_even`.
 The rules (the interpreter, the reference evaluator and compiled code all follow them, and
 they are numpy's):
 
-* ``int8``/``uint8`` are storage types: loads are cast to ``int32`` before arithmetic, and
-  sums of products accumulate in ``int32`` (``u8 * i8`` products fit in 16 bits, so a sum
-  of fewer than about 65000 of them cannot overflow);
+* ``int8``/``uint8``/``int16``/``uint16`` are storage types: loads are cast to ``int32``
+  before arithmetic, and sums of products accumulate in ``int32`` (``u8 * i8`` products fit
+  in 16 bits, so a sum of fewer than about 65000 of them cannot overflow);
+* ``uint32``/``uint64`` compute in their own type: they compare, divide and widen unsigned
+  (``uint32(1) - uint32(2) > 0`` is True), and convert to and from floats as numpy does;
 * ``int32`` arithmetic wraps on overflow (two's complement), as numpy's int32 does;
 * ``cast("int8", x)`` of an integer keeps the low 8 bits (``300 -> 44``, ``-129 -> 127``):
   it wraps, it does not saturate; use :func:`saturate` to clamp;

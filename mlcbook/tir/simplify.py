@@ -186,7 +186,7 @@ class _Simplifier(Mutator):
         if op in ("//", "%") and isinstance(b, Const) and b.value == 0:
             return Const(0, dt)
         if dt not in ("int32", "int64"):
-            # int8/uint8 are storage types that wrap; fold constants only
+            # narrow and unsigned types wrap; fold constants only
             if isinstance(a, Const) and isinstance(b, Const) and op in _INT_FOLD:
                 r = _INT_FOLD[op](a.value, b.value)
                 return Const(r, dt) if _fits(r, dt) else None
