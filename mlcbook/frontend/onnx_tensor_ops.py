@@ -15,10 +15,10 @@ import numpy as np
 
 from ..graph.expr import Constant
 from ..ops.types import GRAPH_DTYPES
+from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
 
-_FLOATS = ("float16", "float32", "float64")
 
 
 def _const(value, dtype) -> Constant:
@@ -71,7 +71,7 @@ def _reduce(cx, ins, attrs):
         return _sum_of(cx, x, axes, keep, "", absolute=True)
     if op == "ReduceSumSquare":
         return _sum_of(cx, x, axes, keep, "", square=True)
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"{op} of {x.dtype} values (mlcbook computes it for floats)")
     if op == "ReduceL2":
         return cx.call("sqrt", _sum_of(cx, x, axes, keep, "_sum", square=True))
@@ -241,7 +241,7 @@ def _rms_norm(cx, ins, attrs):
     # x / sqrt(mean(x * x over the axes from `axis` on) + epsilon) * scale, computed in
     # float32 for float16 inputs (stash_type 1, the default), as ONNX's function body does
     x, scale = ins
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"RMSNormalization of {x.dtype} values (mlcbook computes it for floats)")
     nd = x.type.ndim
     axes = tuple(range(attrs.get("axis", -1) % nd, nd))
