@@ -7,11 +7,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import mlcbook as mb
 from mlcbook import tir
 from mlcbook.tir import cast
 
-from ._util import map_func
+from ._util import native_and_interpreted as both
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(5)
@@ -23,16 +22,6 @@ def data(n=N, scale=100.0):
     x = (RNG.standard_normal(n) * scale).astype(np.float32)
     x[:6] = [0.0, -0.0, np.inf, -np.inf, 3.0e38, 1.0 + 2.0**-8]  # a tie: rounds to even
     return x
-
-
-def both(fn, in_dtypes, out_dtype, *arrays, lanes=None):
-    """The compiled result, after checking the interpreter gives the same bits."""
-    func = map_func(fn, in_dtypes, out_dtype, n=N, lanes=lanes)
-    native = mb.build(func)(*arrays)
-    interpreted = np.empty(N, out_dtype)
-    mb.tir.interpret(func, *arrays, interpreted)
-    np.testing.assert_array_equal(interpreted.view(np.uint8), native.view(np.uint8))
-    return native
 
 
 def same_bits(got, expected):

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import mlcbook as mb
 from mlcbook import tir
 from mlcbook.tir import cast
 
-from ._util import map_func
+from ._util import native_and_interpreted as both
 
 RNG = np.random.default_rng(11)
 LANES = [None, 8]
@@ -24,16 +23,6 @@ def data(dtype):
     x = RNG.integers(info.min, info.max, N, dtype=dtype, endpoint=True)
     x[:4] = [info.min, info.max, info.max - 1, 0]
     return x
-
-
-def both(fn, in_dtypes, out_dtype, *arrays, lanes=None):
-    """The compiled result, after checking the interpreter gives the same."""
-    func = map_func(fn, in_dtypes, out_dtype, n=N, lanes=lanes)
-    native = mb.build(func)(*arrays)
-    interpreted = np.empty(N, out_dtype)
-    mb.tir.interpret(func, *arrays, interpreted)
-    np.testing.assert_array_equal(interpreted, native, err_msg="interpreter vs native")
-    return native
 
 
 @pytest.mark.parametrize("lanes", LANES)
@@ -80,8 +69,8 @@ def test_unsigned_difference_wraps_before_it_is_compared_or_divided():
 
 
 @pytest.mark.parametrize("lanes", LANES)
-@pytest.mark.parametrize("src", NEW + ["int8", "uint8", "int32", "int64"])
-@pytest.mark.parametrize("dst", NEW + ["int8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("src", NEW + ["int8", "int64"])
+@pytest.mark.parametrize("dst", NEW + ["int32", "float32", "float64"])
 def test_casts_like_numpy(src, dst, lanes):
     a = data(src)
     np.testing.assert_array_equal(both(lambda x: cast(dst, x), [src], dst, a, lanes=lanes),
