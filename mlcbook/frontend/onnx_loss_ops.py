@@ -20,7 +20,6 @@ from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 
-
 def _check_reduction(attrs):
     r = attrs.get("reduction", "mean")
     return [] if r in ("none", "sum", "mean") else [f"reduction={r!r}"]

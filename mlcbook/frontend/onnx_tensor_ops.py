@@ -20,7 +20,6 @@ from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
 
 
-
 def _const(value, dtype) -> Constant:
     return Constant(np.asarray(value, dtype))
 
