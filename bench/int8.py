@@ -18,6 +18,10 @@ The int8 rows, each named by the tensor call that ran (read from the lowered pro
 - ``chapter 8``: ``schedule_int8_matmul``, one dot-product instruction per tile with the
   sums in memory (the chapter's teaching kernel, ``x86.avx2.dot_u8i8_8x4`` on AVX2).
 
+The bf16 row is the fp32 schedule on bfloat16 inputs (widened to float32 as loaded, summed
+in float32): without AVX-512 BF16's ``vdpbf16ps`` it can at best match fp32, halving only
+the bytes the inputs take.
+
 The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16 >= 1.5x fp32) can only be judged on a
 CPU with VNNI / AVX-512 BF16. onnxruntime's MatMulInteger gets the 7-bit weights (its AVX2
 kernel saturates on full-range ones). Operations are counted as 2 n^3 (a multiply and an
@@ -38,7 +42,7 @@ SIZES = (1024,)
 MODELS = ("cnn", "mlp")
 THREADS = (1, 2)
 PROGRAMS = ("mlcbook int8, 7-bit weights", "mlcbook int8, 8-bit weights",
-            "mlcbook int8, chapter 8", "mlcbook fp32 best", "numpy int32",
+            "mlcbook int8, chapter 8", "mlcbook bf16", "mlcbook fp32 best", "numpy int32",
             "onnxruntime MatMulInteger")
 
 
@@ -99,6 +103,14 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
         fa, fb = a.astype(np.float32), np.ascontiguousarray(b.T.astype(np.float32))
         fkern = mb.build(P.matmul_best(n))
         fc = np.zeros((n, n), np.float32)
+        # bf16: the fp32 schedule on bfloat16 A and B, widened on load, fp32 accumulation
+        # (no AVX-512 BF16 dot instruction is used: this measures the storage format only)
+        ha, hb = fa.astype("bfloat16"), fb.astype("bfloat16")
+        hkern, hc = mb.build(P.matmul_best(n, in_dtype="bfloat16")), np.zeros((n, n), np.float32)
+        hkern(ha, hb, hc)
+        hwant = ha.astype(np.float32).astype(np.float64) @ hb.astype(np.float32).astype(np.float64)
+        if not np.allclose(hc, hwant, rtol=1e-4, atol=1e-2 * n):
+            raise SystemExit(f"bf16 matmul n={n}: wrong result")
         sess = _ort_matmul_integer(n)
         bkn = np.ascontiguousarray(b.T)
         if not np.array_equal(sess.run(None, {"A": a, "B": bkn})[0], ref):
@@ -111,6 +123,7 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
             out.append(Case("int8", (n, "mlcbook int8, chapter 8"), t,
                             kernel_call(kern, a, bp, c)))
             out.append(Case("int8", (n, "mlcbook fp32 best"), t, kernel_call(fkern, fa, fb, fc)))
+            out.append(Case("int8", (n, "mlcbook bf16"), t, kernel_call(hkern, ha, hb, hc)))
             out.append(Case("int8", (n, "onnxruntime MatMulInteger"), t,
                             lambda s=sess, a=a, b=bkn: s.run(None, {"A": a, "B": b})))
         # numpy's integer matmul does not use BLAS nor threads: one thread only, and at

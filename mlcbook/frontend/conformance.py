@@ -22,9 +22,8 @@ must match onnx's expected outputs in shape, dtype and value (the case's rtol/at
 A case is *skipped*, never counted as a pass, when the importer reports something as
 unsupported. The documented limitations are:
 
-* element types other than bool, int8, uint8, int32, int64, float16, float32, float64 and
-  the low-bit float8/float4/int4/int2 types (int16, uint16, uint32, uint64, bfloat16,
-  string, complex);
+* element types outside mlcbook's dtype table (:data:`mlcbook.tir.expr.DTYPES`) and its
+  low-bit storage types (float8, float4, int4, int2): string, complex;
 * sequences, maps and optionals as values;
 * BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
   Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with

@@ -6,10 +6,11 @@ from typing import Sequence
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ..te.ops.util import broadcast_shapes as _broadcast_shapes
+from ..tir.expr import FLOAT_DTYPES, INT_DTYPES
 from .types import LOWBIT_DTYPES, TensorType
 
-FLOATS = ("float16", "float32", "float64")
-INTS = ("int8", "uint8", "int32", "int64")
+FLOATS = FLOAT_DTYPES
+INTS = INT_DTYPES
 NUMBERS = INTS + FLOATS
 
 

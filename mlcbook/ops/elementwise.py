@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
-from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype
+from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype, is_float_dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -101,7 +101,10 @@ register("cast", kind=OpKind.ELEMWISE, infer=_cast_infer, reference=_cast_ref,
 
 # --- binary, broadcasting ----------------------------------------------------------------------
 def _trunc_div(x, y):
-    if x.dtype.kind in "iu":
+    if x.dtype.kind == "u":  # not through int64: uint64 values pass 2**63
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), x // safe).astype(x.dtype)
+    if x.dtype.kind == "i":
         q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
         return (np.sign(x.astype(np.int64)) * np.sign(y.astype(np.int64)) * q).astype(x.dtype)
     return x / y
@@ -252,7 +255,10 @@ def _mod_infer(types, attrs):
 
 
 def _mod_ref(x, y, fmod):
-    if x.dtype.kind == "f":
+    if x.dtype.kind == "u":  # fmod and mod agree on unsigned values; x % 0 is 0
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), np.mod(x, safe)).astype(x.dtype)
+    if is_float_dtype(x.dtype):
         with np.errstate(all="ignore"):
             return (np.fmod(x, y) if fmod else np.mod(x, y)).astype(x.dtype)
     x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))

@@ -6,8 +6,8 @@
 Each op's legalization (``Op.legalize``, attached in :mod:`.lower`) receives TE
 placeholders for its inputs and the normalized attributes, and returns the TE tensor(s)
 of its output(s): it maps the op's ONNX-style attributes onto the operator library
-:mod:`mlcbook.te.ops`, which computes the storage types int8, uint8 and float16 in
-int32 / float32 and casts back.
+:mod:`mlcbook.te.ops`, which computes the storage types (int8, uint8, int16, uint16,
+float16, bfloat16) in int32 / float32 and casts back.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..errors import ScriptError, TIRError
 from ..tir.expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Select,
-                        TensorCall, Unary, Var, MATH_FUNCS, as_expr, check_dtype, is_float)
+                        TensorCall, Unary, Var, DTYPES, MATH_FUNCS, as_expr, check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
@@ -31,7 +31,7 @@ BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv:
            ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
            ast.GtE: ">="}
-_CONST_DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool")
+_CONST_DTYPES = DTYPES
 
 
 @dataclass

@@ -37,7 +37,8 @@ Their names say which ran, e.g. ``x86.avx2.u8i8_pmaddubsw_4x16x16`` (4 rows, 16 
     >>> mb.tir.TensorIntrin.available(mb.Target("llvm -mcpu=znver3"))   # before any u8i8_tile
     ['x86.avx2.dot_u8i8_8x4', 'x86.avx2.fma_f32_4x16']
 
-A BF16 dot product (``vdpbf16ps``) is not among them: the loop IR has no bfloat16 type yet.
+A BF16 dot product (``vdpbf16ps``) is not among them: bfloat16 is a loop-IR dtype, but no
+intrinsic describes that instruction yet.
 """
 
 from __future__ import annotations

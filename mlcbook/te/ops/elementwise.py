@@ -6,8 +6,9 @@ broadcasting, ``where``, ``cast`` and ``clip``.
 
 A binary operator takes two tensors, or a tensor and a Python number (which takes the
 tensor's dtype). Both tensors must have the same dtype: there is no implicit promotion,
-cast one with :func:`cast`. Storage dtypes (int8, uint8, float16) are computed in int32 /
-float32 and the result cast back (:func:`.util.compute_dtype`).
+cast one with :func:`cast`. Storage dtypes (int8, uint8, int16, uint16, float16, bfloat16)
+are computed in int32 / float32 and the result cast back (:func:`.util.compute_dtype`);
+bfloat16 results are rounded to nearest even on that cast.
 """
 
 from __future__ import annotations
