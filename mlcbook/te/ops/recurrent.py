@@ -140,7 +140,7 @@ def _direction(cell, d, xw, r, b, h0, c0, p, seq_lens, reverse, acts, clip, lbr,
         step = _Step(xw, hr, b, d, t, g, hidden, clip, seq_lens)
         stage = f"{name}_{{}}_{d}_{t}"
         if cell == "rnn":
-            h = compute_named(shape, bh, lambda i, j, s=step, h=h: s.keep(
+            h = _state(shape, lambda i, j, s=step, h=h: s.keep(
                 i, s.act(acts[0], s.pre(0, i, j)), h[i, j]), stage.format("h"))
         elif cell == "gru":
             h = _gru_step(step, h, acts, r if late else None, stage)
@@ -150,6 +150,15 @@ def _direction(cell, d, xw, r, b, h0, c0, p, seq_lens, reverse, acts, clip, lbr,
             shape, bh, lambda i, j, s=step, h=h: s.keep(i, h[i, j], const_like(0.0, h[i, j])),
             stage.format("y"))
     return [ys[t] for t in range(steps)], h, c
+
+
+def _state(shape, body, name):
+    """A step's new state ``body(b, j)``, stored once. It is a sum over one term (a unit
+    reduction axis) so that schedules keep it a stage of its own: an elementwise stage would
+    be inlined into the next step, which reads the state several times (the forget gate, a
+    peephole, the masked copy), and the chain of steps would grow the code exponentially."""
+    unit = _r.reduce_axis(1, name="u")
+    return compute_named(shape, ["b", "j"], lambda i, j: _r.sum(body(i, j), axis=unit), name)
 
 
 def _times_r(h, r, d, rows, first, name):
@@ -214,7 +223,7 @@ def _gru_step(s: _Step, h, acts, late_r, stage):
         z = s.act(f, s.pre(0, i, j))
         return s.keep(i, (const_like(1.0, z) - z) * candidate(i, j) + z * h[i, j], h[i, j])
 
-    return compute_named(h.shape, bh, body, stage.format("h"))
+    return _state(h.shape, body, stage.format("h"))
 
 
 def _lstm_step(s: _Step, h, c, acts, p, stage):
@@ -231,10 +240,10 @@ def _lstm_step(s: _Step, h, c, acts, p, stage):
         forget = s.act(f, s.pre(2, i, j) + peep(2, j) * c[i, j])
         return s.keep(i, forget * c[i, j] + inp * s.act(g, s.pre(3, i, j)), c[i, j])
 
-    c_new = compute_named(c.shape, bh, cell, stage.format("c"))
+    c_new = _state(c.shape, cell, stage.format("c"))
 
     def out(i, j):
         o = s.act(f, s.pre(1, i, j) + peep(1, j) * c_new[i, j])
         return s.keep(i, o * activate(hh, c_new[i, j]), h[i, j])
 
-    return c_new, compute_named(h.shape, bh, out, stage.format("h"))
+    return c_new, _state(h.shape, out, stage.format("h"))
