@@ -15,7 +15,7 @@ from . import elementwise, index, linalg, nn, reduce, resize, transform  # noqa:
 from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)
 from . import lrn, shape  # noqa: F401 - LRN (and its legalization); ops folded at compile time
-from . import recurrent  # noqa: F401 - RNN, GRU and LSTM (and their legalizations)
+from . import grid_sample, recurrent  # noqa: F401 - GridSample/AffineGrid; RNN, GRU, LSTM
 from . import int8_kernels, quant  # noqa: F401 - quantization ops and the int8 kernels
 from .legalize import legalize_call
 from .registry import (REQUIRED, Op, OpKind, get, list_ops, register, register_legalization,

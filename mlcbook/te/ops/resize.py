@@ -57,6 +57,18 @@ def nearest_index(c, mode: str, floor, ceil):
     raise TEError(f"resize: nearest_mode={mode!r} is not one of {NEAREST_MODES}")
 
 
+def cubic_weights(t, a: float = -0.75) -> list:
+    """The weights of the four elements at offsets -1, 0, 1, 2 from ``floor(c)`` for the
+    fraction ``t = c - floor(c)`` (Keys' cubic convolution with parameter ``a``; ``t`` an
+    array or an expression)."""
+    def near(s):  # |s| <= 1
+        return ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0
+
+    def far(s):  # 1 < |s| < 2
+        return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
+    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+
+
 def check_resize(shape, sizes, scales, mode: str, coordinate_transformation_mode: str,
                  nearest_mode: str, dtype: str, error=TEError) -> None:
     """Raise ``error`` naming what is wrong with these resize arguments."""
