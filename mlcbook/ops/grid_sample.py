@@ -24,7 +24,7 @@ from .types import TensorType
 
 _FLOATS = ("float32", "float64")
 #: the coordinate helpers' functions on numpy arrays (te's are IR_MATH)
-_NP_MATH = SimpleNamespace(floor=np.floor, rint=np.rint, where=np.where, minimum=np.minimum,
+_NP_MATH = SimpleNamespace(floor=np.floor, rint=np.rint, abs=np.abs, minimum=np.minimum,
                            maximum=np.maximum, trunc=lambda v: v.astype(np.int64))
 
 

@@ -26,7 +26,7 @@ MODES = ("linear", "nearest", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
 
 #: the functions the coordinate helpers need, on loop-IR expressions
-IR_MATH = SimpleNamespace(floor=_e.floor, rint=_e.round, where=_e.select, minimum=_e.min,
+IR_MATH = SimpleNamespace(floor=_e.floor, rint=_e.round, abs=_e.abs, minimum=_e.min,
                           maximum=_e.max, trunc=lambda v: _e.cast("int32", v))
 
 
@@ -48,17 +48,14 @@ def check_grid_sample(x_shape, grid_shape, mode: str, padding_mode: str, error=T
 
 
 def _reflect(v, lo: float, hi: float, m):
-    """``v`` mirrored at the borders ``lo`` and ``hi`` until it lies between them."""
-    if hi == lo:
-        return v * 0.0 + lo
+    """``v`` mirrored at the borders ``lo`` and ``hi`` until it lies between them: a triangle
+    wave of period ``2 (hi - lo)``, which reads ``v`` once (the expression stays small)."""
     span = hi - lo
-    below = v < lo
-    dist = m.where(below, lo - v, v - hi)
-    flips = m.floor(dist / span)
-    rest = dist - flips * span
-    even = flips - 2.0 * m.floor(flips * 0.5) < 0.5
-    back = m.where(even, m.where(below, lo + rest, hi - rest), m.where(below, hi - rest, lo + rest))
-    return m.where((v >= lo) & (v <= hi), v, back)
+    if span == 0:
+        return v * 0.0 + lo
+    u = v - lo
+    w = u - (2.0 * span) * m.floor(u * (0.5 / span))
+    return lo + span - m.abs(w - span)
 
 
 def _borders(size: int, align_corners: bool) -> tuple[float, float]:
@@ -67,10 +64,13 @@ def _borders(size: int, align_corners: bool) -> tuple[float, float]:
 
 def source_coordinate(g, size: int, mode: str, padding_mode: str, align_corners: bool, m):
     """The coordinate on an axis of ``size`` of the normalized position ``g``: rounded for
-    nearest mode, clamped (border) or mirrored (reflection) into the axis."""
+    nearest mode, clamped (border) or mirrored (reflection) into the axis. Cubic mode pads
+    its taps instead, as PyTorch and onnxruntime do."""
     c = (g + 1.0) * 0.5 * (size - 1) if align_corners else ((g + 1.0) * size - 1.0) * 0.5
     if mode == "nearest":
         c = m.rint(c)
+    if mode == "cubic":
+        return c
     if padding_mode == "border":
         c = m.minimum(m.maximum(c, 0.0), size - 1.0)
     elif padding_mode == "reflection":
