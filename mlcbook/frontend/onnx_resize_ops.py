@@ -7,8 +7,9 @@
     >>> CONVERTERS["Upsample"].attrs
     frozenset({'mode', 'scales'})
 
-Nearest and linear modes are supported with every coordinate transformation but
-``tf_crop_and_resize``; cubic mode and antialiasing are reported as unsupported.
+Nearest, linear and cubic modes are supported with every coordinate transformation
+(``tf_crop_and_resize`` reads its region from the constant ``roi`` input); antialiasing is
+reported as unsupported.
 """
 
 from __future__ import annotations
@@ -72,10 +73,22 @@ def _resize(cx, ins, attrs):
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
     sizes, scales = _resolve(x.shape, axes, cx.static(2, "scales"), cx.static(3, "sizes"),
                              policy)
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    roi = [(0.0, 1.0)] * rank
+    if ctm == "tf_crop_and_resize":
+        given = cx.static(1, "roi")
+        if given is None or given.size != 2 * len(axes):
+            raise Unsupported(f"tf_crop_and_resize needs roi with {2 * len(axes)} values "
+                              "(a start and an end per resized axis)")
+        given = given.reshape(-1).tolist()
+        for k, a in enumerate(axes):
+            roi[a] = (float(given[k]), float(given[k + len(axes)]))
     return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
-                   coordinate_transformation_mode=attrs.get("coordinate_transformation_mode",
-                                                            "half_pixel"),
-                   nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"))
+                   coordinate_transformation_mode=ctm,
+                   nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"),
+                   cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
+                   exclude_outside=int(attrs.get("exclude_outside", 0)), roi=tuple(roi),
+                   extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))
 
 
 @converter("Upsample", attrs=("mode", "scales"), static=(1,), check=_check_resize)
