@@ -16,7 +16,8 @@ elementwise (unary math and activations, broadcasting binary arithmetic and comp
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
-scatter_elements, scatter_nd) and reduce (sum, mean, max, min).
+scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
+affine_grid) and recurrent layers (recurrent: RNN, GRU, LSTM).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
@@ -33,6 +34,8 @@ from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, co
 from .elementwise import bitshift, hard_sigmoid, softsign
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .resize import resize
+from .grid_sample import affine_grid, grid_sample
+from .recurrent import recurrent
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
@@ -56,7 +59,8 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
-           "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize"]
+           "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
+           "affine_grid", "grid_sample", "recurrent"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -167,15 +167,28 @@ def resize(x: Tensor, sizes, scales, mode: str = "nearest",
                                          lambda c: _e.cast("int32", _e.ceil(c))), x.shape[d])
         return extrapolated(o, x[tuple(idx)])
 
+    def tap_tables(d):
+        """Axis ``d``'s taps for every output coordinate, an (index, weight) pair of 1-D
+        stages per tap: a weight is computed once per coordinate, not once per output
+        element and corner."""
+        def taps(o):
+            return axis_taps(coord(d, o), x.shape[d], mode, cubic_coeff_a, exclude_outside,
+                             _e.floor, _e.select)
+        return [(compute_named((sizes[d],), ["o"], lambda o, k=k: clamp(
+                    _e.cast("int32", taps(o)[k][0]), x.shape[d]), f"{name}_index{d}_{k}"),
+                 compute_named((sizes[d],), ["o"], lambda o, k=k: taps(o)[k][1],
+                               f"{name}_weight{d}_{k}"))
+                for k in range(2 if mode == "linear" else 4)]
+
+    tables = {d: tap_tables(d) for d in resized} if mode != "nearest" else {}
+
     def mixed(*o):
         # the 2**k (4**k) points around the source point, each weighted by the product of its
         # weights along the k resized axes
         corners = [(list(o), _e.const(1.0, "float64"))]
         for d in resized:
-            taps = axis_taps(coord(d, o[d]), x.shape[d], mode, cubic_coeff_a, exclude_outside,
-                             _e.floor, _e.select)
-            corners = [(idx[:d] + [clamp(_e.cast("int32", p), x.shape[d])] + idx[d + 1:],
-                        weight * w) for idx, weight in corners for p, w in taps]
+            corners = [(idx[:d] + [index[o[d]]] + idx[d + 1:], weight * w[o[d]])
+                       for idx, weight in corners for index, w in tables[d]]
         total = None
         for idx, weight in corners:
             term = weight * _e.cast("float64", x[tuple(idx)])
