@@ -8,8 +8,8 @@
     frozenset({'mode', 'scales'})
 
 Nearest, linear and cubic modes are supported with every coordinate transformation
-(``tf_crop_and_resize`` reads its region from the constant ``roi`` input); antialiasing is
-reported as unsupported.
+(``tf_crop_and_resize`` reads its region from the constant ``roi`` input), with
+``antialias`` too.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ def _check_resize(attrs):
     if ctm not in COORDINATE_MODES:
         out.append(f"coordinate_transformation_mode={ctm!r} (supported: "
                    f"{', '.join(COORDINATE_MODES)})")
-    if attrs.get("antialias", 0):
-        out.append("antialias=1")
     return out
 
 
@@ -88,7 +86,8 @@ def _resize(cx, ins, attrs):
                    nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"),
                    cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
                    exclude_outside=int(attrs.get("exclude_outside", 0)), roi=tuple(roi),
-                   extrapolation_value=float(attrs.get("extrapolation_value", 0.0)))
+                   extrapolation_value=float(attrs.get("extrapolation_value", 0.0)),
+                   antialias=int(attrs.get("antialias", 0)))
 
 
 @converter("Upsample", attrs=("mode", "scales"), static=(1,), check=_check_resize)

@@ -11,7 +11,6 @@ run on arrays.
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -20,12 +19,10 @@ from ..te.ops.grid_sample import (affine_grid, base_grid, check_grid_sample, gri
                                   source_coordinate, tap_index, taps)
 from ._infer import require_dtype
 from .registry import REQUIRED, OpKind, register, register_legalization
+from .resize import NP_MATH
 from .types import TensorType
 
 _FLOATS = ("float32", "float64")
-#: the coordinate helpers' functions on numpy arrays (te's are IR_MATH)
-_NP_MATH = SimpleNamespace(floor=np.floor, rint=np.rint, abs=np.abs, minimum=np.minimum,
-                           maximum=np.maximum, trunc=lambda v: v.astype(np.int64))
 
 
 def _grid_sample_infer(types, attrs):
@@ -45,9 +42,9 @@ def _grid_sample_ref(x, grid, mode="linear", padding_mode="zeros", align_corners
     per_axis = []
     for a in range(r):
         c = source_coordinate(grid[..., r - 1 - a], sizes[a], mode, padding_mode,
-                              bool(align_corners), _NP_MATH)
-        per_axis.append([(tap_index(p, sizes[a], padding_mode, bool(align_corners), _NP_MATH), w)
-                         for p, w in taps(c, mode, _NP_MATH)])
+                              bool(align_corners), NP_MATH)
+        per_axis.append([(tap_index(p, sizes[a], padding_mode, bool(align_corners), NP_MATH), w)
+                         for p, w in taps(c, mode, NP_MATH)])
     total = np.zeros(grid.shape[:-1] + (x.shape[1],), grid.dtype)
     for combo in itertools.product(*per_axis):
         idx = tuple(np.clip(i, 0, s - 1) for ((i, _), _), s in zip(combo, sizes))

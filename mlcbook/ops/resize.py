@@ -9,6 +9,8 @@ coordinates; this module's reference uses the same mapping on numpy arrays).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..errors import OpAttributeError
@@ -16,6 +18,12 @@ from ..te.ops.resize import (axis_taps, check_resize, nearest_index, resized_axe
                              source_coordinate)
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType
+
+
+#: the coordinate helpers' functions on numpy arrays (te.ops.resize.IR_MATH on loop IR)
+NP_MATH = SimpleNamespace(floor=np.floor, rint=np.rint, abs=np.abs, minimum=np.minimum,
+                          maximum=np.maximum, where=np.where,
+                          trunc=lambda v: v.astype(np.int64))
 
 
 def _resize_infer(types, attrs):
@@ -28,7 +36,7 @@ def _resize_infer(types, attrs):
 
 def _resize_ref(x, sizes, scales, mode="nearest", coordinate_transformation_mode="half_pixel",
                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=0,
-                roi=(), extrapolation_value=0.0):
+                roi=(), extrapolation_value=0.0, antialias=0):
     # one axis after the other (the modes are separable), in float64
     roi = tuple(tuple(r) for r in roi) if roi else ((0.0, 1.0),) * x.ndim
     out = x.astype(np.float64) if mode != "nearest" else x
@@ -43,8 +51,8 @@ def _resize_ref(x, sizes, scales, mode="nearest", coordinate_transformation_mode
             out = np.take(out, idx.astype(np.int64), axis=d)
             continue
         mixed = 0.0
-        for p, w in axis_taps(c, x.shape[d], mode, cubic_coeff_a, exclude_outside, np.floor,
-                              np.where):
+        for p, w in axis_taps(c, x.shape[d], mode, cubic_coeff_a, exclude_outside, NP_MATH,
+                              float(scales[d]) if antialias else 1.0):
             idx = np.clip(p, 0, x.shape[d] - 1).astype(np.int64)
             mixed = mixed + np.take(out, idx, axis=d) * w.reshape(along)
         out = mixed
@@ -57,6 +65,6 @@ register("resize", kind=OpKind.INJECTIVE, infer=_resize_infer, reference=_resize
          attrs={"sizes": REQUIRED, "scales": REQUIRED, "mode": "nearest",
                 "coordinate_transformation_mode": "half_pixel",
                 "nearest_mode": "round_prefer_floor", "cubic_coeff_a": -0.75,
-                "exclude_outside": 0, "roi": (), "extrapolation_value": 0.0},
+                "exclude_outside": 0, "roi": (), "extrapolation_value": 0.0, "antialias": 0},
          doc="resize to `sizes` (nearest, linear or cubic; `scales` and `roi` map the "
              "coordinates)")

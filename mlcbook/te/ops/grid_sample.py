@@ -8,26 +8,21 @@ last axis first (x, y[, z]). :func:`source_coordinate` turns it into a coordinat
 axis and moves it inside the borders by the padding mode; :func:`taps` lists the
 elements mixed around it with their weights (1 nearest, 2 linear, 4 cubic per axis). The
 helpers are written once for numpy arrays and loop-IR expressions alike: ``m`` is
-:data:`IR_MATH` or the numpy reference's equivalent.
+:data:`.resize.IR_MATH` or the numpy reference's equivalent.
 """
 
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 
 from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from .resize import cubic_weights
+from .resize import IR_MATH, cubic_weights
 from .util import and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named, store
 
 MODES = ("linear", "nearest", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
-
-#: the functions the coordinate helpers need, on loop-IR expressions
-IR_MATH = SimpleNamespace(floor=_e.floor, rint=_e.round, abs=_e.abs, minimum=_e.min,
-                          maximum=_e.max, trunc=lambda v: _e.cast("int32", v))
 
 
 def check_grid_sample(x_shape, grid_shape, mode: str, padding_mode: str, error=TEError):

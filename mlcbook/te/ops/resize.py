@@ -6,7 +6,8 @@ Each output coordinate ``o`` of an axis maps to a source coordinate ``c`` by the
 ``coordinate_transformation_mode`` (:func:`source_coordinate`, written once for numpy arrays
 and loop-IR expressions alike; ``tf_crop_and_resize`` maps into the region ``roi``).
 ``nearest`` reads the source element ``c`` rounds to (``nearest_mode``); ``linear`` and
-``cubic`` mix the 2 or 4 elements around ``c`` on every resized axis (:func:`axis_taps`).
+``cubic`` mix the 2 or 4 elements around ``c`` on every resized axis (:func:`axis_taps`;
+more with ``antialias`` when downsampling).
 Source indices past an edge read the edge (cubic's ``exclude_outside`` drops them instead);
 with ``tf_crop_and_resize`` a point outside the input is ``extrapolation_value``.
 Coordinates are computed in float64, as onnx's reference does, so that ties round the same
@@ -14,6 +15,9 @@ way.
 """
 
 from __future__ import annotations
+
+import math
+from types import SimpleNamespace
 
 from ...errors import TEError
 from ...tir import expr as _e
@@ -79,21 +83,48 @@ def cubic_weights(t, a: float = -0.75) -> list:
     return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
 
 
-def axis_taps(c, in_len: int, mode: str, cubic_coeff_a: float, exclude_outside: bool,
-              floor, where) -> list:
+#: the functions the coordinate helpers need, on loop-IR expressions (numpy's for arrays)
+IR_MATH = SimpleNamespace(floor=_e.floor, rint=_e.round, abs=_e.abs, minimum=_e.min,
+                          maximum=_e.max, where=_e.select, trunc=lambda v: _e.cast("int32", v))
+
+
+def _keys(s, a: float, m):
+    """Keys' cubic convolution kernel at the distance ``s`` (0 from 2 on)."""
+    s = m.abs(s)
+    near = ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0
+    far = ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
+    return m.where(s <= 1.0, near, m.where(s < 2.0, far, s * 0.0))
+
+
+def axis_taps(c, in_len: int, mode: str, cubic_coeff_a: float, exclude_outside: bool, m,
+              antialias_scale: float = 1.0) -> list:
     """[(position, weight)] of the elements linear or cubic mode mixes at coordinate ``c`` on
     an axis of ``in_len`` (positions are floats holding integers; the caller clamps them into
     the axis). ``exclude_outside`` gives the positions outside the axis weight 0 and
-    renormalizes the rest. ``floor``/``where`` are numpy's or the IR's."""
-    lo = floor(c)
+    renormalizes the rest. ``antialias_scale`` < 1 (antialiased downsampling) stretches the
+    kernel by 1 / scale over more taps, normalized. ``m`` is :data:`IR_MATH` or numpy's."""
+    lo = m.floor(c)
     t = c - lo
-    if mode == "linear":
+    s = min(antialias_scale, 1.0)
+    if s < 1.0:
+        # the kernel's support (1 linear, 2 cubic) stretched to support / s
+        first = int(math.floor(-(1.0 if mode == "linear" else 2.0) / s)) + 1
+        ks = range(first, 2 - first)
+        if mode == "linear":
+            taps = [(lo + float(k), m.maximum(1.0 - m.abs((t * -1.0 + float(k)) * s), t * 0.0)) for k in ks]
+        else:
+            taps = [(lo + float(k), _keys((t * -1.0 + float(k)) * s, cubic_coeff_a, m)) for k in ks]
+    elif mode == "linear":
         return [(lo, 1.0 - t), (lo + 1.0, t)]
-    taps = [(lo + (k - 1.0), w) for k, w in enumerate(cubic_weights(t, cubic_coeff_a))]
-    if not exclude_outside:
+    else:
+        taps = [(lo + (k - 1.0), w) for k, w in enumerate(cubic_weights(t, cubic_coeff_a))]
+    if exclude_outside:
+        taps = [(p, m.where((p >= 0.0) & (p <= in_len - 1.0), w, w * 0.0)) for p, w in taps]
+    elif s == 1.0:
         return taps
-    taps = [(p, where((p >= 0.0) & (p <= in_len - 1.0), w, w * 0.0)) for p, w in taps]
-    total = taps[0][1] + taps[1][1] + taps[2][1] + taps[3][1]
+    total = taps[0][1]
+    for _, w in taps[1:]:
+        total = total + w
     return [(p, w / total) for p, w in taps]
 
 
@@ -129,10 +160,11 @@ def resize(x: Tensor, sizes, scales, mode: str = "nearest",
            coordinate_transformation_mode: str = "half_pixel",
            nearest_mode: str = "round_prefer_floor", cubic_coeff_a: float = -0.75,
            exclude_outside: bool = False, roi=None, extrapolation_value: float = 0.0,
-           name: str = "resize") -> Tensor:
+           antialias: bool = False, name: str = "resize") -> Tensor:
     """``x`` resized to ``sizes``; ``scales`` (output / input length per axis) map the
-    coordinates; ``roi`` holds a (start, end) per axis for tf_crop_and_resize. An axis whose
-    length, scale and region stay is read as is."""
+    coordinates; ``roi`` holds a (start, end) per axis for tf_crop_and_resize; ``antialias``
+    widens linear and cubic kernels when downsampling. An axis whose length, scale and region
+    stay is read as is."""
     check_tensor(x, "resize", "x")
     sizes, scales = tuple(int(s) for s in sizes), tuple(float(s) for s in scales)
     check_resize(x.shape, sizes, scales, mode, coordinate_transformation_mode, nearest_mode,
@@ -173,12 +205,12 @@ def resize(x: Tensor, sizes, scales, mode: str = "nearest",
         element and corner."""
         def taps(o):
             return axis_taps(coord(d, o), x.shape[d], mode, cubic_coeff_a, exclude_outside,
-                             _e.floor, _e.select)
+                             IR_MATH, scales[d] if antialias else 1.0)
         return [(compute_named((sizes[d],), ["o"], lambda o, k=k: clamp(
                     _e.cast("int32", taps(o)[k][0]), x.shape[d]), f"{name}_index{d}_{k}"),
                  compute_named((sizes[d],), ["o"], lambda o, k=k: taps(o)[k][1],
                                f"{name}_weight{d}_{k}"))
-                for k in range(2 if mode == "linear" else 4)]
+                for k in range(len(taps(_e.const(0, "int32"))))]
 
     tables = {d: tap_tables(d) for d in resized} if mode != "nearest" else {}
 
