@@ -70,6 +70,8 @@ CASES = [
                                 "coordinate_transformation_mode": "tf_crop_and_resize",
                                 "roi": ((0, 1), (0.4, 1.2), (-0.3, 0.6)),
                                 "extrapolation_value": 9.0, "mode": "linear"}),
+    ("resize", [T((1, 7, 6))], {"sizes": (1, 3, 2), "scales": (1, 3 / 7, 1 / 3),
+                                "mode": "linear", "antialias": 1}),
     ("grid_sample", [T((1, 1, 3, 4)), T((1, 2, 2, 2))], {"mode": "cubic",
                                                           "padding_mode": "reflection"}),
     ("affine_grid", [T((2, 3, 4))], {"size": (2, 1, 2, 3, 4), "align_corners": 1}),
