@@ -18,7 +18,7 @@ import itertools
 from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
-from .resize import IR_MATH, cubic_weights
+from .resize import IR_MATH, axis_taps
 from .util import and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named, store
 
 MODES = ("linear", "nearest", "cubic")
@@ -75,14 +75,11 @@ def source_coordinate(g, size: int, mode: str, padding_mode: str, align_corners:
 
 def taps(c, mode: str, m):
     """[(position, weight)] of the elements mixed at coordinate ``c`` (positions are floats
-    holding integers; the weight of nearest's one tap is None)."""
+    holding integers; the weight of nearest's one tap is None): Resize's linear and cubic
+    taps (:func:`.resize.axis_taps`, cubic with a = -0.75)."""
     if mode == "nearest":
         return [(c, None)]
-    lo = m.floor(c)
-    t = c - lo
-    if mode == "linear":
-        return [(lo, 1.0 - t), (lo + 1.0, t)]
-    return [(lo + (k - 1.0), w) for k, w in enumerate(cubic_weights(t, -0.75))]
+    return axis_taps(c, 0, mode, -0.75, False, m)
 
 
 def tap_index(p, size: int, padding_mode: str, align_corners: bool, m):
