@@ -71,16 +71,21 @@ def nearest_index(c, mode: str, floor, ceil):
     raise TEError(f"resize: nearest_mode={mode!r} is not one of {NEAREST_MODES}")
 
 
+def _near(s, a: float):
+    """Keys' cubic kernel for a distance ``s`` in [0, 1]."""
+    return ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0
+
+
+def _far(s, a: float):
+    """Keys' cubic kernel for a distance ``s`` in [1, 2]."""
+    return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
+
+
 def cubic_weights(t, a: float = -0.75) -> list:
     """The weights of the four elements at offsets -1, 0, 1, 2 from ``floor(c)`` for the
     fraction ``t = c - floor(c)`` (Keys' cubic convolution with parameter ``a``; ``t`` an
     array or an expression)."""
-    def near(s):  # |s| <= 1
-        return ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0
-
-    def far(s):  # 1 < |s| < 2
-        return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
-    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+    return [_far(t + 1.0, a), _near(t, a), _near(1.0 - t, a), _far(2.0 - t, a)]
 
 
 #: the functions the coordinate helpers need, on loop-IR expressions (numpy's for arrays)
@@ -91,9 +96,7 @@ IR_MATH = SimpleNamespace(floor=_e.floor, rint=_e.round, abs=_e.abs, minimum=_e.
 def _keys(s, a: float, m):
     """Keys' cubic convolution kernel at the distance ``s`` (0 from 2 on)."""
     s = m.abs(s)
-    near = ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0
-    far = ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a
-    return m.where(s <= 1.0, near, m.where(s < 2.0, far, s * 0.0))
+    return m.where(s <= 1.0, _near(s, a), m.where(s < 2.0, _far(s, a), s * 0.0))
 
 
 def axis_taps(c, in_len: int, mode: str, cubic_coeff_a: float, exclude_outside: bool, m,
@@ -109,11 +112,12 @@ def axis_taps(c, in_len: int, mode: str, cubic_coeff_a: float, exclude_outside: 
     if s < 1.0:
         # the kernel's support (1 linear, 2 cubic) stretched to support / s
         first = int(math.floor(-(1.0 if mode == "linear" else 2.0) / s)) + 1
-        ks = range(first, 2 - first)
+        # tap k's distance from c, in the kernel's units
+        dist = [(float(k), (t * -1.0 + float(k)) * s) for k in range(first, 2 - first)]
         if mode == "linear":
-            taps = [(lo + float(k), m.maximum(1.0 - m.abs((t * -1.0 + float(k)) * s), t * 0.0)) for k in ks]
+            taps = [(lo + k, m.maximum(1.0 - m.abs(x), t * 0.0)) for k, x in dist]
         else:
-            taps = [(lo + float(k), _keys((t * -1.0 + float(k)) * s, cubic_coeff_a, m)) for k in ks]
+            taps = [(lo + k, _keys(x, cubic_coeff_a, m)) for k, x in dist]
     elif mode == "linear":
         return [(lo, 1.0 - t), (lo + 1.0, t)]
     else:
