@@ -11,5 +11,6 @@ from . import onnx_zoo_ops  # noqa: F401 - registers Dropout, Sum, LRN, Constant
 from . import onnx_einsum, onnx_index_ops, onnx_math_ops, onnx_resize_ops  # noqa: F401
 from . import onnx_recurrent_ops  # noqa: F401 - RNN, GRU, LSTM
 from . import onnx_loss_ops, onnx_quant_ops, onnx_tensor_ops  # noqa: F401
+from . import onnx_attention, onnx_state_ops  # noqa: F401
 
 __all__ = ["from_onnx", "static_input_names", "CONVERTERS", "quantize_qdq"]

@@ -22,8 +22,9 @@ must match onnx's expected outputs in shape, dtype and value (the case's rtol/at
 A case is *skipped*, never counted as a pass, when the importer reports something as
 unsupported. The documented limitations are:
 
-* element types other than bool, int8, uint8, int32, int64, float16, float32, float64
-  (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
+* element types other than bool, int8, uint8, int32, int64, float16, float32, float64 and
+  the low-bit float8/float4/int4/int2 types (int16, uint16, uint32, uint64, bfloat16,
+  string, complex);
 * sequences, maps and optionals as values;
 * BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
   Constant with strings or sparse values; Einsum equations that take a diagonal (a letter

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..graph.expr import Constant
 from .onnx_context import Unsupported, onnx_dtype
-from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
+from .onnx_ops import CONVERTERS, cast_value, converter, guard_dtype, pool_window
 
 _FLOATS = ("float16", "float32", "float64")
 _DTYPES = ("bool", "int8", "uint8", "int32", "int64") + _FLOATS
@@ -192,8 +192,7 @@ def _conv_transpose(cx, ins, attrs):
 
 @converter("CastLike", attrs=("saturate", "round_mode"))
 def _cast_like(cx, ins, attrs):
-    x, like = ins
-    return x if x.dtype == like.dtype else cx.call("cast", x, dtype=like.dtype)
+    return cast_value(cx, ins[0], ins[1].dtype, attrs)
 
 
 # --- normalizations -------------------------------------------------------------------------------

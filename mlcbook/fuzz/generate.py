@@ -378,6 +378,69 @@ def _move(b: _Builder):
                   bounded=False)
 
 
+def _index(b: _Builder):
+    """Element gathers and scatters, Resize and Einsum: ops whose index arithmetic is the
+    risk. Scatter indices are distinct, so the result does not depend on update order."""
+    x = b.pick()
+    nd, rng = len(x.shape), b.rng
+    op = str(rng.choice(["GatherElements", "GatherND", "ScatterElements", "ScatterND",
+                         "Resize", "Einsum"]))
+    axis = int(rng.integers(0, nd))
+    d = x.shape[axis]
+    if op == "GatherElements":
+        shape = tuple(int(rng.integers(1, 4)) if i == axis else s for i, s in enumerate(x.shape))
+        idx = b.const(rng.integers(-d, d, shape).astype(np.int64))
+        return b.node(op, [x.name, idx], shape, axis=axis, bounded=x.bounded)
+    if op == "GatherND":
+        k = int(rng.integers(1, nd + 1))
+        lead = tuple(int(m) for m in rng.integers(1, 4, int(rng.integers(1, 3))))
+        idx = np.stack([rng.integers(-s, s, lead) for s in x.shape[:k]], axis=-1)
+        return b.node(op, [x.name, b.const(idx.astype(np.int64))], lead + x.shape[k:],
+                      bounded=x.bounded)
+    reduction = str(rng.choice(["none", "add", "mul", "max", "min"]))
+    if op == "ScatterElements":
+        m = int(rng.integers(1, d + 1))
+        line = rng.permutation(d)[:m] - d * rng.integers(0, 2, m)   # some negative
+        shape = tuple(m if i == axis else s for i, s in enumerate(x.shape))
+        idx = np.broadcast_to(line.reshape([m if i == axis else 1 for i in range(nd)]), shape)
+        upd = b.const(rng.uniform(-1, 1, shape).astype(np.float32))
+        return b.node(op, [x.name, b.const(idx.astype(np.int64)), upd], x.shape, axis=axis,
+                      reduction=reduction, bounded=x.bounded and reduction in ("none", "max",
+                                                                                "min"))
+    if op == "ScatterND":
+        k = int(rng.integers(1, nd + 1))
+        cells = int(np.prod(x.shape[:k]))
+        flat = rng.permutation(cells)[:int(rng.integers(1, min(cells, 4) + 1))]
+        idx = np.stack(np.unravel_index(flat, x.shape[:k]), axis=-1)
+        upd = b.const(rng.uniform(-1, 1, (len(flat),) + x.shape[k:]).astype(np.float32))
+        return b.node(op, [x.name, b.const(idx.astype(np.int64)), upd], x.shape,
+                      reduction=reduction, bounded=x.bounded and reduction in ("none", "max",
+                                                                                "min"))
+    if op == "Resize":
+        # onnxruntime resizes linearly only the last two axes of 2-d and 4-d tensors
+        if nd not in (2, 4):
+            return None
+        sizes = x.shape[:nd - 2] + tuple(int(rng.integers(1, 2 * s + 2)) for s in x.shape[-2:])
+        mode = str(rng.choice(["nearest", "linear"]))
+        attrs = {"mode": mode, "coordinate_transformation_mode": str(rng.choice(
+            ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]))}
+        if mode == "nearest":
+            attrs["nearest_mode"] = str(rng.choice(["round_prefer_floor", "round_prefer_ceil",
+                                                    "floor", "ceil"]))
+        return b.node(op, [x.name, "", "", b.const(np.asarray(sizes, np.int64))], sizes,
+                      bounded=x.bounded, **attrs)
+    letters = "abcdefgh"[:nd]
+    if nd >= 2 and rng.random() < 0.5:    # (batched) matmul with a constant
+        n = int(rng.integers(1, 5))
+        w = b.const((rng.uniform(-1, 1, (x.shape[-1], n)) / x.shape[-1]).astype(np.float32))
+        eq = f"{letters},{letters[-1]}z->{letters[:-1]}z"
+        return b.node(op, [x.name, w], x.shape[:-1] + (n,), equation=eq, bounded=x.bounded)
+    keep = [i for i in rng.permutation(nd) if rng.random() < 0.7]
+    eq = f"{letters}->" + "".join(letters[i] for i in keep)
+    return b.node(op, [x.name], tuple(x.shape[i] for i in keep), equation=eq,
+                  bounded=x.bounded and len(keep) == nd)
+
+
 def _integer(b: _Builder):
     """A detour through another dtype: int32/int64 arithmetic or float64."""
     x = b.pick(pred=lambda v: v.bounded)
@@ -395,7 +458,7 @@ def _integer(b: _Builder):
 
 
 _GENERATORS = ((_unary, 5), (_smooth, 2), (_binary, 5), (_compare, 2), (_reduce, 2),
-               (_matmul, 2), (_conv, 2), (_norm, 2), (_move, 4), (_integer, 1))
+               (_matmul, 2), (_conv, 2), (_norm, 2), (_move, 4), (_index, 2), (_integer, 1))
 
 
 def _large(b: _Builder) -> None:

@@ -68,8 +68,8 @@ class Executable:
         self._consts = {i: np.ascontiguousarray(consts[i], dtype=s.dtype)
                         for i, s in enumerate(plan.slots) if s.kind == "const"}
         checks: dict[int, list] = {}
-        for step, pos, n, axis in plan.checks:
-            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis))
+        for step, pos, n, axis, coord in plan.checks:
+            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis, coord))
         self._calls = [(self.kernels[k], args, checks.get(s, ()))
                        for s, (k, args) in enumerate(plan.steps)]
         self._roots = [plan.root(i) for i in range(len(plan.slots))]
@@ -138,10 +138,12 @@ class Executable:
 
     def _check_indices(self, checks, buffers, arrays) -> None:
         # the reference raises for an index out of range; the kernel would clamp it
-        for slot, n, axis in checks:
+        for slot, n, axis, coord in checks:
             root = self._roots[slot]
             s = self.plan.slots[root]
             a = arrays[s.ref] if s.kind == "input" else buffers[root]
+            if coord >= 0:   # one coordinate of gather_nd/scatter_nd's index tuples
+                a = a.reshape(self.plan.slots[slot].shape)[..., coord]
             if a.size and (a.min() < -n or a.max() >= n):
                 raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis "
                                     f"{axis}")

@@ -30,28 +30,21 @@ from .interpret import evaluate, main_function
 
 
 def index_bounds(call: Call) -> tuple:
-    """``((position, n, axis), ...)``: inputs of ``call`` whose values index an axis of
-    length ``n``. Out of ``[-n, n)`` is an error at graph level (the reference raises, and a
-    compiled model checks these inputs before the kernel runs); the kernel itself clamps, so
-    it never reads outside its buffers. The gathers and scatters are the ops whose indices
-    are data. The coordinates of gather_nd and scatter_nd (the last axis of their indices)
-    index axes 0, 1, ... (after gather_nd's batch axes): the check is exact when those axes
-    have one length, and a compiled model refuses them otherwise (LegalizeError)."""
+    """``((position, n, axis, coordinate), ...)``: inputs of ``call`` whose values index an
+    axis of length ``n``. Out of ``[-n, n)`` is an error at graph level (the reference
+    raises, and a compiled model checks these inputs before the kernel runs); the kernel
+    itself clamps, so it never reads outside its buffers. The gathers and scatters are the
+    ops whose indices are data. ``coordinate`` is -1 when every element indexes ``axis``;
+    the last axis of gather_nd's and scatter_nd's indices holds coordinates into axes 0, 1,
+    ... (after gather_nd's batch axes), so each coordinate ``j`` gets a bound of its own."""
     if call.op in ("gather", "gather_elements", "scatter_elements"):
         data = call.args[0].type
         axis = call.attrs["axis"] % data.ndim
-        return ((1, data.shape[axis], axis),)
+        return ((1, data.shape[axis], axis, -1),)
     if call.op in ("gather_nd", "scatter_nd"):
         data, q = call.args[0].type, call.args[1].type.shape[-1]
         first = call.attrs.get("batch_dims", 0)
-        lengths = set(data.shape[first:first + q])
-        if len(lengths) > 1:
-            raise LegalizeError(
-                f"{call.op} {call.name!r}: its index coordinates address axes of lengths "
-                f"{data.shape[first:first + q]}; a compiled model checks indices against one "
-                "length per input, so it cannot check these. Instead: run it with the graph "
-                "interpreter (mb.graph.interpret), or make the addressed axes one length")
-        return ((1, lengths.pop(), first),)
+        return tuple((1, data.shape[first + j], first + j, j) for j in range(q))
     return ()
 
 

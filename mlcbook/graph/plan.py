@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ArtifactError, GraphError
 from ..ops import get as get_op
-from ..ops.types import GRAPH_DTYPES, TensorType, TupleType
+from ..ops.types import GRAPH_DTYPES, TensorType, TupleType, storage_dtype
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 
 SLOT_KINDS = ("input", "const", "temp", "view")
@@ -60,9 +60,11 @@ class Plan:
     steps: list[tuple[str, list[int]]]
     outputs: list[int]
     tuple_output: bool
-    #: ``(step, argument position, n, axis)``: that argument holds indices into an axis of
-    #: length ``n``; a run checks they lie in ``[-n, n)`` before the step's kernel runs
-    checks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: ``(step, argument position, n, axis, coordinate)``: that argument holds indices into
+    #: an axis of length ``n`` (all its elements if ``coordinate`` is -1, else only that
+    #: position along its last axis); a run checks they lie in ``[-n, n)`` before the step's
+    #: kernel runs
+    checks: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     #: byte offset of each temp slot in one arena (see mlcbook.graph.memory_plan); empty:
     #: every temp has a buffer of its own
     offsets: dict[int, int] = field(default_factory=dict)
@@ -86,7 +88,7 @@ class Plan:
                         [Slot.from_json(s) for s in d["slots"]],
                         [(_str(k), [_int(x) for x in a]) for k, a in d["steps"]],
                         [_int(x) for x in d["outputs"]], d["tuple_output"] is True,
-                        [tuple(_int(x) for x in c[:4]) for c in d["checks"]],
+                        [_check_entry(c) for c in d["checks"]],
                         {_int(k): _int(v) for k, v in d["offsets"]}, _int(d["arena_bytes"]))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise ArtifactError(f"plan.json is malformed ({type(e).__name__}: {e}); the artifact "
@@ -138,7 +140,7 @@ def check_plan(plan: Plan, entries: Mapping[str, Any]) -> None:
         roots = [plan.root(a) for a in args]
         for j, (a, p) in enumerate(zip(args, params)):
             s = plan.slots[a]
-            if s.dtype != p.dtype or math.prod(s.shape) != math.prod(p.shape):
+            if storage_dtype(s.dtype) != p.dtype or math.prod(s.shape) != math.prod(p.shape):
                 raise bad(f"step {k} passes slot {a} ({s.dtype}{list(s.shape)}) as parameter "
                           f"{p.name!r} of {name!r}, which is {p.dtype}{list(p.shape)}")
             if j >= n_in and (plan.slots[roots[j]].kind != "temp" or roots.count(roots[j]) > 1):
@@ -147,11 +149,21 @@ def check_plan(plan: Plan, entries: Mapping[str, Any]) -> None:
     if not plan.outputs or any(not 0 <= o < n for o in plan.outputs):
         raise bad("an output names a slot that does not exist")
     _check_offsets(plan, bad)
-    for step, pos, size, _ in plan.checks:
+    for step, pos, size, _, coord in plan.checks:
         if not (0 <= step < len(plan.steps) and 0 <= pos < len(plan.steps[step][1])
                 and size > 0 and plan.slots[plan.steps[step][1][pos]].dtype in ("int32", "int64")):
             raise bad(f"an index check names step {step}, argument {pos}, which is not an "
                       "integer argument of the plan")
+        shape = plan.slots[plan.steps[step][1][pos]].shape
+        if not (coord == -1 or (shape and 0 <= coord < shape[-1])):
+            raise bad(f"an index check of step {step} names coordinate {coord}, which its "
+                      f"indices of shape {list(shape)} do not have")
+
+
+def _check_entry(c) -> tuple:
+    # artifacts saved before coordinates existed hold (step, position, n, axis)
+    c = [_int(x) for x in c[:5]]
+    return tuple(c + [-1] if len(c) == 4 else c)
 
 
 def _check_offsets(plan: Plan, bad) -> None:

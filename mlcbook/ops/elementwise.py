@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from ..errors import OpAttributeError, OpShapeError
+from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
-from .types import TensorType, check_graph_dtype
+from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -82,7 +82,12 @@ register("clip", kind=OpKind.ELEMWISE, infer=_clip_infer, reference=_clip_ref,
 
 
 def _cast_infer(types, attrs):
-    return TensorType(types[0].shape, check_graph_dtype(attrs["dtype"]))
+    dtype = check_graph_dtype(attrs["dtype"])
+    for d in (types[0].dtype, dtype):
+        if d in LOWBIT_DTYPES:
+            raise OpDTypeError(f"cast does not convert the low-bit type {d}; Instead: use the "
+                               "ops lowbit_decode (to float32) and lowbit_encode (from numbers)")
+    return TensorType(types[0].shape, dtype)
 
 
 def _cast_ref(x, dtype):

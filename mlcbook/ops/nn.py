@@ -272,14 +272,16 @@ def _softmax_infer(op):
 
 
 def _softmax_ref(x, axis=-1):
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+    # float16 stays float16 at every stage (ONNX's rounding, as te.ops.softmax); wider
+    # dtypes are computed in float64 and rounded once
+    xw = x if x.dtype == np.float16 else x.astype(np.float64)
+    e = np.exp(xw - xw.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
 
 
 def _log_softmax_ref(x, axis=-1):
-    x64 = x.astype(np.float64)
-    s = x64 - x64.max(axis=axis, keepdims=True)
+    xw = x if x.dtype == np.float16 else x.astype(np.float64)
+    s = xw - xw.max(axis=axis, keepdims=True)
     return (s - np.log(np.exp(s).sum(axis=axis, keepdims=True))).astype(x.dtype)
 
 

@@ -299,6 +299,24 @@ def test_lrn_sums_squares_over_neighbouring_channels_that_exist():
           a64 / (2.0 + 0.1 * sq) ** 0.75, SUMS)
 
 
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rotary_embedding_rotates_pairs_as_complex_numbers(interleaved):
+    x_t = te.placeholder((1, 2, 3, 6), name="x")
+    c_t, s_t = te.placeholder((1, 3, 2), name="c"), te.placeholder((1, 3, 2), name="s")
+    x, theta = randn(1, 2, 3, 6), randn(1, 3, 2)
+    got = compiled([x_t, c_t, s_t], ops.rotary_embedding(x_t, c_t, s_t, interleaved, 4),
+                   [x, np.cos(theta).astype("float32"), np.sin(theta).astype("float32")])
+    # the pairs of the first 4 features, as complex numbers, times exp(i theta)
+    first, second = (x[..., 0:4:2], x[..., 1:4:2]) if interleaved else (x[..., :2], x[..., 2:4])
+    z = (first + 1j * second) * np.exp(1j * theta[:, None].astype("float64"))
+    expected = x.astype("float64").copy()
+    if interleaved:
+        expected[..., 0:4:2], expected[..., 1:4:2] = z.real, z.imag
+    else:
+        expected[..., :2], expected[..., 2:4] = z.real, z.imag
+    check(got, expected, ROUNDED)
+
+
 def test_every_operator_is_covered():
     from mlcbook import ops as mb_ops
     covered = set(UNARY) | set(BINARY) | {
@@ -306,7 +324,8 @@ def test_every_operator_is_covered():
         "avg_pool2d", "softmax", "layer_norm", "transpose", "reshape", "pad", "sum",
         "mean", "max", "min", "leaky_relu", "gelu", "equal", "less",
         "greater", "where", "div", "gemm", "conv", "max_pool", "avg_pool",
-        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather", "lrn"}
+        "global_avg_pool", "log_softmax", "batch_norm", "concat", "split", "slice", "gather", "lrn",
+        "rotary_embedding"}
     # the operators added for ONNX's operator set are checked, compiled, by onnx's node
     # suite (tests/frontend/test_conformance.py) through the graph op of the same name
     by_node_suite = {name for name in ops.__all__ if name not in covered}

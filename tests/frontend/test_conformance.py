@@ -17,8 +17,6 @@ CASES = conformance.supported_cases()
 #: cases that fail today, with why; each is listed in the session notes as open work. A case
 #: here that starts passing fails the test (strict), so the list cannot go stale.
 KNOWN_FAILURES = {
-    "test_attention_4d_causal_fp16_expanded": "float16 attention: 2 of 192 values differ "
-    "by one float16 step (mlcbook rounds once from float32, the reference each op)",
     "test_PReLU_1d_multiparam": "opset-6 PRelu with a per-channel slope of shape (C,): the "
     "converter does not yet read the legacy per-channel broadcast",
     "test_PReLU_2d_multiparam": "same as test_PReLU_1d_multiparam",

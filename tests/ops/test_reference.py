@@ -71,6 +71,16 @@ def test_softmax_rows_sum_to_one_and_survive_large_inputs():
     assert np.isfinite(s).all() and abs(s.sum() - 1) < 1e-6
 
 
+def test_float16_softmax_reference_rounds_each_stage_like_onnx():
+    # exp(x - max), its sum and the quotient each rounded to float16, as onnx's reference
+    x = (np.random.default_rng(5).standard_normal((16, 6)) * 3).astype("float16")
+    from onnx.reference.ops.op_softmax import Softmax
+    expected = Softmax.eval(x, axis=-1)
+    once = ref("softmax", x.astype("float64")).astype("float16")
+    assert (expected != once).any()  # rounding once would not do
+    np.testing.assert_array_equal(ref("softmax", x), expected)
+
+
 def test_layer_norm_normalizes():
     x = np.random.default_rng(2).standard_normal((3, 8)).astype("float32")
     y = ref("layer_norm", x, np.ones(8, "float32"), np.zeros(8, "float32"))

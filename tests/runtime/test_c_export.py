@@ -4,6 +4,7 @@ pthreads; misuse gets documented return codes and clear export errors."""
 
 from __future__ import annotations
 
+import ctypes
 import re
 import shutil
 import subprocess
@@ -187,3 +188,21 @@ def test_the_checksums_tell_a_damaged_library_from_a_good_one(tiny, tmp_path):
     bad = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=copy, capture_output=True,
                          text=True)
     assert bad.returncode == 1 and "libtiny.so: FAILED" in bad.stdout
+
+
+def test_an_index_out_of_range_returns_the_index_code(tmp_path):
+    # the kernels clamp indices; like exe(...), the library refuses them instead
+    from mlcbook.graph import Function, TensorType, Var, op
+    data, idx = Var("data", TensorType((3, 4))), Var("idx", TensorType((2, 2), "int64"))
+    exe = mb.compile(Function([data, idx], op.gather_nd(data, idx)))
+    lib = ctypes.CDLL(str(exe.export(tmp_path, name="gnd").shared))
+    d, out = np.arange(12, dtype="float32").reshape(3, 4), np.zeros(2, "float32")
+    for i, code in (([[2, 3], [0, -4]], 0), ([[0, 4], [0, 0]], 4), ([[-4, 0], [0, 0]], 4)):
+        i = np.array(i, "int64")
+        ins = (ctypes.c_void_p * 2)(d.ctypes.data, i.ctypes.data)
+        rc = lib.gnd_run(ins, (ctypes.c_void_p * 1)(out.ctypes.data))
+        assert rc == code, (i.tolist(), rc)
+        if code == 0:
+            np.testing.assert_array_equal(out, exe(d, i))
+    lib.gnd_strerror.restype = ctypes.c_char_p
+    assert b"outside [-n, n)" in lib.gnd_strerror(4)

@@ -294,6 +294,26 @@ def test_softmax_is_stable_for_large_inputs():
     check(run([x], ops.softmax(x), [a]), e / e.sum(axis=-1, keepdims=True), SUMS)
 
 
+def _float16_softmaxes(a):
+    """numpy's float16 softmax and log_softmax (every stage rounded to float16, as ONNX's
+    reference) and the softmax rounded once from float64, for the same float16 input."""
+    s = a - a.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    a64 = a.astype("float64")
+    e64 = np.exp(a64 - a64.max(axis=-1, keepdims=True))
+    once = (e64 / e64.sum(axis=-1, keepdims=True)).astype("float16")
+    return e / e.sum(axis=-1, keepdims=True), s - np.log(e.sum(axis=-1, keepdims=True)), once
+
+
+def test_float16_softmax_rounds_every_stage_to_float16():
+    x = te.placeholder((16, 6), "float16", name="x")
+    a = (randn(16, 6) * 3).astype("float16")
+    staged, log_staged, once = _float16_softmaxes(a)
+    assert (staged != once).any()  # the data tell the two roundings apart
+    np.testing.assert_array_equal(run([x], ops.softmax(x), [a]), staged)
+    np.testing.assert_array_equal(run([x], ops.log_softmax(x), [a]), log_staged)
+
+
 def layer_norm_ref(a, gamma, beta, axis, eps):
     a = a.astype("float64")
     axes = tuple(range(axis % a.ndim, a.ndim))
@@ -319,6 +339,20 @@ def test_layer_norm(shape, axis, affine):
         arrays += [g, b]
     out = ops.layer_norm(x, *(params[1:] if affine else []), axis=axis, epsilon=1e-3)
     check(run(params, out, arrays), layer_norm_ref(a, g, b, axis, 1e-3), SUMS)
+
+
+@pytest.mark.parametrize("n", [3, 7, 100])
+def test_layer_norm_of_equal_values_is_exactly_zero(n):
+    # a float32 sum of n copies times 1/n is not always the value itself, and 1/sqrt(eps)
+    # would magnify that ulp to ~1e-4; the mean of deviations from the first element is exact
+    x = te.placeholder((2, n), name="x")
+    a = np.full((2, n), 1.3132616, "float32")
+    func = te.create_prim_func([x, ops.layer_norm(x, axis=-1, epsilon=1e-5)])
+    interpreted, native = (np.full((2, n), np.nan, "float32") for _ in range(2))
+    mb.tir.interpret(func, a, interpreted)
+    mb.build(func)(a, native)
+    check(interpreted, np.zeros((2, n)), EXACT)
+    check(native, np.zeros((2, n)), EXACT)
 
 
 # --- transform -----------------------------------------------------------------------------------

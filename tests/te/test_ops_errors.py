@@ -195,3 +195,26 @@ def test_slice_step_zero():
 def test_conv_bias_shape():
     with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(3,\) but must be \(4,\)"):
         ops.conv(x(1, 3, 8), x(4, 3, 3, name="w"), x(3, name="b"))
+
+
+def test_attention_needs_4d_operands():
+    with pytest.raises(TEShapeError, match="attention: q 'q' has shape \\(2, 3, 4\\); q, k and "
+                                           "v are \\(batch, heads, sequence, head size\\)"):
+        ops.attention(x(2, 3, 4, name="q"), x(1, 2, 3, 4, name="k"), x(1, 2, 3, 4, name="v"))
+
+
+def test_attention_query_heads_must_be_a_multiple_of_key_heads():
+    with pytest.raises(TEShapeError, match="q's heads must be a multiple of k's"):
+        ops.attention(x(1, 3, 2, 4, name="q"), x(1, 2, 5, 4, name="k"), x(1, 2, 5, 4, name="v"))
+
+
+def test_attention_names_its_second_outputs():
+    q = x(1, 2, 2, 4, name="q")
+    with pytest.raises(TEError, match="qk_output='softmax'; give None or one of"):
+        ops.attention(q, q, q, qk_output="softmax")
+
+
+def test_rotary_embedding_needs_an_even_rotary_dim():
+    with pytest.raises(TEShapeError, match="an even rotary_dim <= D \\(rotary_dim=3\\)"):
+        ops.rotary_embedding(x(1, 2, 3, 8), x(1, 3, 1, name="c"), x(1, 3, 1, name="s"),
+                             rotary_dim=3)

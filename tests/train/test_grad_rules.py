@@ -221,7 +221,8 @@ NO_RULE_YET = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "celu", "conv_
                "cos", "cosh", "cumsum", "elu", "expand", "hard_swish", "mish", "prelu", "prod",
                "selu", "shrink", "sin", "sinh", "softplus", "swish", "tan", "thresholded_relu",
                "tile", "topk", "trilu", "hard_sigmoid", "softsign", "gather_elements",
-               "gather_nd", "scatter_elements", "scatter_nd", "resize"}
+               "gather_nd", "scatter_elements", "scatter_nd", "resize", "attention",
+               "rotary_embedding"}
 
 
 def test_every_differentiable_op_has_a_rule():

@@ -17,7 +17,9 @@ where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convoluti
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
 scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
-affine_grid) and recurrent layers (recurrent: RNN, GRU, LSTM).
+affine_grid), recurrent layers (recurrent: RNN, GRU, LSTM) and the transformer operators
+(attention, rotary_embedding); the module :mod:`~mlcbook.te.ops.lowbit` converts ONNX's
+float8/float4/int4/int2 bit patterns (``lowbit.decode``, ``lowbit.encode``).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
@@ -46,6 +48,8 @@ from .reduce import argmax, argmin, cumsum, prod, topk
 from .transform import expand, tile, trilu
 from .nn import conv_transpose
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
+from .attention import attention
+from .rotary import rotary_embedding
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
            "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",
@@ -60,7 +64,7 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "affine_grid", "grid_sample", "recurrent"]
+           "affine_grid", "grid_sample", "recurrent", "attention", "rotary_embedding"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

@@ -4,7 +4,10 @@
     >>> y = layer_norm(x, gamma, beta, axis=-1, epsilon=1e-5)
 
 Statistics are computed in the compute dtype (float32 for float16 data) and keep the
-reduced dimensions with size 1.
+reduced dimensions with size 1. A float16 softmax (and log_softmax) rounds every stage to
+float16 (``x - max``, ``exp``, the sum and the result), as ONNX's reference computes it: an
+ONNX model casts to float32 before a Softmax when it wants the wider precision (Attention's
+``softmax_precision`` does exactly that).
 """
 
 from __future__ import annotations
@@ -40,26 +43,33 @@ def _softmax_stages(x: Tensor, axis: int, op: str, name: str):
     k1 = _r.reduce_axis(x.shape[axis], name="k")
     mx = compute_named(stat_shape, names, lambda *i: _r.max(load(x, along(i, k1)), axis=k1),
                        f"{name}_max")
-    ex = compute_named(x.shape, names, lambda *i: _e.exp(load(x, i) - mx[stat(i)]),
-                       f"{name}_exp")
+    ex = compute_named(x.shape, names, lambda *i: store(
+        _e.exp(_rounded(load(x, i) - mx[stat(i)], x.dtype)), x.dtype), f"{name}_exp")
     k2 = _r.reduce_axis(x.shape[axis], name="k")
-    sm = compute_named(stat_shape, names, lambda *i: _r.sum(ex[along(i, k2)], axis=k2),
+    sm = compute_named(stat_shape, names, lambda *i: _r.sum(load(ex, along(i, k2)), axis=k2),
                        f"{name}_sum")
     return names, stat, mx, ex, sm
+
+
+def _rounded(v: _e.PrimExpr, dtype: str) -> _e.PrimExpr:
+    """``v`` rounded to the storage dtype ``dtype`` and read back (a no-op for float32)."""
+    return _e.cast(v.dtype, _e.cast(dtype, v))
 
 
 def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, in four stages:
     ``<name>_max``, ``<name>_exp``, ``<name>_sum`` and the division ``<name>``."""
     names, stat, _, ex, sm = _softmax_stages(x, axis, "softmax", name)
-    return compute_named(x.shape, names, lambda *i: store(ex[i] / sm[stat(i)], x.dtype), name)
+    return compute_named(x.shape, names, lambda *i: store(
+        load(ex, i) / _rounded(sm[stat(i)], x.dtype), x.dtype), name)
 
 
 def log_softmax(x: Tensor, axis: int = -1, name: str = "log_softmax") -> Tensor:
     """``x - max - log(sum(exp(x - max)))`` along ``axis``; stages as :func:`softmax`."""
     names, stat, mx, _, sm = _softmax_stages(x, axis, "log_softmax", name)
     return compute_named(x.shape, names, lambda *i: store(
-        load(x, i) - mx[stat(i)] - _e.log(sm[stat(i)]), x.dtype), name)
+        _rounded(load(x, i) - mx[stat(i)], x.dtype)
+        - _rounded(_e.log(_rounded(sm[stat(i)], x.dtype)), x.dtype), x.dtype), name)
 
 
 def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None,
@@ -67,7 +77,8 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
                name: str = "layer_norm"):
     """``(x - mean) / sqrt(var + epsilon) * gamma + beta``, mean and (biased) variance over
     the dimensions ``axis, axis+1, ..., last`` (ONNX LayerNormalization's ``axis``).
-    ``gamma`` and ``beta`` (optional) broadcast to those dimensions. Stages: ``<name>_sum``,
+    ``gamma`` and ``beta`` (optional) broadcast to those dimensions. Stages: ``<name>_sum``
+    (of the deviations from the first normalized element, so equal values give exactly 0),
     ``<name>_mean``, ``<name>_sqsum`` (squared deviations from the mean: two passes, for
     accuracy), ``<name>_inv_std`` and ``<name>``. With ``return_stats`` the result is
     ``(y, mean, inv_std)``, the statistics in the compute dtype with the normalized
@@ -96,11 +107,17 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
     def reduce_axes():
         return [_r.reduce_axis(s, name=f"k{d}") for d, s in enumerate(inner)]
 
+    # Sum the deviations from each row's first element, not the values: a row of equal
+    # values then has a mean of exactly that value and normalizes to exactly 0, as the exact
+    # formula says (a float sum times 1/n would be off by an ulp, and 1/sqrt(eps) magnifies it).
+    first = (_e.const(0),) * len(inner)
     r1 = reduce_axes()
-    total = compute_named(stat_shape, names,
-                          lambda *i: _r.sum(load(x, tuple(i[:axis]) + tuple(r1)), axis=r1),
-                          f"{name}_sum")
-    mean = compute_named(stat_shape, names, lambda *i: total[i] * inv_n, f"{name}_mean")
+    total = compute_named(stat_shape, names, lambda *i: _r.sum(
+        load(x, tuple(i[:axis]) + tuple(r1)) - load(x, tuple(i[:axis]) + first), axis=r1),
+        f"{name}_sum")
+    mean = compute_named(stat_shape, names,
+                         lambda *i: load(x, tuple(i[:axis]) + first) + total[i] * inv_n,
+                         f"{name}_mean")
     r2 = reduce_axes()
 
     def sq_dev(*i):
