@@ -26,9 +26,9 @@ unsupported. The documented limitations are:
   low-bit storage types (float8, float4, int4, int2): string, complex;
 * sequences, maps and optionals as values;
 * BatchNormalization with ``training_mode=1``; MaxPool's second output (Indices);
-  Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
-  ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
-  operand);
+  Constant with strings or sparse values; Einsum equations that take a diagonal (a letter
+  repeated in one operand); RNN/GRU/LSTM activations that take ``activation_alpha`` /
+  ``activation_beta``, and LSTM's ``input_forget``;
 * ops outside the supported list (a case whose model uses one is not run);
 * models that onnx's own checker (``check_model(full_check=True)``, which every import runs)
   rejects: with onnx 1.23, ``test_mvn``, whose MeanVarianceNormalization function body fails
