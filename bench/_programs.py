@@ -24,16 +24,21 @@ import mlcbook as mb
 from mlcbook.graph.default_schedule import register_tile
 
 
-def matmul_naive(n: int):
+def matmul_naive(n: int, in_dtype: str = "float32"):
+    """C = A @ B, n x n, accumulated in float32; A and B may be another float type
+    (``in_dtype="bfloat16"``), widened to float32 as they are loaded."""
+    a, b = "A[vi, vk]", "B[vk, vj]"
+    if in_dtype != "float32":
+        a, b = f'T.Cast("float32", {a})', f'T.Cast("float32", {b})'
     return mb.script.parse(f'''
 @T.prim_func
-def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), C: T.Buffer(({n}, {n}), "float32")):
+def matmul(A: T.Buffer(({n}, {n}), "{in_dtype}"), B: T.Buffer(({n}, {n}), "{in_dtype}"), C: T.Buffer(({n}, {n}), "float32")):
     for i, j, k in T.grid({n}, {n}, {n}):
         with T.block("C"):
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
             with T.init():
                 C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+            C[vi, vj] = C[vi, vj] + {a} * {b}
 ''')
 
 
@@ -54,13 +59,14 @@ def matmul(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"
 ''')
 
 
-def matmul_best(n: int, mr: int | None = None, nr: int | None = None):
+def matmul_best(n: int, mr: int | None = None, nr: int | None = None,
+                in_dtype: str = "float32"):
     """The hand schedule: B packed in panels of ``nr`` columns, ``mr x nr`` register tiles
     (default: the tile the default schedule picks for this machine's registers)."""
     if mr is None or nr is None:
         mr, nr = register_tile(n, n)
     lanes = mb.Target("llvm").vector_lanes()
-    sch = mb.Schedule(matmul_naive(n))
+    sch = mb.Schedule(matmul_naive(n, in_dtype))
     block = sch.get_block("C")
     sch.transform_layout(block, "B", lambda k, j: (j // nr, k, j % nr))
     write_back = sch.cache_write(block, 0, "local")

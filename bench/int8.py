@@ -8,11 +8,24 @@ mlcbook and for onnxruntime, so mlcbook's int8 speed-up stands beside onnxruntim
     python bench/int8.py --sizes 256 --rounds 2 --save   # smoke run; --save writes RESULTS_int8.md
     python bench/int8.py --models           # the matmul only
 
-The int8 kernel uses the best u8 x i8 dot intrinsic of this machine: VNNI's ``vpdpbusd``
-(16 lanes, 64 products per instruction) where the CPU has AVX-512 VNNI, else the AVX2
-widening multiply-add (8 lanes). The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16
->= 1.5x fp32) can only be judged on a CPU with VNNI / AVX-512 BF16; the table says which
-intrinsic ran. Operations are counted as 2 n^3 (a multiply and an add per term).
+The int8 rows, each named by the tensor call that ran (read from the lowered program):
+
+- ``7-bit weights`` and ``8-bit weights``: the kernel of a quantized model's dense layer
+  (``int8_matmul_tiled`` under its default schedule). With AVX2 only, the register-tiled
+  ``pmaddubsw`` kernel for weights in [-64, 64] (onnxruntime's ``reduce_range``, proven by
+  ``pairs_fit_int16``) and the always-exact ``pmaddwd`` kernel for full-range weights; with
+  AVX-512 VNNI, ``vpdpbusd`` for both.
+- ``chapter 8``: ``schedule_int8_matmul``, one dot-product instruction per tile with the
+  sums in memory (the chapter's teaching kernel, ``x86.avx2.dot_u8i8_8x4`` on AVX2).
+
+The bf16 row is the fp32 schedule on bfloat16 inputs (widened to float32 as loaded, summed
+in float32): without AVX-512 BF16's ``vdpbf16ps`` it can at best match fp32, halving only
+the bytes the inputs take.
+
+The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16 >= 1.5x fp32) can only be judged on a
+CPU with VNNI / AVX-512 BF16. onnxruntime's MatMulInteger gets the 7-bit weights (its AVX2
+kernel saturates on full-range ones). Operations are counted as 2 n^3 (a multiply and an
+add per term).
 """
 
 from __future__ import annotations
@@ -28,7 +41,16 @@ from _common import Case, by_key, kernel_call, machine, measure, ort_session, ta
 SIZES = (1024,)
 MODELS = ("cnn", "mlp")
 THREADS = (1, 2)
-PROGRAMS = ("mlcbook int8", "mlcbook fp32 best", "numpy int32", "onnxruntime MatMulInteger")
+PROGRAMS = ("mlcbook int8, 7-bit weights", "mlcbook int8, 8-bit weights",
+            "mlcbook int8, chapter 8", "mlcbook bf16", "mlcbook fp32 best", "numpy int32",
+            "onnxruntime MatMulInteger")
+
+
+def tensor_calls(kernel) -> str:
+    """The tensor calls in a built kernel's lowered program, e.g. ``x86.u8i8_tile...``."""
+    import re
+    return ", ".join(sorted(set(re.findall(r'tensor_call\("([^"]+)"',
+                                           kernel.lowered.script())))) or "none"
 
 
 def _ort_matmul_integer(n: int):
@@ -42,57 +64,82 @@ def _ort_matmul_integer(n: int):
     return ort_session(model)
 
 
-def cases(sizes=SIZES) -> tuple[list[Case], str]:
+def cases(sizes=SIZES) -> tuple[list[Case], dict]:
     import mlcbook as mb
-    from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, pack_weights, \
-        schedule_int8_matmul
-    from mlcbook.tir.x86_intrinsics import best_dot_u8i8
+    from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, int8_matmul_tiled, \
+        pack_weights, schedule_int8_kernel, schedule_int8_matmul
+    from mlcbook.ops.int8_kernels import pack_int8
+    from mlcbook.tir.x86_intrinsics import pairs_fit_int16
     import _programs as P
-    intrin = best_dot_u8i8(mb.Target())
     lanes = dot_lanes()
     rng = np.random.default_rng(0)
-    out = []
+    out, calls = [], {}
     for n in sizes:
         a = rng.integers(0, 256, (n, n), dtype=np.uint8)
         # 7-bit weights: onnxruntime's AVX2 u8 x s8 kernel adds pairs of products in int16
         # with saturation (vpmaddubsw), so full-range int8 weights give it wrong sums (at
         # n=256, 99% of the outputs); its quantizer keeps weights in 7 bits (reduce_range)
         b = rng.integers(-64, 64, (n, n), dtype=np.int8)       # (N, K)
+        b8 = rng.integers(-128, 128, (n, n), dtype=np.int8)
         a32, bt32 = a.astype(np.int32), np.ascontiguousarray(b.T.astype(np.int32))
         ref = a32 @ bt32
+        tiled = {}
+        for label, w in (("7-bit weights", b), ("8-bit weights", b8)):
+            wp = pack_int8(w)
+            kern = mb.build(schedule_int8_kernel(int8_matmul_tiled(n, n, n, pairs_fit_int16(wp))))
+            c = np.zeros((n, n // 16, 16), np.int32)
+            kern(a, wp, c)
+            if not np.array_equal(c.reshape(n, n), a32 @ w.T.astype(np.int32)):
+                raise SystemExit(f"int8 matmul ({label}) n={n}: wrong result")
+            tiled[label] = (kern, wp, c)
+            calls[f"mlcbook int8, {label}"] = tensor_calls(kern)
         kern = mb.build(schedule_int8_matmul(int8_matmul(n, n, n, lanes)))
+        calls["mlcbook int8, chapter 8"] = tensor_calls(kern)
         c = np.zeros((n, n), np.int32)
         bp = pack_weights(b, lanes)
         kern(a, bp, c)
         if not np.array_equal(c, ref):
-            raise SystemExit(f"int8 matmul n={n}: wrong result")
+            raise SystemExit(f"int8 matmul (chapter 8) n={n}: wrong result")
         fa, fb = a.astype(np.float32), np.ascontiguousarray(b.T.astype(np.float32))
         fkern = mb.build(P.matmul_best(n))
         fc = np.zeros((n, n), np.float32)
+        # bf16: the fp32 schedule on bfloat16 A and B, widened on load, fp32 accumulation
+        # (no AVX-512 BF16 dot instruction is used: this measures the storage format only)
+        ha, hb = fa.astype("bfloat16"), fb.astype("bfloat16")
+        hkern, hc = mb.build(P.matmul_best(n, in_dtype="bfloat16")), np.zeros((n, n), np.float32)
+        hkern(ha, hb, hc)
+        hwant = ha.astype(np.float32).astype(np.float64) @ hb.astype(np.float32).astype(np.float64)
+        if not np.allclose(hc, hwant, rtol=1e-4, atol=1e-2 * n):
+            raise SystemExit(f"bf16 matmul n={n}: wrong result")
         sess = _ort_matmul_integer(n)
         bkn = np.ascontiguousarray(b.T)
         if not np.array_equal(sess.run(None, {"A": a, "B": bkn})[0], ref):
             raise SystemExit(f"onnxruntime MatMulInteger n={n}: wrong result")
         c_np = np.empty((n, n), np.int32)
         for t in (1, 2):
-            out.append(Case("int8", (n, "mlcbook int8"), t, kernel_call(kern, a, bp, c)))
+            for label, (k8, wp, c8) in tiled.items():
+                out.append(Case("int8", (n, f"mlcbook int8, {label}"), t,
+                                kernel_call(k8, a, wp, c8)))
+            out.append(Case("int8", (n, "mlcbook int8, chapter 8"), t,
+                            kernel_call(kern, a, bp, c)))
             out.append(Case("int8", (n, "mlcbook fp32 best"), t, kernel_call(fkern, fa, fb, fc)))
+            out.append(Case("int8", (n, "mlcbook bf16"), t, kernel_call(hkern, ha, hb, hc)))
             out.append(Case("int8", (n, "onnxruntime MatMulInteger"), t,
                             lambda s=sess, a=a, b=bkn: s.run(None, {"A": a, "B": b})))
         # numpy's integer matmul does not use BLAS nor threads: one thread only, and at
         # n >= 1024 it takes seconds, so it is measured once there
         out.append(Case("int8", (n, "numpy int32"), 1,
                         lambda x=a32, y=bt32, o=c_np: np.matmul(x, y, out=o), once=n >= 1024))
-    return out, intrin.name if intrin else "none"
+    return out, calls
 
 
-def report(all_cases: list[Case], intrin: str) -> str:
+def report(all_cases: list[Case], calls: dict) -> str:
     by = by_key(all_cases)
     rows = []
     for n in sorted({c.key[0] for c in all_cases}):
         ops = 2 * n**3
         for p in PROGRAMS:
-            cells = [f"{n}", p]
+            cells = [f"{n}", p, f"`{calls[p]}`" if p in calls else ""]
             for t in (1, 2):
                 c = by.get(((n, p), t)) or by.get(((n, p), 1))
                 g = ops / c.median / 1e9
@@ -100,13 +147,12 @@ def report(all_cases: list[Case], intrin: str) -> str:
                 mark = " †" if c.threads != t else ""
                 cells += [f"{g:.1f}{mark}{' (1 run)' if c.once else ''}", f"{g / f32:.2f}x"]
             rows.append(cells)
-    head = (f"machine: {machine()}; int8 intrinsic used: {intrin}. VNNI and BF16 figures "
-            "need a CPU with AVX-512 VNNI / BF16" + ("" if "vnni" in intrin else
-                                                     "; this one has neither, so the 2.5x "
-                                                     "(int8 VNNI) and 1.5x (bf16) targets "
-                                                     "cannot be measured here") + ".\n"
+    vnni = any("vpdpbusd" in v for v in calls.values())
+    head = (f"machine: {machine()}. VNNI and BF16 figures need a CPU with AVX-512 VNNI / "
+            "BF16" + ("" if vnni else "; this one has neither, so the 2.5x (int8 VNNI) and "
+                                     "1.5x (bf16) targets cannot be measured here") + ".\n"
             "† measured with 1 thread only.\n\n")
-    return head + table(["n", "program", "GOP/s, 1 thread", "vs fp32 best",
+    return head + table(["n", "program", "tensor call", "GOP/s, 1 thread", "vs fp32 best",
                          "GOP/s, 2 threads", "vs fp32 best"], rows)
 
 
@@ -126,9 +172,10 @@ def _output_step(qmodel) -> float:
     return float(numpy_helper.to_array(next(i for i in g.initializer if i.name == last.input[1])))
 
 
-def model_cases(models=MODELS) -> list[Case]:
+def model_cases(models=MODELS) -> tuple[list[Case], dict]:
     """Each model in fp32 and QDQ int8, compiled by mlcbook and run by onnxruntime; the int8
-    outputs must agree within one quantization step of the output."""
+    outputs must agree within one quantization step of the output. Also returns each
+    model's int8 tensor calls."""
     import logging
 
     import onnxruntime as ort
@@ -136,7 +183,7 @@ def model_cases(models=MODELS) -> list[Case]:
     import mlcbook as mb
     from mlcbook.frontend.quantize import quantize_qdq
     rng = np.random.default_rng(0)
-    out = []
+    out, calls = [], {}
     for name in models:
         model, shape = _model(name)
         logging.disable(logging.WARNING)   # onnxruntime's advice to pre-process, at length
@@ -147,6 +194,9 @@ def model_cases(models=MODELS) -> list[Case]:
         x = rng.standard_normal(shape).astype(np.float32)
         for kind, m in (("fp32", model), ("int8", qmodel)):
             exe = mb.compile(mb.from_onnx(m))
+            if kind == "int8":
+                calls[name] = ", ".join(sorted({tensor_calls(k) for k in exe.kernels.values()}
+                                               - {"none"}))
             got = exe(x)
             for t in THREADS:
                 opts = ort.SessionOptions()
@@ -160,10 +210,10 @@ def model_cases(models=MODELS) -> list[Case]:
                 out.append(Case("model", (name, f"onnxruntime {kind}"), t,
                                 lambda s=sess, x=x: s.run(None, {"input": x})))
                 out.append(Case("model", (name, f"mlcbook {kind}"), t, lambda e=exe, x=x: e(x)))
-    return out
+    return out, calls
 
 
-def model_report(all_cases: list[Case]) -> str:
+def model_report(all_cases: list[Case], calls: dict) -> str:
     by = by_key(all_cases)
     rows = []
     for name in sorted({c.key[0] for c in all_cases}):
@@ -176,7 +226,8 @@ def model_report(all_cases: list[Case]) -> str:
                         [f"{ms['onnxruntime fp32'] / ms['onnxruntime int8']:.2f}x"])
     return ("Quantized models (QDQ, quantize_static: uint8 activations, int8 weights): "
             "speed-up = fp32 time / int8 time, higher is better; medians of interleaved "
-            "repeats.\n\n" + table(
+            "repeats. The int8 tensor calls that ran: " + "; ".join(
+                f"{m}: `{c}`" for m, c in sorted(calls.items())) + ".\n\n" + table(
                 ["model", "threads", "mlcbook fp32 ms", "mlcbook int8 ms", "mlcbook speed-up",
                  "onnxruntime fp32 ms", "onnxruntime int8 ms", "onnxruntime speed-up"], rows))
 
@@ -189,10 +240,10 @@ def main(argv=None) -> None:
                     help="quantized models to run (none: the matmul only)")
     ap.add_argument("--save", action="store_true", help="write bench/RESULTS_int8.md")
     args = ap.parse_args(argv)
-    cs, intrin = cases(args.sizes)
-    ms = model_cases(args.models)
+    cs, calls = cases(args.sizes)
+    ms, model_calls = model_cases(args.models)
     measure(cs + ms, args.rounds)
-    text = report(cs, intrin) + ("\n\n" + model_report(ms) if ms else "")
+    text = report(cs, calls) + ("\n\n" + model_report(ms, model_calls) if ms else "")
     print(text)
     if args.save:
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_int8.md")

@@ -19,6 +19,14 @@ def test_matmul_programs_match_numpy(program):
     np.testing.assert_allclose(mb.build(program(128))(a, b), a @ b, rtol=1e-4, atol=1e-3)
 
 
+def test_bf16_matmul_program_widens_its_inputs_and_sums_in_float32():
+    a, b = RNG.standard_normal((2, 64, 64)).astype("bfloat16")
+    want = a.astype("float64") @ b.astype("float64")
+    got = mb.build(P.matmul_best(64, in_dtype="bfloat16"))(a, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_conv2d_program_matches_a_direct_convolution():
     x = RNG.standard_normal((1, 4, 6, 6)).astype("float32")
     w = RNG.standard_normal((8, 4, 3, 3)).astype("float32")

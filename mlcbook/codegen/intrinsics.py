@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from ..tir.expr import is_int, is_unsigned
 from .llvm_types import I32, reg_type
 
 _INTRINSIC = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "pow": "llvm.pow",
@@ -31,9 +32,9 @@ def emit_math(em, name: str, dtype: str, xs: list) -> ir.Value:
         wide = [B.fpext(x, reg_type("float32", lanes)) for x in xs]
         return B.fptrunc(emit_math(em, name, "float32", wide), reg_type("float16", lanes))
     if name == "abs":
-        if dtype == "uint8":
+        if is_unsigned(dtype):
             return xs[0]
-        if dtype.startswith("int"):
+        if is_int(dtype):
             return em.intrinsic("llvm.abs", [xs[0], ir.Constant(ir.IntType(1), 0)])
         return em.intrinsic("llvm.fabs", xs)
     fl = em.fflags

@@ -19,7 +19,8 @@ import llvmlite.ir as ir
 
 from ..errors import BuildError
 from ..tir.arith import int_bounds
-from ..tir.expr import BufferLoad, Const, Select, is_float, is_int
+from ..tir.expr import BufferLoad, Const, Select, bits, is_float, is_int, is_unsigned
+from ..tir.scalar import round_bf16
 from ..tir.functor import ExprFunctor, Visitor
 from .llvm_types import I32, PTR, itemsize, mangle, mem_type, reg_type
 
@@ -62,6 +63,8 @@ class ExprEmitter(ExprFunctor):
         t = reg_type(dtype)
         if dtype == "bool":
             value = int(bool(value))
+        elif dtype == "bfloat16":
+            value = round_bf16(float(value))
         c = ir.Constant(t, value)
         if lanes:
             return ir.Constant(ir.VectorType(t, lanes), [c] * lanes)
@@ -189,7 +192,7 @@ class ExprEmitter(ExprFunctor):
         if is_float(dt):
             # != is true for NaN operands, as in numpy
             return B.fcmp_unordered(op, x, y) if op == "!=" else B.fcmp_ordered(op, x, y)
-        if dt in ("uint8", "bool"):
+        if is_unsigned(dt) or dt == "bool":
             return B.icmp_unsigned(op, x, y)
         return B.icmp_signed(op, x, y)
 
@@ -197,7 +200,7 @@ class ExprEmitter(ExprFunctor):
         """Floor division / modulo; ``x // 0`` and ``x % 0`` are 0, as numpy gives."""
         B = self.b
         zero, one = self.like(x, 0), self.like(x, 1)
-        if dt == "uint8":
+        if is_unsigned(dt):
             if cb is not None and cb != 0:
                 return B.udiv(x, y) if op == "//" else B.urem(x, y)
             is0 = B.icmp_unsigned("==", y, zero)
@@ -263,12 +266,19 @@ class ExprEmitter(ExprFunctor):
         if is_int(src) and is_int(dst):
             ws, wd = reg_type(src).width, reg_type(dst).width
             if wd > ws:
-                return B.zext(x, ty) if src == "uint8" else B.sext(x, ty)
+                return B.zext(x, ty) if is_unsigned(src) else B.sext(x, ty)
             return B.trunc(x, ty) if wd < ws else x
+        if dst == "bfloat16":
+            # through float32, rounded to bfloat16 there (float64 rounds twice, rarely off)
+            return self.round_bf16(self._convert(x, src, "float32", lanes))
+        if src == "bfloat16":
+            return self._convert(x, "float32", dst, lanes)  # its register holds a float32
         if is_int(src):
-            return B.uitofp(x, ty) if src == "uint8" else B.sitofp(x, ty)
+            return B.uitofp(x, ty) if is_unsigned(src) else B.sitofp(x, ty)
+        if is_unsigned(dst):
+            return self._float_to_unsigned(x, dst, lanes)
         if is_int(dst):
-            return B.fptoui(x, ty) if dst == "uint8" else B.fptosi(x, ty)
+            return B.fptosi(x, ty)
         if itemsize(dst) > itemsize(src):
             return B.fpext(x, ty)
         if src == "float64" and dst == "float16":
@@ -277,6 +287,31 @@ class ExprEmitter(ExprFunctor):
             # rounds twice, which differs from direct rounding only in rare ties.
             x = B.fptrunc(x, reg_type("float32", lanes))
         return B.fptrunc(x, ty)
+
+    def _float_to_unsigned(self, x, dst: str, lanes) -> ir.Value:
+        """float -> unsigned as the interpreter does it: truncate, then wrap (-1.0 -> 255 for
+        uint8). ``fptoui`` of a negative value is poison, so narrow types convert through a
+        wider signed type; uint64 picks ``fptoui`` from 2**63 up, ``fptosi`` below."""
+        B = self.b
+        if bits(dst) < 64:
+            wide = "int32" if bits(dst) < 32 else "int64"
+            return B.trunc(B.fptosi(x, reg_type(wide, lanes)), reg_type(dst, lanes))
+        big = B.fcmp_ordered(">=", x, self.like(x, 2.0 ** 63))
+        ty = reg_type(dst, lanes)
+        return B.select(big, B.fptoui(x, ty), B.fptosi(x, ty))
+
+    def round_bf16(self, x: ir.Value) -> ir.Value:
+        """A float32 value (or vector) rounded to the nearest bfloat16, ties to even, still as a
+        float32: add ``0x7FFF`` plus the lowest kept bit to the bit pattern and clear the low 16
+        bits. A NaN keeps its sign and becomes quiet (it could otherwise round to inf)."""
+        B = self.b
+        i32 = reg_type("int32", self.lanes_of(x))
+        b = B.bitcast(x, i32)
+        odd = B.and_(B.lshr(b, self.like(b, 16)), self.like(b, 1))
+        rounded = B.add(b, B.add(odd, self.like(b, 0x7FFF)))
+        nan = B.or_(b, self.like(b, 0x00400000))
+        b = B.select(B.fcmp_unordered("uno", x, x), nan, rounded)
+        return B.bitcast(B.and_(b, self.like(b, -0x10000)), x.type)
 
     def expr_Select(self, e) -> Val:
         c = self.expr(e.cond)
@@ -321,7 +356,8 @@ class ExprEmitter(ExprFunctor):
     def expr_Call(self, e) -> Val:
         from .intrinsics import emit_math
         args = [self.expr(a) for a in e.args]
-        return self._lift(lambda *xs: emit_math(self, e.name, e.dtype, list(xs)), *args)
+        dt = "float32" if e.dtype == "bfloat16" else e.dtype  # computed in its register type
+        return self._lift(lambda *xs: emit_math(self, e.name, dt, list(xs)), *args)
 
     # --- memory -------------------------------------------------------------------------------
     def _index(self, e) -> Val:
@@ -376,6 +412,10 @@ class ExprEmitter(ExprFunctor):
             kind = V
         if dt == "bool":
             x = B.icmp_unsigned("!=", x, self.like(x, 0))
+        elif dt == "bfloat16":  # the 16 bits are the upper half of a float32
+            lanes = self.lanes_of(x)
+            wide = B.zext(x, reg_type("int32", lanes))
+            x = B.bitcast(B.shl(wide, self.like(wide, 16)), reg_type("float32", lanes))
         return Val(kind, x)
 
     def _masked(self, name: str, data_type, ptr_type, args, returns: bool) -> ir.Value:
@@ -392,6 +432,8 @@ class ExprEmitter(ExprFunctor):
         B = self.b
         if dt == "bool":
             value = self._lift(lambda x: B.zext(x, mem_type(dt, self.lanes_of(x))), value)
+        elif dt == "bfloat16":
+            value = self._lift(self._bf16_bits, value)
         if self.lanes is None or (idx.kind == S and value.kind == S and self.mask is None):
             p = B.gep(base, [idx.value], source_etype=ety, inbounds=True)
             B.store(value.value, p, align=align)
@@ -410,6 +452,12 @@ class ExprEmitter(ExprFunctor):
         ptrs = self._ptrs(base, idx, ety)
         self._masked("llvm.masked.scatter", data.type, ptrs.type,
                      [data, ptrs, ir.Constant(I32, align), self._all_lanes()], False)
+
+    def _bf16_bits(self, x: ir.Value) -> ir.Value:
+        """The bfloat16 bit pattern (``i16``) of a float32 register value, rounded."""
+        B, lanes = self.b, self.lanes_of(x)
+        b = B.bitcast(self.round_bf16(x), reg_type("int32", lanes))
+        return B.trunc(B.lshr(b, self.like(b, 16)), mem_type("bfloat16", lanes))
 
     def _buffer(self, buf):
         try:

@@ -21,7 +21,7 @@ import llvmlite.ir as ir
 from ..errors import BuildError, MissingFeatureError
 from ..tir.expr import TensorCall
 from ..tir.functor import post_order_visit
-from ..tir.x86_intrinsics import FMA_KERNELS
+from ..tir.x86_intrinsics import FMA_KERNELS, TILE_COLS, parse_tile_op
 from .llvm_types import I32, reg_type
 
 
@@ -46,6 +46,9 @@ def tensor_call(name: str, features=()) -> Callable[[Callable], Callable]:
 
 
 def lookup(name: str) -> TensorCallOp:
+    if name not in TENSOR_CALLS and parse_tile_op(name) is not None:
+        variant, rows, depth = parse_tile_op(name)
+        tensor_call(name, ("avx2",))(_TILE_EMITTERS[variant](rows, depth))
     try:
         return TENSOR_CALLS[name]
     except KeyError:
@@ -225,6 +228,96 @@ def _fma_tile(lanes: int, rows: int, cols: int, depth: int):
 
     return emit
 
+
+def _tile_strides(strides):
+    """Check the strides of a u8i8 tile call; return (A row stride, B group stride,
+    C row stride) in elements."""
+    (sa, sb, sc) = strides
+    if sa[-1] != 1 or sb[-2:] != (4, 1) or sc[-1] != 1:
+        raise BuildError("the int8 tile kernels read A rows with k innermost, B as packed "
+                         "16 x 4 tiles and C rows contiguous; got strides "
+                         f"{sa}, {sb}, {sc}. Instead: pack the weights with pack_int8")
+    return sa[0], sb[0], sc[0]
+
+
+def _tile_sums(em, c, cs: int, rows: int):
+    """The int32 sums of a rows x 16 tile of C, two ``<8 x i32>`` per row."""
+    return [[em.b.load(_at(em, c, r * cs + h * 8, I32), typ=_vec(8, I32), align=4)
+             for h in range(TILE_COLS // 8)] for r in range(rows)]
+
+
+def _store_tile(em, c, cs: int, acc) -> None:
+    for r, row in enumerate(acc):
+        for h, v in enumerate(row):
+            em.b.store(v, _at(em, c, r * cs + h * 8, I32), align=4)
+
+
+def _tile_pmaddubsw(rows: int, depth: int):
+    """Per group of 4 terms: the 16 x 4 weight tile as two ``<32 x i8>`` (8 columns each),
+    each row's 4 activations broadcast to all 8 columns; ``vpmaddubsw`` sums the two
+    pairs of u8 x s8 products in int16 (saturating: see ``pairs_fit_int16``) and
+    ``vpmaddwd`` by ones adds the pairs into the int32 sums held in registers."""
+
+    def emit(em, ptrs, strides):
+        a, b, c = ptrs
+        sa, sb, sc = _tile_strides(strides)
+        B, i8, i16 = em.b, ir.IntType(8), ir.IntType(16)
+        ones = ir.Constant(_vec(16, i16), [1] * 16)
+        acc = _tile_sums(em, c, sc, rows)
+        for d in range(depth):
+            w = [B.load(_at(em, b, d * sb + h * 32, i8), typ=_vec(32, i8), align=1)
+                 for h in range(2)]
+            for r in range(rows):
+                x = B.load(_at(em, a, r * sa + d * 4, i8), typ=I32, align=1)
+                x = B.bitcast(_splat(em, x, 8), _vec(32, i8))
+                for h in range(2):
+                    p = _call(em, "llvm.x86.avx2.pmadd.ub.sw", _vec(16, i16), [x, w[h]])
+                    acc[r][h] = B.add(acc[r][h], _call(em, "llvm.x86.avx2.pmadd.wd",
+                                                       _vec(8, I32), [p, ones]))
+        _store_tile(em, c, sc, acc)
+
+    return emit
+
+
+def _tile_pmaddwd(rows: int, depth: int):
+    """Per group of 4 terms: the weight tile sign-extended to int16, four ``<16 x i16>``
+    of 4 columns x 4 terms; each row's 4 activations zero-extended and broadcast to the 4
+    columns; ``vpmaddwd`` gives one int32 per (column, pair of terms), kept as pairs in
+    registers over the depth and added into columns once at the end."""
+
+    def emit(em, ptrs, strides):
+        a, b, c = ptrs
+        sa, sb, sc = _tile_strides(strides)
+        B, i8, i16, i64 = em.b, ir.IntType(8), ir.IntType(16), ir.IntType(64)
+        zero = ir.Constant(_vec(8, I32), [0] * 8)
+        pairs = [[zero] * 4 for _ in range(rows)]
+        for d in range(depth):
+            w = [B.sext(B.load(_at(em, b, d * sb + g * 16, i8), typ=_vec(16, i8), align=1),
+                        _vec(16, i16)) for g in range(4)]
+            for r in range(rows):
+                x = B.load(_at(em, a, r * sa + d * 4, i8), typ=_vec(4, i8), align=1)
+                x = B.bitcast(B.zext(x, _vec(4, i16)), i64)
+                x = B.bitcast(_splat(em, x, 4), _vec(16, i16))
+                for g in range(4):
+                    pairs[r][g] = B.add(pairs[r][g], _call(
+                        em, "llvm.x86.avx2.pmadd.wd", _vec(8, I32), [x, w[g]]))
+        acc = _tile_sums(em, c, sc, rows)
+        for r in range(rows):
+            for h in range(2):   # columns 8h..8h+7: pairs in lanes (2 col, 2 col + 1)
+                both = B.shuffle_vector(pairs[r][2 * h], pairs[r][2 * h + 1],
+                                        ir.Constant(_vec(16, I32), list(range(16))))
+                undef = ir.Constant(both.type, ir.Undefined)
+                even = B.shuffle_vector(both, undef, ir.Constant(_vec(8, I32),
+                                                                 list(range(0, 16, 2))))
+                odd = B.shuffle_vector(both, undef, ir.Constant(_vec(8, I32),
+                                                                list(range(1, 16, 2))))
+                acc[r][h] = B.add(acc[r][h], B.add(even, odd))
+        _store_tile(em, c, sc, acc)
+
+    return emit
+
+
+_TILE_EMITTERS = {"pmaddubsw": _tile_pmaddubsw, "pmaddwd": _tile_pmaddwd}
 
 for _name, (_lanes, _rows, _cols, _depth, _feats) in FMA_KERNELS.items():
     tensor_call(_name, _feats)(_fma_tile(_lanes, _rows, _cols, _depth))

@@ -22,14 +22,14 @@ must match onnx's expected outputs in shape, dtype and value (the case's rtol/at
 A case is *skipped*, never counted as a pass, when the importer reports something as
 unsupported. The documented limitations are:
 
-* element types other than bool, int8, uint8, int32, int64, float16, float32, float64
-  (int16, uint16, uint32, uint64, bfloat16, float8, int4, string, complex);
+* element types outside mlcbook's dtype table (:data:`mlcbook.tir.expr.DTYPES`) and its
+  low-bit storage types (float8, float4, int4, int2): string, complex;
 * sequences, maps and optionals as values;
 * BatchNormalization with ``training_mode=1`` (chapter 5's exercise 4 repairs such a
-  model); Constant with strings or sparse values; Resize in cubic mode, with antialiasing or with
-  ``tf_crop_and_resize``; Einsum equations that take a diagonal (a letter repeated in one
-  operand); Dropout in training with a nonzero ratio (its mask is random); Det of matrices
-  larger than 4 x 4;
+  model); Constant with strings or sparse values; Einsum equations that take a diagonal (a
+  letter repeated in one operand); RNN/GRU/LSTM activations that take ``activation_alpha`` /
+  ``activation_beta``, and LSTM's ``input_forget``; Dropout in training with a nonzero ratio
+  (its mask is random); Det of matrices larger than 4 x 4;
 * output shapes that depend on values: graphs have static shapes, so Compress takes its
   condition at import (the cases pass it as a constant), and NonZero, Unique and
   NonMaxSuppression are not supported;

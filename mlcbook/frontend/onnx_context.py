@@ -14,10 +14,16 @@ import numpy as np
 
 from ..graph.expr import Call, Constant, Expr, Function, Var, post_order
 from ..graph.interpret import evaluate
+from ..ops.types import GRAPH_DTYPES
 
 #: ONNX element types mlcbook supports, by TensorProto number
-DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
-           11: "float64"}
+DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+          9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+#: ONNX's low-bit types, by ml_dtypes' names (see mlcbook.ops.lowbit)
+DTYPES.update({17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2",
+               20: "float8_e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4_e2m1fn",
+               24: "float8_e8m0fnu", 25: "uint2", 26: "int2"})
+assert set(DTYPES.values()) == set(GRAPH_DTYPES)  # the loop IR's table is the source of truth
 
 class Unsupported(Exception):
     """Raised by a converter: this node uses something mlcbook does not support."""

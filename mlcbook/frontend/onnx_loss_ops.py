@@ -15,10 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
+from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
-
-_FLOATS = ("float16", "float32", "float64")
 
 
 def _check_reduction(attrs):
@@ -28,7 +27,7 @@ def _check_reduction(attrs):
 
 def _nll(cx, x, target, weight, attrs):
     """The loss of log-probabilities ``x`` (N, C, d...) for classes ``target`` (N, d...)."""
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"a loss of {x.dtype} values (mlcbook computes it for floats)")
     ignore = attrs.get("ignore_index")
     keep = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
+from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
@@ -60,7 +61,7 @@ def _mod(cx, ins, attrs):
 @converter("Mean")
 @guard_dtype
 def _mean(cx, ins, attrs):
-    if ins[0].dtype not in ("float16", "float32", "float64"):
+    if ins[0].dtype not in FLOAT_DTYPES:
         raise Unsupported(f"Mean of {ins[0].dtype} inputs (mlcbook averages floats)")
     acc = ins[0]
     for k, x in enumerate(ins[1:]):

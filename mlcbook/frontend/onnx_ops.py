@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import OpDTypeError
 from ..graph.expr import Constant, Expr
 from ..ops.nn import auto_pads
+from ..ops.types import LOWBIT_DTYPES
 from .onnx_context import Context, Unsupported, onnx_dtype
 
 
@@ -146,12 +147,27 @@ def _where(cx, ins, attrs):
     return cx.call("where", ins[0], ins[1], ins[2])
 
 
+def cast_value(cx: Context, x: Expr, dtype: str, attrs: dict) -> Expr:
+    """``x`` converted to ``dtype`` as ONNX's Cast converts (``attrs``: its ``saturate`` and
+    ``round_mode``): a low-bit type is decoded to float32 and encoded from numbers."""
+    if x.dtype == dtype:
+        return x
+    if x.dtype in LOWBIT_DTYPES:
+        last = dtype == "float32"
+        x = cx.call("lowbit_decode", x, format=x.dtype, suffix="" if last else "_decode")
+        if last:
+            return x
+    if dtype not in LOWBIT_DTYPES:
+        return cx.call("cast", x, dtype=dtype)
+    if x.dtype == "bool":
+        x = cx.call("cast", x, dtype="float32", suffix="_float")
+    return cx.call("lowbit_encode", x, format=dtype, saturate=bool(attrs.get("saturate", 1)),
+                   round_mode=attrs.get("round_mode", "up"))
+
+
 @converter("Cast", attrs=("to", "saturate", "round_mode"))
 def _cast(cx, ins, attrs):
-    dtype = onnx_dtype(attrs["to"], "the target type 'to'")
-    if ins[0].dtype == dtype:
-        return ins[0]
-    return cx.call("cast", ins[0], dtype=dtype)
+    return cast_value(cx, ins[0], onnx_dtype(attrs["to"], "the target type 'to'"), attrs)
 
 
 @converter("BitCast", attrs=("to",))

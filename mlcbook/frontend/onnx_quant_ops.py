@@ -3,8 +3,10 @@
 :mod:`mlcbook.ops.quant`.
 
 An absent zero point is a constant 0 (of ``uint8`` for QuantizeLinear, as ONNX says, or of
-its operand's dtype), so every graph op takes all of its inputs. Blocked quantization
-(``block_size``), float8/int4/16-bit element types and ``precision`` are not supported.
+its operand's dtype), so every graph op takes all of its inputs. The low-bit types (float8,
+float4, int4, int2) are composed of graph ops around ``lowbit_decode``/``lowbit_encode``
+(:mod:`mlcbook.ops.lowbit`). Blocked quantization (``block_size``), 16-bit element types
+and ``precision`` are not supported.
 
     >>> sorted(CONVERTERS["QuantizeLinear"].attrs)
     ['axis', 'block_size', 'output_dtype', 'saturate']
@@ -15,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
+from ..ops.types import LOWBIT_DTYPES
+from ..te.ops.lowbit import FORMATS
 from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import converter, guard_dtype, pool_window
 
@@ -36,17 +40,79 @@ def _or_zero(x, dtype: str):
            check=_check_block)
 @guard_dtype
 def _quantize(cx, ins, attrs):
-    dtype = onnx_dtype(attrs["output_dtype"], "the output_dtype") \
-        if attrs.get("output_dtype") else "uint8"
-    zp = _or_zero(ins[2] if len(ins) > 2 else None, dtype)
-    return cx.call("quantize_linear", ins[0], ins[1], zp, axis=attrs.get("axis", 1))
+    zp = _input(ins, 2)
+    if zp is not None:
+        dtype = zp.dtype
+    elif attrs.get("output_dtype"):
+        dtype = onnx_dtype(attrs["output_dtype"], "the output_dtype")
+    else:
+        dtype = "uint8"
+    if dtype in LOWBIT_DTYPES:
+        return _quantize_lowbit(cx, ins[0], ins[1], zp, dtype, attrs)
+    return cx.call("quantize_linear", ins[0], ins[1], _or_zero(zp, dtype),
+                   axis=attrs.get("axis", 1))
 
 
 @converter("DequantizeLinear", attrs=("axis", "block_size"), check=_check_block)
 @guard_dtype
 def _dequantize(cx, ins, attrs):
+    if ins[0].dtype in LOWBIT_DTYPES:
+        return _dequantize_lowbit(cx, ins[0], ins[1], _input(ins, 2), attrs.get("axis", 1))
     zp = _or_zero(ins[2] if len(ins) > 2 else None, ins[0].dtype)
     return cx.call("dequantize_linear", ins[0], ins[1], zp, axis=attrs.get("axis", 1))
+
+
+# --- the low-bit types: graph ops around lowbit_decode / lowbit_encode ----------------------------
+def _along(cx, p, x, axis: int, suffix: str):
+    """A scale or zero point shaped to broadcast against ``x``: one value, or one per index
+    of ``axis``."""
+    if p.type.size == 1:
+        return cx.call("reshape", p, shape=(), suffix=suffix)
+    ndim = len(x.shape)
+    axis %= max(ndim, 1)
+    shape = [1] * ndim
+    shape[axis] = p.type.size
+    return cx.call("reshape", p, shape=tuple(shape), suffix=suffix)
+
+
+def _float32(cx, v, suffix: str):
+    return v if v.dtype == "float32" else cx.call("cast", v, dtype="float32", suffix=suffix)
+
+
+def _quantize_lowbit(cx, x, scale, zp, dtype: str, attrs):
+    """ONNX's QuantizeLinear to a low-bit type: ``x / scale`` (in float16 when both are),
+    then for the integers rounded (ties to even), plus the zero point, clamped; for float8
+    converted as Cast converts (the zero point must be 0); for FLOAT4E2M1 plus the zero
+    point, converted."""
+    kind = FORMATS[dtype].kind   # not E8M0: onnx's checker refuses it here
+    axis = attrs.get("axis", 1)
+    if x.dtype != scale.dtype:
+        x, scale = _float32(cx, x, "_x"), _float32(cx, scale, "_scale")
+    q = cx.call("div", x, _along(cx, scale, x, axis, "_scale_b"), suffix="_div")
+    if kind == "int":
+        q = _float32(cx, cx.call("round", q, suffix="_round"), "_round32")
+    else:
+        q = _float32(cx, q, "_div32")
+    if zp is not None and (kind == "int" or dtype == "float4_e2m1fn"):
+        z = cx.call("lowbit_decode", zp, format=dtype, suffix="_zp")
+        q = cx.call("add", q, _along(cx, z, x, axis, "_zp_b"), suffix="_add")
+    if kind == "int":
+        f = FORMATS[dtype]
+        lo, hi = (-(1 << (f.bits - 1)), f.max_code) if f.signed else (0, f.max_code)
+        q = cx.call("clip", q, min=float(lo), max=float(hi), suffix="_clip")
+    return cx.call("lowbit_encode", q, format=dtype, saturate=bool(attrs.get("saturate", 1)))
+
+
+def _dequantize_lowbit(cx, x, scale, zp, axis: int):
+    """ONNX's DequantizeLinear of a low-bit tensor: ``(x - zero_point) * scale`` in float32
+    (a float8 zero point must be 0 and is not read), in the scale's dtype."""
+    dx = cx.call("lowbit_decode", x, format=x.dtype, suffix="_decode")
+    if zp is not None and FORMATS[x.dtype].kind != "float":
+        z = cx.call("lowbit_decode", zp, format=zp.dtype, suffix="_zp")
+        dx = cx.call("sub", dx, _along(cx, z, x, axis, "_zp_b"), suffix="_sub")
+    y = cx.call("mul", dx, _along(cx, _float32(cx, scale, "_scale"), x, axis, "_scale_b"),
+                suffix="" if scale.dtype == "float32" else "_mul")
+    return y if scale.dtype == "float32" else cx.call("cast", y, dtype=scale.dtype)
 
 
 def _input(ins, k):

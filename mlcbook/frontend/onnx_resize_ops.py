@@ -1,12 +1,15 @@
-"""Converters of ONNX's ``Resize`` and ``Upsample`` onto the graph op ``resize``: the output
-sizes and the coordinate scales are resolved at import from the ``scales`` or ``sizes``
-input (``axes`` and ``keep_aspect_ratio_policy`` included).
+"""Converters of ONNX's sampling ops: ``Resize`` and ``Upsample`` onto the graph op
+``resize`` (the output sizes and the coordinate scales are resolved at import from the
+``scales`` or ``sizes`` input, ``axes`` and ``keep_aspect_ratio_policy`` included);
+``GridSample`` and ``AffineGrid`` (its ``size`` a constant) onto ``grid_sample`` and
+``affine_grid``.
 
     >>> CONVERTERS["Upsample"].attrs
     frozenset({'mode', 'scales'})
 
-Nearest and linear modes are supported with every coordinate transformation but
-``tf_crop_and_resize``; cubic mode and antialiasing are reported as unsupported.
+Nearest, linear and cubic modes are supported with every coordinate transformation
+(``tf_crop_and_resize`` reads its region from the constant ``roi`` input), with
+``antialias`` too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import math
 
 import numpy as np
 
+from ..te.ops.grid_sample import MODES as GRID_MODES
+from ..te.ops.grid_sample import PADDING_MODES
 from ..te.ops.resize import COORDINATE_MODES, MODES
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
@@ -33,8 +38,6 @@ def _check_resize(attrs):
     if ctm not in COORDINATE_MODES:
         out.append(f"coordinate_transformation_mode={ctm!r} (supported: "
                    f"{', '.join(COORDINATE_MODES)})")
-    if attrs.get("antialias", 0):
-        out.append("antialias=1")
     return out
 
 
@@ -68,10 +71,23 @@ def _resize(cx, ins, attrs):
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
     sizes, scales = _resolve(x.shape, axes, cx.static(2, "scales"), cx.static(3, "sizes"),
                              policy)
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    roi = [(0.0, 1.0)] * rank
+    if ctm == "tf_crop_and_resize":
+        given = cx.static(1, "roi")
+        if given is None or given.size != 2 * len(axes):
+            raise Unsupported(f"tf_crop_and_resize needs roi with {2 * len(axes)} values "
+                              "(a start and an end per resized axis)")
+        given = given.reshape(-1).tolist()
+        for k, a in enumerate(axes):
+            roi[a] = (float(given[k]), float(given[k + len(axes)]))
     return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
-                   coordinate_transformation_mode=attrs.get("coordinate_transformation_mode",
-                                                            "half_pixel"),
-                   nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"))
+                   coordinate_transformation_mode=ctm,
+                   nearest_mode=attrs.get("nearest_mode", "round_prefer_floor"),
+                   cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
+                   exclude_outside=int(attrs.get("exclude_outside", 0)), roi=tuple(roi),
+                   extrapolation_value=float(attrs.get("extrapolation_value", 0.0)),
+                   antialias=int(attrs.get("antialias", 0)))
 
 
 @converter("Upsample", attrs=("mode", "scales"), static=(1,), check=_check_resize)
@@ -85,6 +101,36 @@ def _upsample(cx, ins, attrs):
     sizes, scales = _resolve(x.shape, list(range(len(x.shape))), scales, None, "stretch")
     return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
+#: GridSample's opset-16 names of its modes
+_GRID_MODES = {"bilinear": "linear", "bicubic": "cubic"}
+
+
+def _check_grid_sample(attrs):
+    mode = _GRID_MODES.get(attrs.get("mode", "linear"), attrs.get("mode", "linear"))
+    pad = attrs.get("padding_mode", "zeros")
+    out = [] if mode in GRID_MODES else [f"mode={mode!r} (supported: {', '.join(GRID_MODES)})"]
+    if pad not in PADDING_MODES:
+        out.append(f"padding_mode={pad!r} (supported: {', '.join(PADDING_MODES)})")
+    return out
+
+
+@converter("GridSample", attrs=("align_corners", "mode", "padding_mode"),
+           check=_check_grid_sample)
+@guard_dtype
+def _grid_sample(cx, ins, attrs):
+    mode = attrs.get("mode", "linear")
+    return cx.call("grid_sample", ins[0], ins[1], mode=_GRID_MODES.get(mode, mode),
+                   padding_mode=attrs.get("padding_mode", "zeros"),
+                   align_corners=attrs.get("align_corners", 0))
+
+
+@converter("AffineGrid", attrs=("align_corners",), static=(1,))
+@guard_dtype
+def _affine_grid(cx, ins, attrs):
+    size = tuple(int(s) for s in cx.static(1, "size").reshape(-1))
+    return cx.call("affine_grid", ins[0], size=size, align_corners=attrs.get("align_corners", 0))
 
 
 __all__ = ["CONVERTERS"]

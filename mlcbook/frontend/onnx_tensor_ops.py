@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Constant
+from ..ops.types import GRAPH_DTYPES
+from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Unsupported, onnx_dtype
-from .onnx_ops import CONVERTERS, converter, guard_dtype, pool_window
-
-_FLOATS = ("float16", "float32", "float64")
-_DTYPES = ("bool", "int8", "uint8", "int32", "int64") + _FLOATS
+from .onnx_ops import CONVERTERS, cast_value, converter, guard_dtype, pool_window
 
 
 def _const(value, dtype) -> Constant:
@@ -71,7 +70,7 @@ def _reduce(cx, ins, attrs):
         return _sum_of(cx, x, axes, keep, "", absolute=True)
     if op == "ReduceSumSquare":
         return _sum_of(cx, x, axes, keep, "", square=True)
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"{op} of {x.dtype} values (mlcbook computes it for floats)")
     if op == "ReduceL2":
         return cx.call("sqrt", _sum_of(cx, x, axes, keep, "_sum", square=True))
@@ -206,8 +205,7 @@ def _conv_transpose(cx, ins, attrs):
 
 @converter("CastLike", attrs=("saturate", "round_mode"))
 def _cast_like(cx, ins, attrs):
-    x, like = ins
-    return x if x.dtype == like.dtype else cx.call("cast", x, dtype=like.dtype)
+    return cast_value(cx, ins[0], ins[1].dtype, attrs)
 
 
 # --- normalizations -------------------------------------------------------------------------------
@@ -255,7 +253,7 @@ def _rms_norm(cx, ins, attrs):
     # x / sqrt(mean(x * x over the axes from `axis` on) + epsilon) * scale, computed in
     # float32 for float16 inputs (stash_type 1, the default), as ONNX's function body does
     x, scale = ins
-    if x.dtype not in _FLOATS:
+    if x.dtype not in FLOAT_DTYPES:
         raise Unsupported(f"RMSNormalization of {x.dtype} values (mlcbook computes it for floats)")
     nd = x.type.ndim
     axes = tuple(range(attrs.get("axis", -1) % nd, nd))
@@ -336,7 +334,7 @@ def _one_hot(cx, ins, attrs):
     idx = ins[0]
     depth = int(np.asarray(cx.static(1, "depth")).reshape(-1)[0])
     values = np.asarray(cx.static(2, "values")).reshape(-1)
-    if values.dtype.name not in _DTYPES:
+    if values.dtype.name not in GRAPH_DTYPES:
         raise Unsupported(f"OneHot values of dtype {values.dtype.name}")
     nd = idx.type.ndim + 1
     axis = attrs.get("axis", -1) % nd

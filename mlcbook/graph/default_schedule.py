@@ -28,8 +28,8 @@ import math
 from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
-from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad
+from ..tir.analysis import collect_blocks, free_vars
+from ..tir.expr import BufferLoad, PrimExpr
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize, For, SeqStmt
@@ -336,11 +336,31 @@ def tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
     return tiled, results
 
 
+#: a block whose value has more nodes than this is not inlined into a reader that reads it
+#: more than once: the loop IR shares no subexpressions, so each read would compute it again
+#: (and a chain of such blocks would grow exponentially)
+INLINE_COPY_LIMIT = 24
+
+
+def _size_and_loads(node, buf) -> tuple[int, int]:
+    """(expression nodes under ``node``, loads of ``buf`` among them)."""
+    count = [0, 0]
+
+    def visit(n):
+        if isinstance(n, PrimExpr):
+            count[0] += 1
+            count[1] += isinstance(n, BufferLoad) and n.buffer is buf
+    post_order_visit(node, visit)
+    return count[0], count[1]
+
+
 def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
     """Compute every elementwise block that writes an intermediate buffer inside the blocks
     that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
     chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
-    reads its inputs many times, and padding is cheaper copied once than tested each time."""
+    reads its inputs many times, and padding is cheaper copied once than tested each time.
+    So does a block of over :data:`INLINE_COPY_LIMIT` nodes that a reader reads twice or
+    more (the stages of a low-bit conversion)."""
     func = sch.func
     params = {id(p) for p in func.params}
     realizes = [node for stmt in root_stmts(func)
@@ -357,6 +377,10 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
         users = readers.get(id(buf), [])
         if id(buf) in params or not users or any(u in tiled for u in users):
             continue
+        if _size_and_loads(block.body, None)[0] > INLINE_COPY_LIMIT:
+            now = {b.block.name: b.block for b in collect_blocks(sch.func.body)}
+            if any(_size_and_loads(now[u].body, buf)[1] > 1 for u in users if u in now):
+                continue
         try:
             sch.compute_inline(sch.get_block(block.name))
         except ScheduleError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import LegalizeError, MLCError
 from ..ops import get as get_op
 from ..ops.legalize import scalar_free
-from ..ops.types import TensorType
+from ..ops.types import TensorType, storage_dtype
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Expr, Function
 from .fusion import FusionPlan, Group
@@ -44,7 +44,7 @@ def legalize_group(group: Group, name: str | None = None) -> PrimFunc:
     for k, a in enumerate(inputs):
         t = scalar_free(a.type)
         arg = _ARG_NAMES[k] if k < len(_ARG_NAMES) else f"arg{k}"
-        placeholders.append(te.placeholder(t.shape, t.dtype, name=arg))
+        placeholders.append(te.placeholder(t.shape, storage_dtype(t.dtype), name=arg))
         tensors[id(a)] = placeholders[-1]
     for c in group.calls:
         op = get_op(c.op)
@@ -58,7 +58,8 @@ def legalize_group(group: Group, name: str | None = None) -> PrimFunc:
         tensors[id(c)] = out
     out = tensors[id(group.output)]
     want = scalar_free(group.output.type)
-    if not isinstance(want, TensorType) or out.shape != want.shape or out.dtype != want.dtype:
+    if not isinstance(want, TensorType) or out.shape != want.shape \
+            or out.dtype != storage_dtype(want.dtype):
         raise LegalizeError(f"the fused group {group.name!r} computes {out.shape} {out.dtype} "
                             f"but its output's type is {want}")
     fname = name or "fused_" + "_".join(func_name(c) for c in group.calls)[:60]

@@ -15,7 +15,12 @@ so that each instruction reads one contiguous ``L x 4`` tile::
 :func:`schedule_int8_kernel` is the default schedule of the kernels that quantized models
 compile to (``int8_dense``, ``int8_conv2d``: :mod:`mlcbook.te.ops.int8_kernels`), whose
 weights are packed in tiles of 16 lanes: it tensorizes their ``*_int8_acc`` stage with 16
-lanes (VNNI) or two tiles of 8 (AVX2).
+lanes (VNNI), or, with AVX2 only, with a register-tiled kernel of
+:func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` (up to 4 rows x 16 columns of int32 sums kept
+in ymm registers over up to 64 terms). Which AVX2 kernel is a documented rule: a stage named
+``*_w7_int8_acc`` (``narrow=True``: the compiler proved the constant weights fit
+``vpmaddubsw``'s int16 pair sums) gets ``pmaddubsw``, every other stage the always-exact
+``pmaddwd``; the lowered program names the kernel in the block's ``tensor_intrin``.
 """
 
 from __future__ import annotations
@@ -28,10 +33,20 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..script import parse
-from ..te.ops.int8_kernels import ACC_SUFFIX, PACK_LANES
+from ..te import create_prim_func, placeholder
+from ..te.ops.int8_kernels import ACC_SUFFIX, NARROW_ACC_SUFFIX, PACK_LANES, int8_product
+from ..tir.arith import affine
+from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize, For, SeqStmt
-from ..tir.x86_intrinsics import best_dot_u8i8
+from ..tir.x86_intrinsics import DOT_VNNI, TILE_VARIANTS, best_dot_u8i8, u8i8_tile
+
+#: the most groups of 4 terms one register-tiled call sums (its code is unrolled)
+MAX_TILE_DEPTH = 16
+#: packed weight tiles (16 columns each) whose sums one row tile visits before the next
+#: row tile: 16 x 16 columns of a 1024-term product are 256 KiB, half of a Zen 3 L2
+COLUMN_BLOCK = 16
 
 
 def int8_matmul(m: int, n: int, k: int, lanes: int) -> PrimFunc:
@@ -87,6 +102,24 @@ def schedule_int8_matmul(func: PrimFunc, target=None) -> PrimFunc:
     return sch.func
 
 
+def int8_matmul_tiled(m: int, n: int, k: int, narrow: bool = False) -> PrimFunc:
+    """The PrimFunc ``(A (m, k) uint8, Wp (n // 16, k // 4, 16, 4) int8, C (m, n // 16, 16)
+    int32)`` of :func:`~mlcbook.te.ops.int8_kernels.int8_product`, weights packed by
+    ``pack_int8``, C the (m, n) product in memory; :func:`schedule_int8_kernel` schedules
+    it like a quantized model's dense layer. ``narrow=True`` promises weights that pass
+    :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (check them with it)::
+
+        func = int8_matmul_tiled(64, 128, 256, narrow=pairs_fit_int16(pack_int8(b)))
+        mb.build(schedule_int8_kernel(func))(a, pack_int8(b), c.reshape(64, 8, 16))
+    """
+    if n % PACK_LANES or k % 4:
+        raise ScheduleError(f"int8_matmul_tiled: n={n} must be a multiple of {PACK_LANES} "
+                            f"and k={k} of 4. Instead: pad the matrices (np.pad) first")
+    a = placeholder((m, k), "uint8", "A")
+    wp = placeholder((n // PACK_LANES, k // 4, PACK_LANES, 4), "int8", "Wp")
+    return create_prim_func([a, wp, int8_product(a, wp, "int8_matmul", narrow)])
+
+
 def int8_acc_blocks(func: PrimFunc) -> list[str]:
     """Names of the root blocks of ``func`` that are an int8 kernel's packed product."""
     return [name for name in _root_blocks(func) if name.endswith(ACC_SUFFIX)]
@@ -122,7 +155,10 @@ def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 
         block = sch.get_block(name)
         loops = sch.get_loops(block)
         work = math.prod(_extent(sch, lp) for lp in loops)
-        if name.endswith(ACC_SUFFIX):
+        if name.endswith(ACC_SUFFIX) and intrin is not DOT_VNNI:
+            variant = "pmaddubsw" if name.endswith(NARROW_ACC_SUFFIX) else "pmaddwd"
+            _tile_product(sch, block, variant, work >= parallel_work)
+        elif name.endswith(ACC_SUFFIX):
             _tensorize_product(sch, block, intrin.name, lanes, work >= parallel_work)
         else:
             _vectorize_rows(sch, loops, work >= parallel_work)
@@ -145,6 +181,42 @@ def _tensorize_product(sch: Schedule, block, intrin: str, lanes: int, parallel: 
         sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
 
 
+def _tile_product(sch: Schedule, block, variant: str, parallel: bool) -> None:
+    """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
+    ``(*outer, jo_o, row_o, jo_i, *window, ko_o, [row_i, ji, ko_i, ki])``, the bracket one
+    :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call: as many rows as divide the row
+    loop (at most the variant's register budget; 1 when neighbouring rows' activations are
+    not one row apart, which the tile cannot read) and the deepest ``ko`` tile up to
+    ``MAX_TILE_DEPTH`` that divides it."""
+    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
+    loops = sch.get_loops(block)
+    n_spatial = len(loops) - n_reduce
+    outer, row = loops[:n_spatial - 3], loops[n_spatial - 3]
+    jo, ji = loops[n_spatial - 2:n_spatial]
+    window, ko, ki = loops[n_spatial:-2], loops[-2], loops[-1]
+    most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), n_spatial - 3) else 1
+    rows = max(r for r in range(1, most + 1) if _extent(sch, row) % r == 0)
+    depth = max(d for d in range(1, MAX_TILE_DEPTH + 1) if _extent(sch, ko) % d == 0)
+    cols = max(c for c in range(1, COLUMN_BLOCK + 1) if _extent(sch, jo) % c == 0)
+    row_o, row_i = sch.split(row, [None, rows])
+    ko_o, ko_i = sch.split(ko, [None, depth])
+    jo_o, jo_i = sch.split(jo, [None, cols])
+    sch.reorder(*outer, jo_o, row_o, jo_i, *window, ko_o, row_i, ji, ko_i, ki)
+    sch.tensorize(row_i, u8i8_tile(variant, rows, depth).name)
+    if parallel:
+        sch.parallel(sch.fuse(*outer, jo_o, row_o))
+
+
+def _unit_row_step(block, k: int) -> bool:
+    """Whether the uint8 activations the block reads move by one row per step of its
+    ``k``-th iteration variable (a strided conv's move by the stride)."""
+    var = block.iter_vars[k].var
+    steps = []
+    post_order_visit(block.body, lambda n: steps.append(affine(n.indices[-2])) if isinstance(
+        n, BufferLoad) and n.buffer.dtype == "uint8" else None)
+    return all(a is not None and a.coeffs.get(var, 0) == 1 for a in steps)
+
+
 def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
     """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
     makes slow code), fuse the others and run them in parallel if ``parallel``."""
@@ -163,4 +235,5 @@ def _extent(sch: Schedule, loop) -> int:
 
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
-           "int8_acc_blocks", "schedule_int8_kernel"]
+           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH",
+           "COLUMN_BLOCK"]

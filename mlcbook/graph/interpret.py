@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ArgumentError, GraphError
 from ..ops import get as get_op
-from ..ops.types import TensorType, TupleType, Type
+from ..ops.types import TensorType, TupleType, Type, as_storage
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 
@@ -90,6 +90,8 @@ def _run_call_tir(mod: IRModule | None, call: CallTIR, args: list[np.ndarray]):
 
 def _as_param(a: np.ndarray, param) -> np.ndarray:
     # a 0-d tensor binds a (1,) buffer: the same memory (see mlcbook.graph.legalize)
+    # a low-bit tensor binds its uint8 storage
+    a = as_storage(a)
     if a.ndim == 0 and tuple(param.shape) == (1,):
         return a.reshape(1)
     return a

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ArtifactError, GraphError
 from ..ops import get as get_op
-from ..ops.types import GRAPH_DTYPES, TensorType, TupleType
+from ..ops.types import GRAPH_DTYPES, TensorType, TupleType, storage_dtype
 from .expr import Call, CallTIR, Constant, Function, Tuple, TupleGetItem, Var, post_order
 
 SLOT_KINDS = ("input", "const", "temp", "view")
@@ -140,7 +140,7 @@ def check_plan(plan: Plan, entries: Mapping[str, Any]) -> None:
         roots = [plan.root(a) for a in args]
         for j, (a, p) in enumerate(zip(args, params)):
             s = plan.slots[a]
-            if s.dtype != p.dtype or math.prod(s.shape) != math.prod(p.shape):
+            if storage_dtype(s.dtype) != p.dtype or math.prod(s.shape) != math.prod(p.shape):
                 raise bad(f"step {k} passes slot {a} ({s.dtype}{list(s.shape)}) as parameter "
                           f"{p.name!r} of {name!r}, which is {p.dtype}{list(p.shape)}")
             if j >= n_in and (plan.slots[roots[j]].kind != "temp" or roots.count(roots[j]) > 1):

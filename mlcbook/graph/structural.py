@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import StructuralMismatchError
+from ..ops.types import is_float_dtype
 from ..tir.function import IRModule, PrimFunc
 from ..tir.structural import structural_equal as tir_equal
 from ..tir.structural import structural_hash as tir_hash
@@ -29,7 +30,7 @@ class _Mismatch(Exception):
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    return bool(np.array_equal(a, b, equal_nan=is_float_dtype(a.dtype)))
 
 
 class _GraphEqual:

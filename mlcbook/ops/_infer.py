@@ -6,10 +6,11 @@ from typing import Sequence
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ..te.ops.util import broadcast_shapes as _broadcast_shapes
-from .types import TensorType
+from ..tir.expr import FLOAT_DTYPES, INT_DTYPES
+from .types import LOWBIT_DTYPES, TensorType
 
-FLOATS = ("float16", "float32", "float64")
-INTS = ("int8", "uint8", "int32", "int64")
+FLOATS = FLOAT_DTYPES
+INTS = INT_DTYPES
 NUMBERS = INTS + FLOATS
 
 
@@ -30,8 +31,11 @@ def same_dtype(op: str, types: Sequence[TensorType]) -> str:
 
 def require_dtype(op: str, t: TensorType, allowed: Sequence[str], what: str = "input") -> None:
     if t.dtype not in allowed:
+        # the low-bit types only store numbers: arithmetic happens on their decoded values
+        fix = "; Instead: convert it with lowbit_decode first (ONNX: Cast or DequantizeLinear)" \
+            if t.dtype in LOWBIT_DTYPES else ""
         raise OpDTypeError(
-            f"{op}: the {what} has dtype {t.dtype}, but {op} takes {', '.join(allowed)}")
+            f"{op}: the {what} has dtype {t.dtype}, but {op} takes {', '.join(allowed)}{fix}")
 
 
 def norm_axis(op: str, axis: int, ndim: int, name: str = "axis", allow_end: bool = False) -> int:

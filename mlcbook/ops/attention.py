@@ -168,7 +168,8 @@ def _attention_ref(*args, **attrs):
     dtype, rep = q.dtype, q.shape[1] // k.shape[1]
     k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
     root = dtype.type(scale_root(attrs["scale"], q.shape[3], dtype.name))
-    scores = (q * root) @ (np.swapaxes(k, 2, 3) * root)
+    # ml_dtypes' bfloat16 matmul returns float32: round products back as the graph does
+    scores = ((q * root) @ (np.swapaxes(k, 2, 3) * root)).astype(dtype)
     if attrs["softcap"] > 0:
         cap = dtype.type(attrs["softcap"])
         scores = np.tanh(scores / cap) * cap
@@ -177,7 +178,7 @@ def _attention_ref(*args, **attrs):
     p = _softmax_ref(biased.astype(attrs["softmax_precision"] or dtype))
     p = np.where(np.isneginf(bias.max(axis=-1, keepdims=True)), np.zeros((), p.dtype), p)
     p = p.astype(dtype)
-    y = p @ v
+    y = (p @ v).astype(dtype)
     if attrs["num_outputs"] == 1:
         return y
     return y, {"scores": scores, "biased": biased, "probs": p}[

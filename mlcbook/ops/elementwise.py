@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
+from ..tir.expr import bits
 from ._infer import FLOATS, INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
-from .types import TensorType, check_graph_dtype
+from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype, is_float_dtype
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -83,10 +84,13 @@ register("clip", kind=OpKind.ELEMWISE, infer=_clip_infer, reference=_clip_ref,
 
 def _bitcast_infer(types, attrs):
     x, dtype = types[0], check_graph_dtype(attrs["dtype"])
-    if dtype == "bool" or np.dtype(x.dtype).itemsize != np.dtype(dtype).itemsize:
+    if dtype == "bool" or bits(x.dtype) != bits(dtype):
         raise OpDTypeError(f"bitcast: a {x.dtype} tensor cannot be read as {dtype}; the two "
                            "types must have the same width (bool only as the source). "
                            "Instead: cast it to convert the values")
+    if "bfloat16" in (x.dtype, dtype) and {x.dtype, dtype} != {"bfloat16"}:
+        raise OpDTypeError(f"bitcast: mlcbook does not read bfloat16 bits as {dtype} or "
+                           f"other bits as bfloat16 ({x.dtype} -> {dtype})")
     return TensorType(x.shape, dtype)
 
 
@@ -97,7 +101,12 @@ register("bitcast", kind=OpKind.ELEMWISE, infer=_bitcast_infer,
 
 
 def _cast_infer(types, attrs):
-    return TensorType(types[0].shape, check_graph_dtype(attrs["dtype"]))
+    dtype = check_graph_dtype(attrs["dtype"])
+    for d in (types[0].dtype, dtype):
+        if d in LOWBIT_DTYPES:
+            raise OpDTypeError(f"cast does not convert the low-bit type {d}; Instead: use the "
+                               "ops lowbit_decode (to float32) and lowbit_encode (from numbers)")
+    return TensorType(types[0].shape, dtype)
 
 
 def _cast_ref(x, dtype):
@@ -111,7 +120,10 @@ register("cast", kind=OpKind.ELEMWISE, infer=_cast_infer, reference=_cast_ref,
 
 # --- binary, broadcasting ----------------------------------------------------------------------
 def _trunc_div(x, y):
-    if x.dtype.kind in "iu":
+    if x.dtype.kind == "u":  # not through int64: uint64 values pass 2**63
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), x // safe).astype(x.dtype)
+    if x.dtype.kind == "i":
         q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
         return (np.sign(x.astype(np.int64)) * np.sign(y.astype(np.int64)) * q).astype(x.dtype)
     return x / y
@@ -262,7 +274,10 @@ def _mod_infer(types, attrs):
 
 
 def _mod_ref(x, y, fmod):
-    if x.dtype.kind == "f":
+    if x.dtype.kind == "u":  # fmod and mod agree on unsigned values; x % 0 is 0
+        safe = np.where(y == 0, np.ones_like(y), y)
+        return np.where(y == 0, np.zeros_like(x), np.mod(x, safe)).astype(x.dtype)
+    if is_float_dtype(x.dtype):
         with np.errstate(all="ignore"):
             return (np.fmod(x, y) if fmod else np.mod(x, y)).astype(x.dtype)
     x64, y64 = np.broadcast_arrays(x.astype(np.int64), y.astype(np.int64))

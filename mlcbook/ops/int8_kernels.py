@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import OpShapeError
 from ..te.ops import int8_kernels as TK
-from ..te.ops.int8_kernels import PACK_LANES, pack_conv_int8, pack_int8
+from ..te.ops.int8_kernels import PACK_LANES, conv_row_terms, pack_conv_int8, pack_int8
 from ._infer import require_dtype
 from .quant import QTYPES
 from .registry import REQUIRED, OpKind, get, register, register_legalization
@@ -55,7 +55,9 @@ def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
     return np.clip(v, info.min, info.max).astype(dtype)
 
 
-_EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0}
+#: ``narrow=1`` says the weights pass pairs_fit_int16 (the qdq pass sets it only after
+#: checking the constant weights); it picks the schedule's kernel, not the result
+_EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0, "narrow": 0}
 
 
 def _dense_infer(types, attrs):
@@ -68,7 +70,7 @@ def _dense_infer(types, attrs):
     return TensorType((x.shape[0], attrs["units"]), attrs["dtype"])
 
 
-def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0):
+def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
     w = unpack_int8(wp, units, x.shape[1]).astype(np.int32)
     acc = x.astype(np.int32) @ w.T + bias
     return _requant_ref(acc, mult, y_zp, dtype, relu, 1)
@@ -86,27 +88,24 @@ def _window(attrs) -> dict:
     return {k: tuple(attrs[k]) for k in _WINDOW}
 
 
-def _c4(c: int) -> int:
-    return -(-c // 4) * 4
-
-
 def _conv_infer(types, attrs):
     x = types[0]
     if x.ndim != 4:
         raise OpShapeError(f"int8_conv2d: the data must be (N, C, H, W), got {x.shape}")
     kh, kw = attrs["kernel_shape"]
-    _check("int8_conv2d", types, attrs["channels"], kh * kw * _c4(x.shape[1]))
+    _check("int8_conv2d", types, attrs["channels"], kh * conv_row_terms(x.shape[1], kw))
     shape = get("conv").infer_type([TensorType(x.shape), TensorType(
         (attrs["channels"], x.shape[1], kh, kw))], _window(attrs)).shape
     return TensorType(shape, attrs["dtype"])
 
 
 def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
-              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0):
+              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
     kh, kw = kernel_shape
     c = x.shape[1]
-    w = unpack_int8(wp, channels, kh * kw * _c4(c)).reshape(channels, kh, kw, -1)[..., :c]
-    w = w.transpose(0, 3, 1, 2)
+    row = conv_row_terms(c, kw)
+    w = unpack_int8(wp, channels, kh * row).reshape(channels, kh, row)[..., :kw * c]
+    w = w.reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
     w64 = w.astype(np.float64)
     # the padding holds x_zp: conv of x - x_zp (zero padded) plus x_zp times the weights' sums
     acc = get("conv").reference(x.astype(np.float64) - x_zp, w64, strides=strides, pads=pads,
@@ -125,11 +124,12 @@ register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_r
 @register_legalization("int8_dense")
 def _legalize_dense(ins, attrs, out_type):
     return TK.int8_dense(*ins, units=attrs["units"], x_zp=attrs["x_zp"], y_zp=attrs["y_zp"],
-                         dtype=attrs["dtype"], relu=bool(attrs["relu"]))
+                         dtype=attrs["dtype"], relu=bool(attrs["relu"]),
+                         narrow=bool(attrs["narrow"]))
 
 
 @register_legalization("int8_conv2d")
 def _legalize_conv(ins, attrs, out_type):
     return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
                           y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
-                          **_window(attrs))
+                          narrow=bool(attrs["narrow"]), **_window(attrs))

@@ -6,8 +6,8 @@
 Each op's legalization (``Op.legalize``, attached in :mod:`.lower`) receives TE
 placeholders for its inputs and the normalized attributes, and returns the TE tensor(s)
 of its output(s): it maps the op's ONNX-style attributes onto the operator library
-:mod:`mlcbook.te.ops`, which computes the storage types int8, uint8 and float16 in
-int32 / float32 and casts back.
+:mod:`mlcbook.te.ops`, which computes the storage types (int8, uint8, int16, uint16,
+float16, bfloat16) in int32 / float32 and casts back.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..te.ops.util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa
                             compute_dtype, load, store)
 from ..tir.function import PrimFunc
 from .registry import get
-from .types import Attrs, TensorType, TupleType, Type
+from .types import Attrs, TensorType, TupleType, Type, storage_dtype
 
 _ARG_NAMES = "abcdefgh"
 
@@ -66,7 +66,7 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
         if t.size == 0:
             raise LegalizeError(f"{op_name}: a tensor of shape {t.shape} has no elements; "
                                 "nothing to compile")
-    placeholders = [te.placeholder(t.shape, t.dtype, name=_ARG_NAMES[k])
+    placeholders = [te.placeholder(t.shape, storage_dtype(t.dtype), name=_ARG_NAMES[k])
                     for k, t in enumerate(arg_types)]
     try:
         outs = op.legalize(placeholders, Attrs(attrs), out_type)
@@ -79,7 +79,7 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
     outs = [te.ops.reshape(o, (1,), name=o.name) if o.ndim == 0 and t.shape == (1,) else o
             for o, t in zip(outs, _types(out_type))]
     for o, t in zip(outs, _types(out_type)):
-        if o.shape != t.shape or o.dtype != t.dtype:
+        if o.shape != t.shape or o.dtype != storage_dtype(t.dtype):
             raise LegalizeError(f"the legalization of {op_name} computes {o.shape} {o.dtype} "
                                 f"but the op's type is {t}; the legalization is wrong")
     return te.create_prim_func(list(placeholders) + list(outs), name=name or op_name)

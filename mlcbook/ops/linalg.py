@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OpShapeError
 from ._infer import NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import OpKind, register
-from .types import TensorType
+from .types import TensorType, is_float_dtype
 
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -46,7 +46,7 @@ def _matmul_infer(types, attrs):
 
 
 def _matmul_ref(a, b):
-    if a.dtype.kind == "f":
+    if is_float_dtype(a.dtype):
         return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
     return np.matmul(a, b)
 

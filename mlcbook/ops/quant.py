@@ -24,6 +24,8 @@ from .registry import OpKind, get, register, register_legalization
 from .types import TensorType
 
 QTYPES = ("int8", "uint8")
+#: what QuantizeLinear / DequantizeLinear convert to and from (ONNX also allows 16 bits)
+LINEAR_QTYPES = QTYPES + ("int16", "uint16")
 
 
 def _check_param(op: str, p: TensorType, x: TensorType, axis: int | None, what: str,
@@ -65,7 +67,7 @@ def _quantize_infer(types, attrs):
     require_dtype("quantize_linear", x, FLOATS)
     axis = _axis("quantize_linear", attrs["axis"], x, s, zp)
     _check_param("quantize_linear", s, x, axis, "scale", FLOATS)
-    _check_param("quantize_linear", zp, x, axis, "zero point", QTYPES)
+    _check_param("quantize_linear", zp, x, axis, "zero point", LINEAR_QTYPES)
     return TensorType(x.shape, zp.dtype)
 
 
@@ -82,7 +84,7 @@ register("quantize_linear", kind=OpKind.BROADCAST, infer=_quantize_infer,
 
 def _dequantize_infer(types, attrs):
     x, s, zp = types
-    require_dtype("dequantize_linear", x, QTYPES + ("int32",))
+    require_dtype("dequantize_linear", x, LINEAR_QTYPES + ("int32",))
     axis = _axis("dequantize_linear", attrs["axis"], x, s, zp)
     _check_param("dequantize_linear", s, x, axis, "scale", FLOATS)
     _check_param("dequantize_linear", zp, x, axis, "zero point", (x.dtype,))

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import OpAttributeError
 from ._infer import NUMBERS, norm_axes, require_dtype
 from .registry import REQUIRED, OpKind, register
-from .types import TensorType, TupleType
+from .types import TensorType, TupleType, is_float_dtype
 
 
 def reduce_axes(op: str, ndim: int, axes) -> tuple[int, ...]:
@@ -30,10 +30,10 @@ def reduced_shape(shape, axes, keepdims) -> tuple[int, ...]:
 def _identity(name: str, dtype: np.dtype):
     """The value a reduction of no elements gives (ONNX's rule)."""
     if name == "max":
-        if dtype.kind == "f":
+        if is_float_dtype(dtype):
             return -np.inf
         return False if dtype.kind == "b" else np.iinfo(dtype).min
-    if dtype.kind == "f":
+    if is_float_dtype(dtype):
         return np.inf
     return True if dtype.kind == "b" else np.iinfo(dtype).max
 
@@ -49,7 +49,7 @@ def _reduce(name, fn, dtypes):
         ax = reduce_axes(name, x.ndim, axes)
         if name in ("max", "min"):
             out = fn(x, axis=ax, keepdims=bool(keepdims), initial=_identity(name, x.dtype))
-        elif x.dtype.kind == "f":
+        elif is_float_dtype(x.dtype):
             with np.errstate(invalid="ignore"):
                 out = fn(x.astype(np.float64), axis=ax, keepdims=bool(keepdims))
         else:
@@ -106,7 +106,7 @@ def _running_ref(fn, identity):
     def reference(x, axis, exclusive=0, reverse=0):
         y = np.flip(x, axis) if reverse else x
         # floats accumulate in float64, integers in int64 (wrapping back to the dtype)
-        acc = fn(y.astype(np.float64 if x.dtype.kind == "f" else np.int64), axis=axis)
+        acc = fn(y.astype(np.float64 if is_float_dtype(x.dtype) else np.int64), axis=axis)
         if exclusive:
             # the running result of the elements before: shift by one, the identity first
             first = np.full_like(np.take(acc, [0], axis=axis), identity)
@@ -139,8 +139,14 @@ def _topk_infer(types, attrs):
 
 def _topk_ref(x, k, axis=-1, largest=1):
     # a stable sort keeps equal values in index order; for the largest, sort the negation
-    # (integers in int64, so that the lowest value negates without overflow)
-    key = -x.astype(np.float64 if x.dtype.kind == "f" else np.int64) if largest else x
+    # (integers in int64, so that the lowest value negates without overflow; unsigned ones
+    # subtracted from their maximum, which cannot overflow either)
+    if not largest:
+        key = x
+    elif x.dtype.kind == "u":
+        key = np.iinfo(x.dtype).max - x
+    else:
+        key = -x.astype(np.float64 if is_float_dtype(x.dtype) else np.int64)
     order = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
     return np.take_along_axis(x, order, axis=axis), order.astype(np.int64)
 

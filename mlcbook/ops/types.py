@@ -17,12 +17,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import ml_dtypes  # noqa: F401 - gives numpy the low-bit dtypes by name (np.dtype("int4"))
 import numpy as np
 
 from ..errors import OpDTypeError, OpShapeError
+from ..te.ops.lowbit import FORMATS
+from ..tir.expr import DTYPES, FLOAT_DTYPES
 
-#: dtypes a graph value may have (the loop IR's; ONNX's int16, uint16, ... are not supported)
-GRAPH_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")
+#: ONNX's low-bit element types (float8, float4, int4, int2; ml_dtypes' numpy names): the
+#: loop IR stores them one per byte, as uint8 (see :mod:`mlcbook.te.ops.lowbit`)
+LOWBIT_DTYPES = tuple(FORMATS)
+#: dtypes a graph value may have: the loop IR's, and the low-bit storage types
+GRAPH_DTYPES = DTYPES + LOWBIT_DTYPES
+
+
+def storage_dtype(dtype: str) -> str:
+    """The loop-IR dtype that stores graph values of ``dtype``: ``uint8`` for the low-bit
+    types, the dtype itself for the others.
+
+        >>> storage_dtype("float8_e4m3fn"), storage_dtype("float32")
+        ('uint8', 'float32')
+    """
+    return "uint8" if dtype in LOWBIT_DTYPES else dtype
+
+
+def as_storage(a: np.ndarray) -> np.ndarray:
+    """``a`` viewed in its :func:`storage_dtype` (the same memory)."""
+    return a.view(np.uint8) if a.dtype.name in LOWBIT_DTYPES else a
+
+
+def is_float_dtype(dtype: Any) -> bool:
+    """Whether a numpy dtype (or name) is a float type, bfloat16 included (numpy files
+    ml_dtypes' bfloat16 under kind ``'V'``, not ``'f'``): ``is_float_dtype("bfloat16")``."""
+    return np.dtype(dtype).name in FLOAT_DTYPES
 
 
 def check_graph_dtype(dtype: Any) -> str:

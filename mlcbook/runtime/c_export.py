@@ -39,7 +39,8 @@ from ..errors import ExportError
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _ALIGN = 64
 _C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "int16": "int16_t",
-            "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "bool": "uint8_t",
+            "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
+            "uint32": "uint32_t", "uint64": "uint64_t", "bool": "uint8_t",
             "float16": "uint16_t", "bfloat16": "uint16_t"}
 # target features the C runtime can test with __builtin_cpu_supports (GCC and Clang names)
 _CPU_CHECKS = ("sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2", "avx512f",

@@ -90,8 +90,8 @@ def _const_ctor(dtype: str):
     return ctor
 
 
-float16, float32, float64 = (_const_ctor(d) for d in ("float16", "float32", "float64"))
-int8, uint8, int32, int64 = (_const_ctor(d) for d in ("int8", "uint8", "int32", "int64"))
+float16, bfloat16, float32, float64 = (_const_ctor(d) for d in _e.FLOAT_DTYPES)
+int8, uint8, int16, uint16, int32, uint32, int64, uint64 = (_const_ctor(d) for d in _e.INT_DTYPES)
 bool = _const_ctor("bool")  # noqa: A001 - T.bool(True)
 
 
@@ -125,9 +125,8 @@ def tensor_call(op: str, *tiles) -> _e.TensorCall:
 NAMES = ("prim_func", "ir_module", "Buffer", "grid", "serial", "parallel", "vectorized",
          "unroll", "block", "axis.spatial", "axis.reduce", "axis.remap", "reads", "writes",
          "init", "where", "alloc_buffer", "allocate", "func_attr", "block_attr", "evaluate",
-         "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool", "Cast",
-         "reinterpret", "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS,
-         *_e.BIT_FUNCS)
+         *_e.DTYPES, "Cast", "reinterpret",
+         "max", "min", "select", "if_then_else", "tensor_call", *_e.MATH_FUNCS, *_e.BIT_FUNCS)
 
 
 def __getattr__(name: str):

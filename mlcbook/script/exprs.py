@@ -21,8 +21,8 @@ import types
 from dataclasses import dataclass
 
 from ..errors import ScriptError, TIRError
-from ..tir.expr import (BIT_FUNCS, MATH_FUNCS, Binary, Buffer, BufferLoad, Call, Cast, Const,
-                        PrimExpr, Reinterpret, Select, TensorCall, Unary, Var, as_expr,
+from ..tir.expr import (BIT_FUNCS, DTYPES, MATH_FUNCS, Binary, Buffer, BufferLoad, Call, Cast,
+                        Const, PrimExpr, Reinterpret, Select, TensorCall, Unary, Var, as_expr,
                         check_dtype, is_float)
 from ..tir.stmt import BufferRegion, Range
 from . import dialect
@@ -32,7 +32,7 @@ BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv:
            ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
            ast.GtE: ">="}
-_CONST_DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool")
+_CONST_DTYPES = DTYPES
 
 
 @dataclass

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from .expr import (Binary, BufferLoad, Call, Cast, Const, PrimExpr, Select, Unary, Var,
-                   is_int)
+                   int_range, is_int)
 from .functor import post_order_visit
 
 __all__ = ["expr_key", "int_bounds", "int_values", "Linear", "linear", "Atoms", "affine",
@@ -68,7 +68,11 @@ def int_bounds(e: PrimExpr, ranges: dict) -> Interval:
     if isinstance(e, Var):
         return ranges.get(e)
     if isinstance(e, Cast):
-        return int_bounds(e.value, ranges) if is_int(e.dtype) and is_int(e.value.dtype) else None
+        if not (is_int(e.dtype) and is_int(e.value.dtype)):
+            return None
+        b, (lo, hi) = int_bounds(e.value, ranges), int_range(e.dtype)
+        # a value outside the target type wraps (-1 -> 4294967295 for uint32)
+        return b if b is not None and lo <= b[0] and b[1] <= hi else (lo, hi)
     if isinstance(e, Unary) and e.op == "-":
         b = int_bounds(e.a, ranges)
         return None if b is None else (-b[1], -b[0])

@@ -19,17 +19,25 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import ml_dtypes  # noqa: F401 - registers the bfloat16 numpy dtype
 import numpy as np
 
 from ..printing import printer
 from ..errors import DTypeMismatchError, ShapeError
 
 # --- data types ----------------------------------------------------------------------------
-INT_DTYPES = ("int8", "uint8", "int32", "int64")
-FLOAT_DTYPES = ("float16", "float32", "float64")
+# The one table of element types: the loop IR, the graphs and the ONNX importer all read it.
+# bfloat16 is numpy's through ml_dtypes (imported here so np.dtype("bfloat16") resolves).
+UNSIGNED_DTYPES = ("uint8", "uint16", "uint32", "uint64")
+INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 DTYPES = INT_DTYPES + FLOAT_DTYPES + ("bool",)
-#: types arithmetic may happen in; int8/uint8/float16 are storage types and are cast first
-COMPUTE_DTYPES = ("int32", "int64", "float32", "float64", "bool")
+#: storage types whose arithmetic the tensor-expression ops do in a wider type, cast back on
+#: store; bfloat16 values are float32 values rounded to bfloat16's 8-bit mantissa on store
+STORAGE_COMPUTE_DTYPE = {"int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32",
+                         "float16": "float32", "bfloat16": "float32"}
+#: types arithmetic may happen in
+COMPUTE_DTYPES = tuple(d for d in DTYPES if d not in STORAGE_COMPUTE_DTYPE)
 
 
 def check_dtype(dtype: Any) -> str:
@@ -49,6 +57,16 @@ def is_float(dtype: str) -> bool:
 
 def is_int(dtype: str) -> bool:
     return dtype in INT_DTYPES
+
+
+def is_unsigned(dtype: str) -> bool:
+    """Whether ``dtype`` is an unsigned integer type (compared, divided, widened unsigned)."""
+    return dtype in UNSIGNED_DTYPES
+
+
+def bits(dtype: str) -> int:
+    """The width of ``dtype`` in bits: ``bits("uint16") == 16`` (``bool`` is 1)."""
+    return 1 if dtype == "bool" else 8 * np.dtype(dtype).itemsize
 
 
 # --- base class with operator overloading -----------------------------------------------------
@@ -244,10 +262,12 @@ class Reinterpret(PrimExpr):
 
     def __post_init__(self):
         dst, src = check_dtype(self.dtype), self.value.dtype
-        if "bool" in (src, dst) or np.dtype(src).itemsize != np.dtype(dst).itemsize:
+        # bfloat16 lives in registers as a float32, whose bits are not its own
+        if {"bool", "bfloat16"} & {src, dst} or bits(src) != bits(dst):
             raise DTypeMismatchError(
                 f"cannot reinterpret {src} ({self.value}) as {dst}: both must be number types "
-                "of the same width (bool has no bit pattern of its own; cast it)")
+                "of the same width, not bfloat16 (and bool has no bit pattern of its own; cast "
+                "it)")
         object.__setattr__(self, "dtype", dst)
 
 
@@ -538,5 +558,9 @@ def neg_infinity(dtype: str) -> Const:
 
 def int_range(dtype: str) -> tuple[int, int]:
     """Inclusive ``(min, max)`` of an integer (or bool) dtype: ``int_range("int8") == (-128, 127)``."""
-    return {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1),
-            "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}[dtype]
+    if dtype == "bool":
+        return 0, 1
+    if dtype not in INT_DTYPES:
+        raise KeyError(dtype)
+    n = bits(dtype)
+    return (0, 2**n - 1) if is_unsigned(dtype) else (-2**(n - 1), 2**(n - 1) - 1)

@@ -23,10 +23,10 @@ import numpy as np
 from ..errors import TIRError
 from .arith import int_bounds
 from .expr import (Binary, Buffer, BufferLoad, Cast, Const, Reinterpret, Select, Unary, Var,
-                   int_range, is_float, is_int)
+                   bits, int_range, is_float, is_int, is_unsigned)
 from .function import PrimFunc
 from .functor import ExprFunctor, StmtFunctor, post_order_visit
-from .scalar import MATH, POISON, VALUE, round_f16, round_f32
+from .scalar import MATH, POISON, VALUE, round_bf16, round_f16, round_f32
 from .stmt import Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse, SeqStmt
 
 __all__ = ["PySource", "translate", "to_flat", "from_flat"]
@@ -54,16 +54,17 @@ def translate(func: PrimFunc) -> PySource:
 
 # --- storage ---------------------------------------------------------------------------------
 # dtype -> array.array typecode (None: a Python list of floats)
-_TYPECODE = {"float32": "f", "float64": "d", "float16": None, "int8": "b", "uint8": "B",
-             "int32": "i", "int64": "q", "bool": "B"}
-assert array("i").itemsize == 4 and array("q").itemsize == 8
+_TYPECODE = {"float32": "f", "float64": "d", "float16": None, "bfloat16": None, "int8": "b",
+             "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+             "int64": "q", "uint64": "Q", "bool": "B"}
+assert all(array(c).itemsize == np.dtype(d).itemsize for d, c in _TYPECODE.items() if c)
 
 
 def to_flat(arr: np.ndarray, dtype: str):
     """``arr`` as the generated code's storage for ``dtype`` (a copy)."""
     native = np.ascontiguousarray(arr, dtype=np.dtype(dtype))
     code = _TYPECODE[dtype]
-    if code is None:  # float16: no array.array type code, so a list of Python floats
+    if code is None:  # float16, bfloat16: no array.array type code, so a list of Python floats
         return native.astype(np.float64).ravel().tolist()
     return array(code, native.tobytes())
 
@@ -88,7 +89,10 @@ _ATOM, _UNARY, _MUL, _ADD, _CMP, _NOT, _AND, _OR, _COND = 15, 12, 11, 10, 5, 4, 
 _PREC = {"+": _ADD, "-": _ADD, "*": _MUL, "//": _MUL, "%": _MUL, "==": _CMP, "!=": _CMP,
          "<": _CMP, "<=": _CMP, ">": _CMP, ">=": _CMP, "and": _AND, "or": _OR}
 _MAX_LOOP_NEST = 18  # CPython refuses more than 20 statically nested blocks in one function
-_BITS = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}
+
+
+# the rounding a store or a cast to a narrow float type does, by its name in the generated code
+_ROUND = {"float16": "_rf16", "bfloat16": "_rbf16", "float32": "_rf32"}
 
 
 def _paren(code: tuple[str, int], need: int) -> str:
@@ -216,8 +220,8 @@ class _Translator(StmtFunctor, ExprFunctor):
         buf, dtype = s.buffer, s.buffer.dtype
         self.stmt_text = f"{buf.name}[{', '.join(map(str, s.indices))}] = {s.value}"
         value = self.expr(s.value)
-        if dtype == "float16":
-            text = f"_rf16({value[0]})"
+        if dtype in ("float16", "bfloat16"):  # array("f") rounds float32 stores itself
+            text = f"{_ROUND[dtype]}({value[0]})"
         elif is_int(dtype):
             text = self.int_in_range(s.value, value, dtype)[0]
         else:
@@ -430,7 +434,8 @@ class _Translator(StmtFunctor, ExprFunctor):
             lo, hi = int_range(dtype)
             v = (int(v) - lo) % (hi - lo + 1) + lo
             return repr(v), (_ATOM if v >= 0 else _UNARY)
-        v = {"float16": round_f16, "float32": round_f32}.get(dtype, float)(float(v))
+        v = {"float16": round_f16, "bfloat16": round_bf16,
+             "float32": round_f32}.get(dtype, float)(float(v))
         if math.isnan(v):
             return "_nan", _ATOM
         if math.isinf(v):
@@ -448,6 +453,10 @@ class _Translator(StmtFunctor, ExprFunctor):
     def expr_Binary(self, e: Binary) -> tuple[str, int]:
         a, b = self.expr(e.a), self.expr(e.b)
         op, flt = e.op, is_float(e.a.dtype)
+        if is_int(e.a.dtype) and e.a.dtype not in ("int32", "int64") and op not in ("+", "-", "*"):
+            # the reference's rule: narrow and unsigned operands wrap before they compare/divide
+            a = self.int_in_range(e.a, a, e.a.dtype)
+            b = self.int_in_range(e.b, b, e.b.dtype)
         if op in ("min", "max"):
             fn = ("_f" + op) if flt else op
             return f"{fn}({a[0]}, {b[0]})", _ATOM
@@ -492,15 +501,19 @@ class _Translator(StmtFunctor, ExprFunctor):
         if is_int(dst):
             if is_float(src):
                 return _wrap_code(f"_f2i({code[0]})", _ATOM, dst), _ATOM
-            # wrap into the narrower of the two types: C semantics of int -> int casts
-            narrow = dst if _BITS[dst] <= _BITS[src] else src
-            return self.int_in_range(e.value, code, narrow)
+            # C semantics of int -> int casts: the source value, wrapped to the target
+            if bits(dst) <= bits(src):
+                return self.int_in_range(e.value, code, dst)
+            code = self.int_in_range(e.value, code, src)
+            if is_unsigned(dst) and not is_unsigned(src):  # int8 -1 -> uint32 4294967295
+                return _wrap_code(code[0], code[1], dst), _ATOM
+            return code
         if is_int(src):  # int -> float: the source value as its own dtype wraps it
             code = (f"float({self.int_in_range(e.value, code, src)[0]})", _ATOM)
-        if dst == "float32" and src != "float16":
+        if dst == "float32" and src not in ("float16", "bfloat16"):
             return f"_rf32({code[0]})", _ATOM
-        if dst == "float16":
-            return f"_rf16({code[0]})", _ATOM
+        if dst in _ROUND and dst != "float32":
+            return f"{_ROUND[dst]}({code[0]})", _ATOM
         return code
 
     def int_in_range(self, e, code: tuple[str, int], dtype: str) -> tuple[str, int]:

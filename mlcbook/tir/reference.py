@@ -17,12 +17,16 @@ The meaning, where Python and the hardware could disagree:
   :class:`~mlcbook.errors.BindingMismatchError`), allocates its buffers, runs its ``init``
   when every reduce iteration variable equals 0 (always, if it has none), then its body.
 - Float arithmetic is done in float64 and rounded to the buffer's dtype on every store
-  (and on casts): a float32 buffer holds exactly what a float32 store would. Intermediate
+  (and on casts): a float32 buffer holds exactly what a float32 store would. bfloat16 rounds
+  through float32 (to float32, then to bfloat16's upper 16 bits, ties to even), as compiled
+  code does. Intermediate
   float32 results are *not* rounded, so a result may differ from numpy's float32 by a few
   ulps per operation (compare with ``rtol=1e-5``).
 - Integer arithmetic is exact; a value wraps to its dtype (two's complement) when stored or
-  cast (an int -> int cast wraps to the narrower of the two types, as C does), which for
-  ``+ - *`` gives the same result as wrapping after each operation. ``//`` and ``%`` floor
+  cast (an int -> int cast wraps the source value to the target type, as C does), which for
+  ``+ - *`` gives the same result as wrapping after each operation. Types other than int32
+  and int64 (int8 ... uint64) also wrap the operands of comparisons, ``//``, ``%`` and
+  min/max, so ``uint32(1) - uint32(2) > 0`` is True, as in compiled code. ``//`` and ``%`` floor
   (Python and numpy semantics), and a divisor of 0 gives 0: ``x // 0 == x % 0 == 0``, as
   numpy and the compiled code give. A float -> int cast truncates toward zero; NaN or inf
   raise :class:`~mlcbook.errors.ExecutionError`.
@@ -31,7 +35,7 @@ The meaning, where Python and the hardware could disagree:
 - ``select`` and ``and``/``or`` evaluate only the operand they need, so a guarded load such
   as ``select(i < n, A[i], 0.0)`` never touches ``A[n]``.
 - Buffers allocated by a block or an ``Allocate`` are fresh on every entry and *poisoned*:
-  floats hold NaN, signed ints their minimum value, uint8 255 and bool True, so a program
+  floats hold NaN, signed ints their minimum value, unsigned ints their maximum and bool True, so a program
   that reads memory it never wrote shows it in its results. Outputs start as the arrays
   the caller passed, and are written back only when the whole program ran.
 - Every index is checked against its dimension; a violation raises
@@ -47,11 +51,11 @@ import numpy as np
 
 from ..errors import BindingMismatchError, ExecutionError, IndexOutOfBoundsError, TIRError
 from .arguments import Signature, as_prim_func
-from .expr import Buffer, Const, is_float, is_int
+from .expr import INT_DTYPES, Buffer, Const, is_float, is_int
 from .functor import ExprFunctor, StmtFunctor
 from .stmt import BufferStore, IfThenElse
 from .scalar import (MATH_IMPL, POISON, Fault, fdiv, float_to_int, fmax, fmin, idiv, imod,
-                     reinterpret, round_f16, round_f32, wrap)
+                     reinterpret, round_bf16, round_f16, round_f32, wrap)
 from .verify import verify
 
 __all__ = ["evaluate"]
@@ -93,7 +97,10 @@ def _flat(arr: np.ndarray, dtype: str) -> list:
     return arr.ravel().tolist()
 
 
-_NARROW_BITS = {"int8": 8, "uint8": 8, "int32": 32, "int64": 64}
+#: integer types whose operands are wrapped before an operation wrapping would change
+#: (compare, divide, min/max), as compiled code computes them in their own width: uint32
+#: ``(1 - 2) // 2`` is 2147483647. int32 and int64 are not: their overflow is a program's bug.
+_WRAPPED_OPERANDS = tuple(d for d in INT_DTYPES if d not in ("int32", "int64"))
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
             ">": operator.gt, ">=": operator.ge}
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": fdiv, "//": idiv,
@@ -105,6 +112,8 @@ def _round(value: float, dtype: str) -> float:
         return round_f32(value)
     if dtype == "float16":
         return round_f16(value)
+    if dtype == "bfloat16":
+        return round_bf16(value)
     return value
 
 
@@ -255,6 +264,8 @@ class _Evaluator(StmtFunctor, ExprFunctor):
         if op == "or":
             return self.expr(e.a) or self.expr(e.b)
         a, b = self.expr(e.a), self.expr(e.b)
+        if e.a.dtype in _WRAPPED_OPERANDS and op not in ("+", "-", "*"):
+            a, b = wrap(a, e.a.dtype), wrap(b, e.a.dtype)
         if op in ("min", "max"):
             if is_float(e.a.dtype):
                 return (fmin if op == "min" else fmax)(a, b)
@@ -284,13 +295,13 @@ class _Evaluator(StmtFunctor, ExprFunctor):
         if is_int(dst):
             if is_float(src):
                 return wrap(float_to_int(v), dst)
-            # an int -> int cast keeps the bits of the narrower type, as in C
-            narrow = dst if _NARROW_BITS[dst] <= _NARROW_BITS[src] else src
-            return wrap(v, narrow)
+            # the source value (its own dtype's) wrapped to the target, as C casts do:
+            # int8 -1 -> uint32 4294967295, uint8 255 -> int32 255
+            return wrap(wrap(v, src), dst)
         if is_int(src):
             v = float(wrap(v, src))
-        if dst == "float32" and src == "float16":
-            return v  # every float16 value is a float32 value
+        if dst == "float32" and src in ("float16", "bfloat16"):
+            return v  # every float16 and bfloat16 value is a float32 value
         return _round(v, dst)
 
 

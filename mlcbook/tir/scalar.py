@@ -1,7 +1,7 @@
 """Scalar operations with the loop IR's semantics, in plain Python, shared by the reference
 evaluator and the code the interpreter generates: IEEE results where Python would raise
 (``1.0 / 0.0``, ``log(0)``, ``exp(1000)``), integer ``x // 0 == x % 0 == 0`` (as numpy and the
-compiled code give), NaN-propagating min/max, rounding to float32/float16, C-like float ->
+compiled code give), NaN-propagating min/max, rounding to float32/float16/bfloat16, C-like float ->
 int casts, two's-complement wrapping, and the poison that fills fresh buffers.
 
     >>> fdiv(1.0, 0.0), MATH_IMPL["log"](0.0), idiv(7, 0), imod(-7, 0), wrap(300, "uint8")
@@ -18,7 +18,7 @@ import struct
 from array import array
 
 from ..errors import BindingMismatchError, IndexOutOfBoundsError
-from .expr import int_range
+from .expr import FLOAT_DTYPES, INT_DTYPES, int_range, is_unsigned
 
 
 def wrap(value: int, dtype: str) -> int:
@@ -27,10 +27,11 @@ def wrap(value: int, dtype: str) -> int:
     return (value - lo) % (hi - lo + 1) + lo
 
 
-#: what a freshly allocated buffer holds: NaN, the minimum signed value, 255, True, so a
-#: program reading memory it never wrote shows it in its results
-POISON = {"float32": math.nan, "float64": math.nan, "float16": math.nan, "int8": -128,
-          "uint8": 255, "int32": -2**31, "int64": -2**63, "bool": 1}
+#: what a freshly allocated buffer holds: NaN, the minimum signed value, the maximum unsigned
+#: one, True, so a program reading memory it never wrote shows it in its results
+POISON = {**{d: math.nan for d in FLOAT_DTYPES},
+          **{d: int_range(d)[1] if is_unsigned(d) else int_range(d)[0] for d in INT_DTYPES},
+          "bool": 1}
 
 
 class Fault(Exception):
@@ -56,8 +57,23 @@ def round_f16(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
+_U32 = struct.Struct("<I")
+
+
+def round_bf16(x: float) -> float:
+    """``x`` rounded to the nearest bfloat16 value, as compiled code rounds it: first to
+    float32, then its bit pattern to the upper 16 bits, ties to even (NaN stays NaN)."""
+    if x != x:
+        return x
+    _F32[0] = x
+    b = _U32.unpack(_F32.tobytes())[0]
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", _U32.pack(b))[0]
+
+
 _FORMATS = {"float16": "e", "float32": "f", "float64": "d", "int8": "b", "uint8": "B",
-            "int32": "i", "int64": "q"}
+            "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
+            "uint64": "Q"}
 
 
 def reinterpret(value, src: str, dst: str):
@@ -66,7 +82,7 @@ def reinterpret(value, src: str, dst: str):
         >>> reinterpret(1.0, "float32", "int32")
         1065353216
     """
-    if src in ("int8", "uint8", "int32", "int64"):
+    if src not in ("float16", "float32", "float64"):
         value = wrap(int(value), src)
     return struct.unpack("=" + _FORMATS[dst], struct.pack("=" + _FORMATS[src], value))[0]
 
@@ -212,7 +228,7 @@ MATH_IMPL = {"exp": _exp, "log": _log, "sqrt": _sqrt, "rsqrt": _rsqrt, "tanh": m
 MATH = {name: name if name == "abs" else "_" + name for name in MATH_IMPL}
 #: the names the interpreter's generated code uses
 GLOBALS = {"_reinterpret": reinterpret, "_rf32": round_f32, "_rf16": round_f16,
-           "_f2i": float_to_int, "_fdiv": fdiv, "_idiv": idiv, "_imod": imod, "_fmin": fmin,
-           "_fmax": fmax, "_oob": _oob,
+           "_rbf16": round_bf16, "_f2i": float_to_int, "_fdiv": fdiv, "_idiv": idiv,
+           "_imod": imod, "_fmin": fmin, "_fmax": fmax, "_oob": _oob,
            "_bad_binding": _bad_binding, "_inf": math.inf, "_nan": math.nan,
            **{MATH[name]: fn for name, fn in MATH_IMPL.items() if name != "abs"}}

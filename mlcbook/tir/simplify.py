@@ -58,7 +58,8 @@ def _fits(value: int, dtype: str) -> bool:
     return lo <= value <= hi
 
 
-_NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+# bfloat16 arithmetic happens in float32 (rounded on store), so constants fold in float32
+_NP = {"float16": np.float16, "bfloat16": np.float32, "float32": np.float32, "float64": np.float64}
 
 
 def _float_const(value: float, dtype: str) -> Const:
@@ -127,8 +128,10 @@ class _Simplifier(Mutator):
             if isinstance(a, Unary) and a.op == "not":
                 return a.a
             return e if a is e.a else Unary("not", a)
-        if is_int(e.dtype):
+        if e.dtype in ("int32", "int64"):
             return linear(a).scale(-1).to_expr()
+        if is_int(e.dtype):  # narrow and unsigned types wrap: leave their negation alone
+            return e if a is e.a else Unary("-", a)
         if isinstance(a, Const):
             return _float_const(-a.value, e.dtype)
         if isinstance(a, Unary) and a.op == "-":
@@ -184,7 +187,7 @@ class _Simplifier(Mutator):
         if op in ("//", "%") and isinstance(b, Const) and b.value == 0:
             return Const(0, dt)
         if dt not in ("int32", "int64"):
-            # int8/uint8 are storage types that wrap; fold constants only
+            # narrow and unsigned types wrap; fold constants only
             if isinstance(a, Const) and isinstance(b, Const) and op in _INT_FOLD:
                 r = _INT_FOLD[op](a.value, b.value)
                 return Const(r, dt) if _fits(r, dt) else None

@@ -153,14 +153,22 @@ def match(intrin: TensorIntrin, body: Stmt) -> Match:
     # iteration variables bound to the outer block's variables only are fixed on the tile
     tiled = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values)
              if any(u in inner for u in free_vars(v))]
-    if len(tiled) != len(dblock.iter_vars):
+    loop_of = {dl.loop_var: k for k, dl in enumerate(dloops)}
+    # a loop of extent 1 leaves no trace in the bindings (its variable is always 0), so
+    # desc's variable on such a loop, if nothing in the block moves with it, is the constant 0
+    used = {u for _, v in tiled for u in free_vars(v)}
+    fixed = {div.var for div, dv in zip(dblock.iter_vars, drealize.iter_values)
+             if dv in loop_of and dloops[loop_of[dv]].extent.value == 1
+             and inner[loop_of[dv]] not in used}
+    dmoving = [(div, dv) for div, dv in zip(dblock.iter_vars, drealize.iter_values)
+               if div.var not in fixed]
+    if len(tiled) != len(dmoving):
         raise IntrinMismatch("iteration domain", f"block {block.name!r} has {len(tiled)} "
                              f"iteration variables that move inside the tile, desc has "
-                             f"{len(dblock.iter_vars)}")
-    loop_of = {dl.loop_var: k for k, dl in enumerate(dloops)}
+                             f"{len(dmoving)}")
     zero = {v: Const(0, v.dtype) for v in inner}
     bindings = dict((iv.var, v) for iv, v in zip(block.iter_vars, realize.iter_values))
-    for (iv, value), div, dvalue in zip(tiled, dblock.iter_vars, drealize.iter_values):
+    for (iv, value), (div, dvalue) in zip(tiled, dmoving):
         if iv.kind != div.kind:
             raise IntrinMismatch("iteration domain", f"{iv.var.name} is {iv.kind} but desc's "
                                  f"{div.var.name} is {div.kind}")
@@ -171,7 +179,8 @@ def match(intrin: TensorIntrin, body: Stmt) -> Match:
             raise IntrinMismatch("index pattern", f"{iv.var.name} is bound to {value}, not to "
                                  f"loop {inner[k].name if k is not None else '?'} plus an "
                                  "offset as desc binds it")
-    varmap = {div.var: iv.var for (iv, _), div in zip(tiled, dblock.iter_vars)}
+    varmap = {div.var: iv.var for (iv, _), (div, _) in zip(tiled, dmoving)}
+    varmap.update({v: Const(0, v.dtype) for v in fixed})
     buffers: dict = {}
     _same(dblock.body, block.body, varmap, buffers)
     offsets = []
@@ -214,7 +223,7 @@ def _same(d, a, varmap: dict, buffers: dict, where: str = "the stored value") ->
         if extra < 0:
             raise IntrinMismatch("index pattern", f"{a.buffer.name} has {len(a.indices)} "
                                  f"indices, desc's {d.buffer.name} {len(d.indices)}")
-        moving = set(varmap.values())
+        moving = {v for v in varmap.values() if isinstance(v, Var)}
         for k, y in enumerate(a.indices[:extra]):
             if any(v in moving for v in free_vars(y)):
                 raise IntrinMismatch("index pattern", f"index {k} of {a.buffer.name} is {y}, "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+import mlcbook as mb
 from mlcbook.tir import Buffer, BufferStore, For, PrimFunc, Var
 
 
@@ -19,3 +22,16 @@ def map_func(fn, in_dtypes, out_dtype, n=64, lanes=None, name="map"):
         body = For(io, n // lanes, For(ii, lanes, BufferStore(out, fn(*[b[idx] for b in ins]),
                                                               (idx,)), "vectorized"))
     return PrimFunc(name, (*ins, out), body)
+
+
+def native_and_interpreted(fn, in_dtypes, out_dtype, *arrays, lanes=None):
+    """The compiled result of :func:`map_func`, after checking that the interpreter gives
+    the same bytes."""
+    n = arrays[0].shape[0]
+    func = map_func(fn, in_dtypes, out_dtype, n=n, lanes=lanes)
+    native = mb.build(func)(*arrays)
+    interpreted = np.empty(n, out_dtype)
+    mb.tir.interpret(func, *arrays, interpreted)
+    np.testing.assert_array_equal(interpreted.view(np.uint8), native.view(np.uint8),
+                                  err_msg="interpreter vs native")
+    return native

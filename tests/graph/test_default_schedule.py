@@ -212,3 +212,28 @@ def test_a_long_contraction_stays_one_level():
     mm = default_schedule(legalize_call("matmul", [TensorType((4, 1 << 14)),
                                                    TensorType((1 << 14, 16))]))
     assert "_rf" not in str(mm)
+
+
+def _twice_read(producer_terms: int):
+    """y = x + x + ... (``producer_terms`` terms), then z = y * y: y is read twice."""
+    te = mb.te
+    x = te.placeholder((8,), "float32", name="x")
+
+    def big(i):
+        v = x[i]
+        for _ in range(producer_terms - 1):
+            v = v + x[i]
+        return v
+    y = te.compute((8,), big, name="y")
+    z = te.compute((8,), lambda i: y[i] * y[i], name="z")
+    return te.create_prim_func([x, z])
+
+
+def test_a_big_block_read_twice_stays_a_block_and_a_small_one_is_inlined():
+    # inlining copies the producer per read: the loop IR shares no subexpressions
+    big = default_schedule(_twice_read(20))
+    assert [r.block.name for r in collect_blocks(big.body)] == ["root", "y", "z"]
+    small = default_schedule(_twice_read(2))
+    assert [r.block.name for r in collect_blocks(small.body)] == ["root", "z"]
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(run(big, [x]), (20 * x) ** 2)

@@ -74,6 +74,18 @@ def test_model_returning_an_input_and_a_constant():
     assert a.tolist() == [1, 1, 1] and b.tolist() == [0, 1]
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "uint64"])
+def test_saved_executable_keeps_bfloat16_and_uint64_weights_and_outputs(dtype, tmp_path):
+    x = Var("x", TensorType((4,), dtype))
+    w = Constant(np.array([1, 2, 3, 2**40]).astype(dtype))
+    exe = mb.compile(Function([x], op.add(x, w)))
+    a = np.array([5, 6, 7, 8]).astype(dtype)
+    loaded = mb.load(exe.save(tmp_path / "m.mlc"))
+    got = loaded(a)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.view(np.uint8), (a + w.data).view(np.uint8))
+
+
 def test_one_executable_called_from_four_threads_agrees_exactly():
     # each call's input differs, so a call that read or returned another thread's
     # intermediates would give a different answer than the same call alone

@@ -64,14 +64,15 @@ def test_weights_packed_for_other_lanes_is_an_error():
 # --- the int8 kernels of quantized models (int8_dense, int8_conv2d) -------------------------------
 
 
-def dense_case(m=3, k=10, n=20, seed=0):
+def dense_case(m=3, k=10, n=20, seed=0, narrow=0):
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 256, (m, k), dtype=np.uint8)
-    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    w = rng.integers(-64, 65, (n, k), dtype=np.int8) if narrow else \
+        rng.integers(-128, 128, (n, k), dtype=np.int8)
     bias = rng.integers(-3000, 3000, n).astype(np.int32)
     mult = (rng.random(n) * 2e-4).astype(np.float32)
     args = [x, pack_int8(w), bias, mult]
-    attrs = dict(units=n, x_zp=5, y_zp=60, relu=1)
+    attrs = dict(units=n, x_zp=5, y_zp=60, relu=1, narrow=narrow)
     return legalize_call("int8_dense", [type_of_array(a) for a in args], attrs), args, \
         get("int8_dense").reference(*args, **attrs)
 
@@ -85,6 +86,20 @@ def test_default_schedule_tensorizes_int8_dense_and_matches_reference():
     np.testing.assert_array_equal(out, want)
     out[:] = 0
     mb.tir.interpret(sched, *args, out)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("narrow, kernel", [(0, "x86.avx2.u8i8_pmaddwd_1x16x12"),
+                                            (1, "x86.avx2.u8i8_pmaddubsw_3x16x12")])
+def test_avx2_kernel_follows_the_narrow_mark(narrow, kernel):
+    """AVX2 only (znver3): narrow weights get vpmaddubsw, the others the exact pmaddwd
+    kernel (at most 2 rows, so 1 for m=3); 12 terms (k=10 padded to 12) per call."""
+    target = mb.Target("llvm -mcpu=znver3")
+    func, args, want = dense_case(narrow=narrow)
+    sched = default_schedule(func, target)
+    assert f'"tensor_intrin": "{kernel}"' in sched.script()
+    out = np.zeros_like(want)
+    mb.build(sched, target=target)(*args, out)
     np.testing.assert_array_equal(out, want)
 
 

@@ -113,7 +113,7 @@ def test_layer_norm_statistics_outputs():
 
 
 def test_float_only_op_rejects_ints():
-    with pytest.raises(OpDTypeError, match="exp takes float16, float32, float64"):
+    with pytest.raises(OpDTypeError, match="exp takes float16, bfloat16, float32, float64"):
         infer("exp", [T((2,), "int32")])
 
 

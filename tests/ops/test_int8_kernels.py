@@ -47,12 +47,12 @@ def test_int8_conv2d_is_qlinear_conv():
     np.testing.assert_array_equal(got, want)
 
 
-def test_conv_weights_are_packed_channels_last_and_padded_to_4():
-    w = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)
+def test_conv_weights_are_packed_by_window_row_channels_last_and_padded_to_4():
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)     # (F, C, KH, KW)
     wp = pack_conv_int8(w)
-    hwc = unpack_int8(wp, 2, 2 * 2 * 4).reshape(2, 2, 2, 4)
-    np.testing.assert_array_equal(hwc[..., :3], w.transpose(0, 2, 3, 1))
-    assert not hwc[..., 3].any()
+    rows = unpack_int8(wp, 2, 2 * 8).reshape(2, 2, 8)      # a window row: 2 x 3 -> 8 terms
+    np.testing.assert_array_equal(rows[..., :6], w.transpose(0, 2, 3, 1).reshape(2, 2, 6))
+    assert not rows[..., 6:].any()
 
 
 def test_relu_clamps_at_the_output_zero_point():

@@ -63,6 +63,24 @@ CASES = [
     ("resize", [T((3, 4), "float16")], {"sizes": (5, 4), "scales": (5 / 3, 1),
                                         "mode": "linear",
                                         "coordinate_transformation_mode": "align_corners"}),
+    ("resize", [T((1, 1, 3, 4))], {"sizes": (1, 1, 2, 3), "scales": (1, 1, 2 / 3, 0.75),
+                                   "mode": "cubic", "cubic_coeff_a": -0.5,
+                                   "exclude_outside": 1}),
+    ("resize", [T((2, 4, 5))], {"sizes": (2, 3, 3), "scales": (1, 0.75, 0.6),
+                                "coordinate_transformation_mode": "tf_crop_and_resize",
+                                "roi": ((0, 1), (0.4, 1.2), (-0.3, 0.6)),
+                                "extrapolation_value": 9.0, "mode": "linear"}),
+    ("resize", [T((1, 7, 6))], {"sizes": (1, 3, 2), "scales": (1, 3 / 7, 1 / 3),
+                                "mode": "linear", "antialias": 1}),
+    ("grid_sample", [T((1, 1, 3, 4)), T((1, 2, 2, 2))], {"mode": "cubic",
+                                                          "padding_mode": "reflection"}),
+    ("affine_grid", [T((2, 3, 4))], {"size": (2, 1, 2, 3, 4), "align_corners": 1}),
+    ("rnn", [T((3, 2, 2)), T((2, 3, 2)), T((2, 3, 3)), T((2, 6)), T((2, 2, 3))],
+     {"direction": "bidirectional", "activations": ("relu", "softplus")}),
+    ("gru", [T((2, 2, 3)), T((1, 9, 3)), T((1, 9, 3)), T((1, 18)), T((1, 2, 3))],
+     {"clip": 0.5}),
+    ("lstm", [T((2, 2, 3)), T((1, 8, 3)), T((1, 8, 2)), T((1, 16)), T((1, 2, 2)), T((1, 2, 2)),
+              T((1, 6)), T((2,), "int64")], {"direction": "reverse"}),
     ("softsign", [T((3, 5), "float16")], {}),
     ("pad", [T((3, 4))], {"pads": (2, 1, 1, 2), "mode": "reflect"}),
     ("pad", [T((3, 4))], {"pads": (1, -1, 0, 3), "value": 7.0}),
@@ -129,6 +147,10 @@ def _inputs(op, types, rng):
                              "int64").astype(types[1].dtype)  # uint8: -1 is 255
         arrays[0] = np.broadcast_to(np.array([-128, -7, -1, 0, 1, 3, 77, 127, 100], "int64")
                                     .astype(types[0].dtype), types[0].shape).copy()
+    if op == "grid_sample":
+        arrays[1] = arrays[1] * 2  # past the borders too
+    if op == "lstm":
+        arrays[-1] = np.array([1, 2], "int64")
     if op.startswith("bitwise"):
         # every bit pattern of the dtype: negative values, the extremes
         info = np.iinfo(types[0].dtype)

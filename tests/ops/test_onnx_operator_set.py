@@ -56,10 +56,10 @@ def test_argmax_returns_int64_and_first_of_ties():
 
 
 def test_resize_names_an_unsupported_mode_and_what_to_use():
-    with pytest.raises(OpAttributeError, match=r"mode='cubic' is not supported.*Instead: use "
+    with pytest.raises(OpAttributeError, match=r"mode='area' is not supported.*Instead: use "
                        "'linear'"):
         ops.get("resize").infer_type([TensorType((1, 4))], {"sizes": (1, 8), "scales": (1, 2),
-                                                             "mode": "cubic"})
+                                                             "mode": "area"})
 
 
 def test_resize_linear_needs_floats():

@@ -65,6 +65,23 @@ def test_integer_division_truncates_toward_zero():
     assert ref("div", x, y).tolist() == [-3, 3, 3, -3]
 
 
+def test_uint64_division_modulo_and_topk_keep_values_above_two_to_the_63():
+    x = np.array([2**64 - 1, 2**63 + 10, 9, 0], "uint64")
+    y = np.array([2, 3, 0, 5], "uint64")
+    assert ref("div", x, y).tolist() == [2**63 - 1, (2**63 + 10) // 3, 0, 0]
+    assert ref("mod", x, y).tolist() == [1, (2**63 + 10) % 3, 0, 0]
+    values, order = ref("topk", x, k=2, axis=0)
+    assert values.tolist() == [2**64 - 1, 2**63 + 10] and order.tolist() == [0, 1]
+
+
+def test_bfloat16_references_are_float_references():
+    x = np.array([[1.5, -2.0, 0.25]], "bfloat16")
+    assert ref("max", np.zeros((2, 0), "bfloat16"), axes=(1,), keepdims=0).tolist() == \
+        [-np.inf, -np.inf]
+    assert ref("sum", x, axes=(1,), keepdims=0).astype("float32").tolist() == [-0.25]
+    assert ref("matmul", x, x.T).dtype == np.dtype("bfloat16")
+
+
 def test_softmax_rows_sum_to_one_and_survive_large_inputs():
     x = np.array([[1000.0, 1001.0, 1002.0]], "float32")
     s = ref("softmax", x)

@@ -88,3 +88,17 @@ def test_bitwise_functions_and_reinterpret_round_trip():
     back = parse(text)
     assert_structural_equal(back, func)
     assert str(back) == text
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "uint32", "uint64"])
+def test_new_dtypes_round_trip(dtype):
+    from mlcbook.tir import BufferStore, For, Var, cast, const
+    A, B, i = Buffer("A", (4,), dtype), Buffer("B", (4,), "bfloat16"), Var("i")
+    top = 2 ** (int(dtype.lstrip("uint")) - 2)  # a large value, printed in full
+    f = PrimFunc("f", (A, B), For(i, 4, BufferStore(
+        B, cast("bfloat16", A[i] + const(top, dtype)) * const(0.5, "bfloat16"), (i,))))
+    text = str(f)
+    assert f'T.{dtype}({top})' in text and "T.bfloat16(0.5)" in text
+    back = parse(text)
+    assert_structural_equal(back, f)
+    assert str(back) == text

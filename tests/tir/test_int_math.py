@@ -35,7 +35,7 @@ FLOATS = np.array([2.5, 3.5, -2.5, -0.5, 1.4999, 0.5, 126.7, -300.2], np.float32
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
-@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "uint32", "uint64"])
 def test_integer_cast_wraps_like_numpy(runner, dtype):
     f = elementwise("int32", dtype, lambda x: mb.tir.cast(dtype, x), len(INTS))
     np.testing.assert_array_equal(run(f, INTS, runner), INTS.astype(dtype))
@@ -48,7 +48,7 @@ def test_float_cast_truncates_toward_zero(runner):
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
-@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "uint32"])
 def test_saturate_clamps_integers(runner, dtype):
     f = elementwise("int32", dtype, lambda x: saturate(dtype, x), len(INTS))
     info = np.iinfo(dtype)
@@ -76,6 +76,13 @@ def test_int32_sum_wraps_like_numpy(runner):
     with np.errstate(over="ignore"):
         want = INTS * np.int32(65536)
     np.testing.assert_array_equal(run(f, INTS, runner), want)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_saturate_from_unsigned_clamps_only_what_can_exceed(runner):
+    x = np.array([0, 5, 2**31 - 1, 2**31, 2**32 - 1], np.uint32)
+    f = elementwise("uint32", "int32", lambda v: saturate("int32", v), len(x))
+    np.testing.assert_array_equal(run(f, x, runner), [0, 5, 2**31 - 1, 2**31 - 1, 2**31 - 1])
 
 
 def test_saturate_names_integer_dtypes_only():

@@ -13,7 +13,10 @@ float ops and surrounds them with quantize/dequantize pairs::
 ``yq = int8_conv2d(xq, pack(Wq), bias', multiplier)`` (or ``int8_dense``), which sums
 ``uint8 x int8`` products in int32 with the CPU's dot-product instruction and requantizes
 once: ``multiplier = xs * ws / ys`` per output channel, ``bias' = Bq - xzp * sum_k Wq``
-(so the activations need not be shifted), a relu becoming a clamp at ``yzp``. A reshape or
+(so the activations need not be shifted), a relu becoming a clamp at ``yzp``. The kernel's
+``narrow`` attribute is 1 when the constant weights pass
+:func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (true for onnxruntime's
+``reduce_range`` 7-bit weights): only then may AVX2 use ``vpmaddubsw``. A reshape or
 flatten between a dequantize and a quantize with the same scale and zero point moves to the
 integers, and so does a max pool. What does not match (int8 activations, asymmetric weights, grouped convs, batched
 matmuls) keeps its float QDQ form, which computes the same model more slowly.
@@ -28,6 +31,7 @@ import numpy as np
 from ...ops import get as get_op
 from ...ops.int8_kernels import pack_conv_int8, pack_int8
 from ...ops.types import Attrs
+from ...tir.x86_intrinsics import pairs_fit_int16
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
 
@@ -124,8 +128,11 @@ class _LowerQDQ(ExprMutator):
         args = (xq, Constant(packed, f"{wq.name}_packed" if wq.name else ""),
                 Constant(total.astype(np.int32), f"{q.name}_bias"),
                 Constant(mult.astype(np.float32), f"{q.name}_multiplier"))
+        # the int16 pair sums of vpmaddubsw are exact for these weights: say so, and the
+        # schedule may use that kernel (the check is on the constants, never assumed)
+        narrow = int(pairs_fit_int16(packed))
         return Call(op, args, Attrs(dict(attrs, x_zp=xzp, y_zp=yzp, relu=int(relu),
-                                          dtype=q.type.dtype)), q.name)
+                                          dtype=q.type.dtype, narrow=narrow)), q.name)
 
     def _conv(self, q: Call, conv: Call, ys: float, yzp: int, relu: bool):
         x = _dequantized_input(conv.args[0])

@@ -16,8 +16,10 @@ elementwise (unary math and activations, broadcasting binary arithmetic and comp
 where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
-scatter_elements, scatter_nd), reduce (sum, mean, max, min) and the transformer operators
-(attention, rotary_embedding).
+scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
+affine_grid), recurrent layers (recurrent: RNN, GRU, LSTM) and the transformer operators
+(attention, rotary_embedding); the module :mod:`~mlcbook.te.ops.lowbit` converts ONNX's
+float8/float4/int4/int2 bit patterns (``lowbit.decode``, ``lowbit.encode``).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
@@ -35,6 +37,8 @@ from .elementwise import bitshift, hard_sigmoid, softsign
 from .elementwise import bitcast, bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .resize import resize
+from .grid_sample import affine_grid, grid_sample
+from .recurrent import recurrent
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
@@ -61,8 +65,9 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
            "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-           "attention", "rotary_embedding", "bitwise_and", "bitwise_not", "bitwise_or",
-           "bitwise_xor", "max_pool_indices", "bitcast"]
+           "affine_grid", "grid_sample", "recurrent", "attention", "rotary_embedding",
+           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices",
+           "bitcast"]
 
 #: earlier names of operators, renamed to the graph op's name (one name across both layers)
 DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",

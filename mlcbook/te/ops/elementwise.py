@@ -6,15 +6,14 @@ broadcasting, ``where``, ``cast`` and ``clip``.
 
 A binary operator takes two tensors, or a tensor and a Python number (which takes the
 tensor's dtype). Both tensors must have the same dtype: there is no implicit promotion,
-cast one with :func:`cast`. Storage dtypes (int8, uint8, float16) are computed in int32 /
-float32 and the result cast back (:func:`.util.compute_dtype`).
+cast one with :func:`cast`. Storage dtypes (int8, uint8, int16, uint16, float16, bfloat16)
+are computed in int32 / float32 and the result cast back (:func:`.util.compute_dtype`);
+bfloat16 results are rounded to nearest even on that cast.
 """
 
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from ...errors import TEError
 from ...tir import expr as _e
@@ -108,7 +107,7 @@ def bitcast(x: Tensor, dtype: str, name: str = "bitcast") -> Tensor:
     (float32 <-> int32, float64 <-> int64, int8 <-> uint8, bool -> uint8)."""
     check_tensor(x, "bitcast", "x")
     dtype = _e.check_dtype(dtype)
-    if dtype == "bool" or np.dtype(x.dtype).itemsize != np.dtype(dtype).itemsize:
+    if dtype == "bool" or _e.bits(x.dtype) != _e.bits(dtype):
         raise TEError(f"bitcast: {x.name!r} is {x.dtype}, which cannot be read as {dtype}; "
                       "the two types must have the same width (and bool is only a source)")
 

@@ -14,7 +14,8 @@ quantized zero)::
 
     y = int8_dense(x, wp, bias, mult, units=10, y_zp=3, dtype="uint8")     # x (M, K) uint8
 
-``int8_conv2d`` is a direct convolution over the data copied channels-last (no im2col).
+``int8_conv2d`` is a direct convolution over the data copied channels-last, each output
+column's window row side by side (an im2col along the width only).
 """
 
 from __future__ import annotations
@@ -30,12 +31,16 @@ from .nn import window_out_size
 from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
-           "ACC_SUFFIX"]
+           "int8_product", "conv_row_terms",
+           "ACC_SUFFIX", "NARROW_ACC_SUFFIX"]
 
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
 PACK_LANES = 16
 #: the name of the stage the schedule tensorizes ends with this
 ACC_SUFFIX = "_int8_acc"
+#: ... and with this when the weights were proven to fit ``vpmaddubsw``'s int16 pair sums
+#: (``narrow=True``; see :func:`mlcbook.tir.x86_intrinsics.pairs_fit_int16`)
+NARROW_ACC_SUFFIX = "_w7" + ACC_SUFFIX
 
 
 def _up(n: int, m: int) -> int:
@@ -55,8 +60,21 @@ def pack_int8(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(nb, PACK_LANES, kb, 4).transpose(0, 2, 1, 3))
 
 
-def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
-    """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``."""
+def _acc_name(name: str, narrow: bool) -> str:
+    return name + (NARROW_ACC_SUFFIX if narrow else ACC_SUFFIX)
+
+
+def int8_product(a: Tensor, wp: Tensor, name: str = "int8_matmul",
+                 narrow: bool = False) -> Tensor:
+    """``acc[i, jo, ji] = sum_k int32(a[i, k]) * int32(wp[jo, k // 4, ji, k % 4])``: the
+    int32 product of ``a`` (M, K) uint8 with weights packed by :func:`pack_int8`, the
+    stage the default schedule tensorizes (named ``name + ACC_SUFFIX``, or
+    ``NARROW_ACC_SUFFIX`` with ``narrow``, as in :func:`int8_dense`). Its (M, N16 // 16, 16)
+    layout is the (M, N16) matrix in memory.
+
+        >>> int8_product(placeholder((4, 8), "uint8"), placeholder((1, 2, 16, 4), "int8")).shape
+        (4, 1, 16)
+    """
     nb, kb = wp.shape[0], wp.shape[1]
     if a.shape[1] != 4 * kb or wp.shape[2:] != (PACK_LANES, 4):
         raise TEShapeError(f"{name}: the activations {a.shape} and the packed weights "
@@ -65,7 +83,7 @@ def _acc(a: Tensor, wp: Tensor, name: str) -> Tensor:
     ki = _r.reduce_axis(4, name="ki")
     return compute_named((a.shape[0], nb, PACK_LANES), ["i", "jo", "ji"], lambda i, jo, ji: _r.sum(
         _e.cast("int32", a[i, ko * 4 + ki]) * _e.cast("int32", wp[jo, ko, ji, ki]),
-        axis=[ko, ki]), name + ACC_SUFFIX)
+        axis=[ko, ki]), _acc_name(name, narrow))
 
 
 def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtype: str,
@@ -85,9 +103,12 @@ def _check_epilogue(name: str, bias: Tensor, mult: Tensor, n: int) -> None:
 
 def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: int,
                x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
-               name: str = "int8_dense") -> Tensor:
+               name: str = "int8_dense", narrow: bool = False) -> Tensor:
     """``x`` (M, K) uint8 times the packed weights of ``units`` outputs, requantized to
-    ``dtype`` (M, units)."""
+    ``dtype`` (M, units). ``narrow=True`` promises that the weights pass
+    :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (the caller checked the constant
+    weights), which lets the schedule use the ``vpmaddubsw`` kernel; the computation is the
+    same."""
     m, k = x.shape
     _check_epilogue(name, bias, multiplier, units)
     a = x
@@ -96,7 +117,7 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
         kp = _up(k, 4)
         a = compute_named((m, kp), ["i", "k"], lambda i, kk: _e.select(
             kk < k, x[i, clamp(kk, k)], _e.const(x_zp, x.dtype)), f"{name}_pad")
-    acc = _acc(a, wp, name)
+    acc = int8_product(a, wp, name, narrow)
     return compute_named((m, units), ["i", "j"], lambda i, j: _requant(
         acc[i, j // PACK_LANES, j % PACK_LANES], j, bias, multiplier, y_zp, dtype, relu), name)
 
@@ -104,44 +125,46 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
 def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channels: int,
                 kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                 x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
-                name: str = "int8_conv2d") -> Tensor:
+                name: str = "int8_conv2d", narrow: bool = False) -> Tensor:
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
-    (N, channels, OH, OW). A direct convolution: the data is copied once into
-    ``<name>_pad`` (N, H + pads, W + pads, C4), channels innermost and padded to a multiple
-    of 4, the border holding ``x_zp`` (the real zero); the product then reads 4 consecutive
-    channels of one pixel per instruction."""
+    (N, channels, OH, OW). The data is copied once into ``<name>_pad``
+    (N, H + pads, OW, R), R = :func:`conv_row_terms`: for each output column, the KW pixels
+    its window row covers, channels innermost, padded to a multiple of 4 with ``x_zp`` (the
+    real zero; the border holds it too). The product then reads one contiguous run of R
+    terms per window row (one register-tiled call sums it all), and neighbouring output
+    columns are neighbouring rows of that copy whatever the stride. ``narrow`` as in
+    :func:`int8_dense`."""
     n, c, h, w = x.shape
     kh, kw = kernel_shape
-    c4 = _up(c, 4)
+    row = conv_row_terms(c, kw)
     _check_epilogue(name, bias, multiplier, channels)
-    if wp.shape != (-(-channels // PACK_LANES), kh * kw * c4 // 4, PACK_LANES, 4):
+    if wp.shape != (-(-channels // PACK_LANES), kh * row // 4, PACK_LANES, 4):
         raise TEShapeError(f"{name}: packed weights {wp.shape} do not fit {channels} filters "
                            f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
     oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
     ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
-    hp, wq = h + pads[0] + pads[2], w + pads[1] + pads[3]
+    hp = h + pads[0] + pads[2]
 
-    def pad(b, y, z, ch):
-        yi, zi = y - pads[0], z - pads[1]
-        inside = (ch < c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
+    def rows(b, y, z, kk):
+        rx, ch = kk // c, kk % c
+        yi, zi = y - pads[0], z * strides[1] + rx * dilations[1] - pads[1]
+        inside = (kk < kw * c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
         return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
                          _e.const(x_zp, x.dtype))
 
-    xp = compute_named((n, hp, wq, c4), ["n", "y", "x", "c"], pad, f"{name}_pad")
+    xr = compute_named((n, hp, ow, row), ["n", "y", "x", "k"], rows, f"{name}_pad")
     ry = _r.reduce_axis(kh, name="ry")
-    rx = _r.reduce_axis(kw, name="rx")
-    ko = _r.reduce_axis(c4 // 4, name="ko")
+    ko = _r.reduce_axis(row // 4, name="ko")
     ki = _r.reduce_axis(4, name="ki")
 
     def product(b, y, z, jo, ji):
-        src = xp[b, y * strides[0] + ry * dilations[0], z * strides[1] + rx * dilations[1],
-                 ko * 4 + ki]
-        wk = wp[jo, (ry * kw + rx) * (c4 // 4) + ko, ji, ki]
-        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, rx, ko, ki])
+        src = xr[b, y * strides[0] + ry * dilations[0], z, ko * 4 + ki]
+        wk = wp[jo, ry * (row // 4) + ko, ji, ki]
+        return _r.sum(_e.cast("int32", src) * _e.cast("int32", wk), axis=[ry, ko, ki])
 
     acc = compute_named((n, oh, ow, wp.shape[0], PACK_LANES), ["n", "y", "x", "jo", "ji"],
-                        product, name + ACC_SUFFIX)
+                        product, _acc_name(name, narrow))
 
     def out(b, f, y, z):
         return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
@@ -150,11 +173,21 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
     return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
 
 
+def conv_row_terms(c: int, kw: int) -> int:
+    """Terms of one window row of :func:`int8_conv2d`: ``kw * c`` rounded up to 4 (for
+    one channel and a 3-wide window, 4 terms, not 3 taps of 4 channels)."""
+    return _up(kw * c, 4)
+
+
 def pack_conv_int8(w: np.ndarray) -> np.ndarray:
-    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: channels
-    innermost, padded to a multiple of 4, then :func:`pack_int8` of the ``(F, KH*KW*C4)``
-    matrix."""
-    f, c = w.shape[:2]
-    hwc = np.zeros((f,) + w.shape[2:] + (_up(c, 4),), np.int8)
-    hwc[..., :c] = w.transpose(0, 2, 3, 1)
-    return pack_int8(hwc.reshape(f, -1))
+    """Conv weights ``w`` (F, C, KH, KW) int8 packed for :func:`int8_conv2d`: each window
+    row's ``KW * C`` weights (channels innermost) padded with zeros to
+    :func:`conv_row_terms`, then :func:`pack_int8` of the ``(F, KH * R)`` matrix.
+
+        >>> pack_conv_int8(np.ones((8, 1, 3, 3), np.int8)).shape     # R = 4
+        (1, 3, 16, 4)
+    """
+    f, c, kh, kw = w.shape
+    rows = np.zeros((f, kh, conv_row_terms(c, kw)), np.int8)
+    rows[..., :kw * c] = w.transpose(0, 2, 3, 1).reshape(f, kh, kw * c)
+    return pack_int8(rows.reshape(f, -1))

@@ -15,7 +15,7 @@ __all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "br
            "reduce_stage", "trunc_div"]
 
 #: storage dtypes whose arithmetic happens in a wider dtype, the result cast back
-COMPUTE_DTYPE = {"int8": "int32", "uint8": "int32", "float16": "float32"}
+COMPUTE_DTYPE = _e.STORAGE_COMPUTE_DTYPE
 
 
 def compute_dtype(dtype: str) -> str:

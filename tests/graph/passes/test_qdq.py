@@ -13,6 +13,7 @@ import mlcbook as mb
 from mlcbook.errors import UnsupportedModelError
 from mlcbook.frontend.quantize import quantize_qdq
 from mlcbook.graph.passes import lower_qdq, optimize
+from mlcbook.tir.x86_intrinsics import pairs_fit_int16
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -104,3 +105,29 @@ def test_asymmetric_weights_keep_the_float_form(quantized):
 def test_quantize_without_calibration_is_an_error():
     with pytest.raises(UnsupportedModelError, match="no calibration inputs"):
         quantize_qdq(mlp(), [])
+
+
+def _int8_kernels(q):
+    return [c for c in lower_qdq(mb.from_onnx(q)["main"]).calls()
+            if c.op in ("int8_dense", "int8_conv2d")]
+
+
+def test_reduce_range_weights_are_marked_narrow(quantized):
+    _, q, _, _, _ = quantized      # quantize_qdq keeps weights in 7 bits (reduce_range)
+    assert [c.attrs["narrow"] for c in _int8_kernels(q)] == [1] * len(_int8_kernels(q))
+
+
+def test_full_range_weights_are_not_marked_narrow():
+    """8-bit weights: vpmaddubsw would saturate, so the kernels must not claim to be narrow;
+    the mark follows pairs_fit_int16 of each kernel's own constant weights."""
+    rng = np.random.default_rng(1)
+    logging.disable(logging.WARNING)
+    try:
+        q = quantize_qdq(mlp(), [{"x": rng.standard_normal((4, 24)).astype(np.float32)}
+                                 for _ in range(4)], reduce_range=False)
+    finally:
+        logging.disable(logging.NOTSET)
+    kernels = _int8_kernels(q)
+    assert [c.attrs["narrow"] for c in kernels] == [
+        int(pairs_fit_int16(c.args[1].data)) for c in kernels]
+    assert 0 in [c.attrs["narrow"] for c in kernels]

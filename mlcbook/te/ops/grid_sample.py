@@ -1,0 +1,163 @@
+"""ONNX's ``GridSample`` (PyTorch's ``grid_sample``) and ``AffineGrid`` (``affine_grid``).
+
+    >>> y = grid_sample(x, grid, mode="linear", padding_mode="zeros")  # x (N, C, H, W)
+    >>> g = affine_grid(theta, (2, 3, 4, 5))                           # theta (N, 2, 3)
+
+``grid[n, *o]`` holds, for each output point, a position in ``x`` normalized to [-1, 1],
+last axis first (x, y[, z]). :func:`source_coordinate` turns it into a coordinate of an
+axis and moves it inside the borders by the padding mode; :func:`taps` lists the
+elements mixed around it with their weights (1 nearest, 2 linear, 4 cubic per axis). The
+helpers are written once for numpy arrays and loop-IR expressions alike: ``m`` is
+:data:`.resize.IR_MATH` or the numpy reference's equivalent.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ...errors import TEError, TEShapeError
+from ...tir import expr as _e
+from ..tensor import Tensor
+from .resize import IR_MATH, axis_taps
+from .util import and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named, store
+
+MODES = ("linear", "nearest", "cubic")
+PADDING_MODES = ("zeros", "border", "reflection")
+
+
+def check_grid_sample(x_shape, grid_shape, mode: str, padding_mode: str, error=TEError):
+    """Raise ``error`` naming what is wrong with these grid_sample arguments."""
+    if mode not in MODES:
+        raise error(f"grid_sample: mode={mode!r} is not one of {', '.join(MODES)}")
+    if padding_mode not in PADDING_MODES:
+        raise error(f"grid_sample: padding_mode={padding_mode!r} is not one of "
+                    f"{', '.join(PADDING_MODES)}")
+    r = len(x_shape) - 2
+    if r < 1 or len(grid_shape) != r + 2 or grid_shape[0] != x_shape[0] or grid_shape[-1] != r:
+        raise error(f"grid_sample: x {tuple(x_shape)} and grid {tuple(grid_shape)} do not fit; "
+                    f"x is (N, C, *spatial) and grid (N, *out_spatial, {max(r, 1)}) with the "
+                    "same N and one coordinate per spatial axis")
+    if mode == "cubic" and r != 2:
+        raise error(f"grid_sample: cubic mode samples 2-D images; x {tuple(x_shape)} has {r} "
+                    "spatial axes. Instead: use mode='linear'")
+
+
+def _reflect(v, lo: float, hi: float, m):
+    """``v`` mirrored at the borders ``lo`` and ``hi`` until it lies between them: a triangle
+    wave of period ``2 (hi - lo)``, which reads ``v`` once (the expression stays small)."""
+    span = hi - lo
+    if span == 0:
+        return v * 0.0 + lo
+    u = v - lo
+    w = u - (2.0 * span) * m.floor(u * (0.5 / span))
+    return lo + span - m.abs(w - span)
+
+
+def _borders(size: int, align_corners: bool) -> tuple[float, float]:
+    return (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+
+
+def source_coordinate(g, size: int, mode: str, padding_mode: str, align_corners: bool, m):
+    """The coordinate on an axis of ``size`` of the normalized position ``g``: rounded for
+    nearest mode, clamped (border) or mirrored (reflection) into the axis. Cubic mode pads
+    its taps instead, as PyTorch and onnxruntime do."""
+    c = (g + 1.0) * 0.5 * (size - 1) if align_corners else ((g + 1.0) * size - 1.0) * 0.5
+    if mode == "nearest":
+        c = m.rint(c)
+    if mode == "cubic":
+        return c
+    if padding_mode == "border":
+        c = m.minimum(m.maximum(c, 0.0), size - 1.0)
+    elif padding_mode == "reflection":
+        c = _reflect(c, *_borders(size, align_corners), m)
+    return c
+
+
+def taps(c, mode: str, m):
+    """[(position, weight)] of the elements mixed at coordinate ``c`` (positions are floats
+    holding integers; the weight of nearest's one tap is None): Resize's linear and cubic
+    taps (:func:`.resize.axis_taps`, cubic with a = -0.75)."""
+    if mode == "nearest":
+        return [(c, None)]
+    return axis_taps(c, 0, mode, -0.75, False, m)
+
+
+def tap_index(p, size: int, padding_mode: str, align_corners: bool, m):
+    """(index, inside) of tap position ``p``: zeros padding reads 0 outside the axis (inside
+    is None for the other modes, which move the position into it)."""
+    if padding_mode == "zeros":
+        return m.trunc(p), (p >= 0.0) & (p < float(size))
+    if padding_mode == "border":
+        return m.trunc(m.minimum(m.maximum(p, 0.0), size - 1.0)), None
+    return m.trunc(_reflect(p, *_borders(size, align_corners), m)), None
+
+
+def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str = "zeros",
+                align_corners: bool = False, name: str = "grid_sample") -> Tensor:
+    """``y[n, c, *o]``: ``x[n, c]`` sampled at ``grid[n, *o]`` (see the module)."""
+    check_tensor(x, "grid_sample", "x")
+    check_tensor(grid, "grid_sample", "grid")
+    check_grid_sample(x.shape, grid.shape, mode, padding_mode)
+    if not (_e.is_float(x.dtype) and _e.is_float(grid.dtype)):
+        raise TEError(f"grid_sample: x is {x.dtype} and grid {grid.dtype}; both must be float")
+    r = x.ndim - 2
+    sizes = x.shape[2:]
+    dt = compute_dtype(grid.dtype)
+    out_shape = x.shape[:2] + grid.shape[1:-1]
+
+    def body(n, ch, *o):
+        per_axis = []
+        for a in range(r):
+            g = _e.cast(dt, grid[(n,) + o + (r - 1 - a,)])
+            c = source_coordinate(g, sizes[a], mode, padding_mode, align_corners, IR_MATH)
+            per_axis.append([(tap_index(p, sizes[a], padding_mode, align_corners, IR_MATH), w)
+                             for p, w in taps(c, mode, IR_MATH)])
+        total = None
+        for combo in itertools.product(*per_axis):
+            idx = tuple(clamp(i, s) for ((i, _), _), s in zip(combo, sizes))
+            v = _e.cast(dt, x[(n, ch) + idx])
+            inside = and_all(ok for (_, ok), _ in combo if ok is not None)
+            if inside is not None:
+                v = _e.select(inside, v, _e.const(0.0, dt))
+            for _, w in combo:
+                v = v if w is None else v * w
+            total = v if total is None else total + v
+        return store(total, x.dtype)
+
+    return compute_named(out_shape, axis_names(len(out_shape)), body, name)
+
+
+def base_grid(size: int, align_corners: bool, i):
+    """The normalized position of element ``i`` of an axis of ``size`` (``i`` an array or an
+    expression of a float dtype)."""
+    if align_corners:
+        return i * (2.0 / (size - 1)) - 1.0 if size > 1 else i * 0.0 - 1.0
+    return (i * 2.0 + 1.0) / size - 1.0
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool = False,
+                name: str = "affine_grid") -> Tensor:
+    """``grid[n, *o, k] = theta[n, k] . (positions of o, last axis first, 1)`` for an output
+    of ``size`` (N, C, *spatial): the sampling grid of an affine transform."""
+    check_tensor(theta, "affine_grid", "theta")
+    size = tuple(int(s) for s in size)
+    r = len(size) - 2
+    if r not in (2, 3) or theta.shape != (size[0], r, r + 1) or not _e.is_float(theta.dtype):
+        raise TEShapeError(f"affine_grid: theta {theta.shape} {theta.dtype} and size {size} "
+                           "do not fit; theta is a float (N, 2, 3) with size (N, C, H, W) or "
+                           "(N, 3, 4) with size (N, C, D, H, W)")
+    dt = compute_dtype(theta.dtype)
+    spatial = size[2:]
+
+    def body(n, *rest):
+        o, k = rest[:-1], rest[-1]
+        # column a of theta multiplies the position along spatial axis r - 1 - a
+        total = _e.cast(dt, theta[n, k, r])
+        for a in range(r):
+            axis = r - 1 - a
+            pos = base_grid(spatial[axis], align_corners, _e.cast(dt, o[axis]))
+            total = total + _e.cast(dt, theta[n, k, a]) * pos
+        return store(total, theta.dtype)
+
+    shape = (size[0],) + spatial + (r,)
+    return compute_named(shape, axis_names(len(shape)), body, name)
