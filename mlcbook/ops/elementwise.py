@@ -82,9 +82,13 @@ register("clip", kind=OpKind.ELEMWISE, infer=_clip_infer, reference=_clip_ref,
          attrs={"min": None, "max": None}, doc="min(max(x, min), max); a missing bound is no bound")
 
 
+def _storage_bits(dtype: str) -> int:
+    return 8 if dtype == "bool" else bits(dtype)   # a bool is stored as a byte
+
+
 def _bitcast_infer(types, attrs):
     x, dtype = types[0], check_graph_dtype(attrs["dtype"])
-    if dtype == "bool" or bits(x.dtype) != bits(dtype):
+    if dtype == "bool" or _storage_bits(x.dtype) != bits(dtype):
         raise OpDTypeError(f"bitcast: a {x.dtype} tensor cannot be read as {dtype}; the two "
                            "types must have the same width (bool only as the source). "
                            "Instead: cast it to convert the values")

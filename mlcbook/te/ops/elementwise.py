@@ -107,7 +107,7 @@ def bitcast(x: Tensor, dtype: str, name: str = "bitcast") -> Tensor:
     (float32 <-> int32, float64 <-> int64, int8 <-> uint8, bool -> uint8)."""
     check_tensor(x, "bitcast", "x")
     dtype = _e.check_dtype(dtype)
-    if dtype == "bool" or _e.bits(x.dtype) != _e.bits(dtype):
+    if dtype == "bool" or (8 if x.dtype == "bool" else _e.bits(x.dtype)) != _e.bits(dtype):
         raise TEError(f"bitcast: {x.name!r} is {x.dtype}, which cannot be read as {dtype}; "
                       "the two types must have the same width (and bool is only a source)")
 
