@@ -5,6 +5,9 @@ and tuned whole models.
     python bench/tune.py --smoke               # tiny sizes and budgets: checks that it runs
     python bench/tune.py --models mlp,cnn      # tune whole models (<= --model-trials each),
                                                # then tuned vs default vs onnxruntime
+    python bench/tune.py --part peers --kernels batched   # part 1 on the batched matmul only
+    python bench/tune.py --part curves --curve-trials 512 --kernels matmul,batched
+                                               # the 512-trial check on two kernels
 
 1. **Tuned vs hand-written / default**: a 1024^3 float32 matmul tuned from the generated
    space (no hand schedule, ``--trials`` measurements, XGBoost) against ``matmul_best`` of
@@ -26,8 +29,11 @@ and tuned whole models.
    with those records: tuned vs default vs onnxruntime at 1 and 2 threads, and the tuning
    time. Long: hours for all four models at 1,000 trials; run it apart from the rest.
 
-Writes bench/RESULTS_tune.md (kernels) or bench/RESULTS_tune_models.md (models), with the
-time each part took.
+``--part peers`` or ``--part curves`` runs one part; ``--kernels a,b`` keeps the kernels whose
+name contains ``a`` or ``b``. Writes bench/RESULTS_tune.md (both parts, all kernels: the
+judged run), bench/RESULTS_tune_<part>.md (a part or a selection; its curves in
+bench/tune_curves_selection.png) or bench/RESULTS_tune_models.md (models), with the time
+each part took.
 """
 
 from __future__ import annotations
@@ -93,10 +99,20 @@ def _time(programs: dict, func, rounds: int) -> dict:
     return mb.runtime.time_interleaved(calls, rounds=rounds)
 
 
+def chosen(programs: dict, keep) -> dict:
+    """The entries of ``programs`` whose name contains one of ``keep`` (None: all)."""
+    if keep is None:
+        return programs
+    out = {k: v for k, v in programs.items() if any(s in k for s in keep)}
+    if not out:
+        raise SystemExit(f"--kernels {','.join(keep)} matches none of {sorted(programs)}")
+    return out
+
+
 def tuned_vs_peer(trials: int, peer_trials: int, rounds: int, smoke: bool,
-                  measurer: Measurer) -> list:
+                  measurer: Measurer, keep=None) -> list:
     rows = []
-    for name, (func, hand, big) in kernels(smoke).items():
+    for name, (func, hand, big) in chosen(kernels(smoke), keep).items():
         n = trials if big else peer_trials
         t0 = time.perf_counter()
         r = tune(func, n, model="xgboost", batch=16 if n >= 64 else 4, seed=0, name=name,
@@ -119,10 +135,10 @@ def _reach(curve: list, share: float = 0.9):
     return next((k + 1 for k, g in enumerate(curve) if end and g >= share * end), None)
 
 
-def search_curves(trials: int, seeds: int, smoke: bool, measurer: Measurer):
+def search_curves(trials: int, seeds: int, smoke: bool, measurer: Measurer, keep=None):
     rows, curves = [], {}
     marks = [m for m in (8, 16, 32, 64, 128, 256, 512) if m < trials] + [trials]
-    for name, func in curve_kernels(smoke).items():
+    for name, func in chosen(curve_kernels(smoke), keep).items():
         curves[name] = {}
         for model in ("xgboost", "random", "analytic"):
             curves[name][model] = [
@@ -157,31 +173,40 @@ def plot(curves: dict, path: Path) -> None:
 def kernel_report(args) -> str:
     from _common import machine, table
     load = mb.runtime.machine_load()
-    t0 = time.perf_counter()
+    keep = args.kernels.split(",") if args.kernels else None
+    sections = ["# mb.tune benchmarks\n\n" + f"Written by `python bench/tune.py "
+                f"{' '.join(args.argv)}`.\n\n" + machine() + f"\n\n{load.note()}"]
+    smoke = "_smoke" if args.smoke else ""
+    part = f"_{args.part}" if args.part != "all" or keep else ""
+    curves_name = f"tune_curves{'_selection' if keep else ''}{smoke}"
     with Measurer(timeout=60.0) as measurer:
-        part1 = tuned_vs_peer(args.trials, args.peer_trials, args.rounds, args.smoke, measurer)
-        t1 = time.perf_counter()
-        part2, curves, marks = search_curves(args.curve_trials, args.seeds, args.smoke, measurer)
-    t2 = time.perf_counter()
-    suffix = "_smoke" if args.smoke else ""
-    plot(curves, HERE / f"tune_curves{suffix}.png")
-    (HERE / f"tune_curves{suffix}.json").write_text(json.dumps(curves))
-    at = "/".join(str(m) for m in marks)
-    text = "\n\n".join([
-        "# mb.tune benchmarks\n\n" + f"Written by `python bench/tune.py "
-        f"{' '.join(args.argv)}`.\n\n" + machine() + f"\n\n{load.note()}",
-        f"## Tuned from the generated space vs hand-written / default (XGBoost; "
-        f"{(t1 - t0) / 60:.1f} minutes)\n\n"
-        + table(["kernel", "peer", "tuned GFLOP/s", "peer GFLOP/s", "tuned speed-up",
-                 "trials", "tuning minutes"], part1),
-        f"## XGBoost vs random: median best GFLOP/s after {at} trials over {args.seeds} "
-        f"seeds (analytic: deterministic, 1 run; {(t2 - t1) / 60:.1f} minutes)\n\n"
-        + table(["kernel", f"xgboost ({at})", f"random ({at})",
-                 f"analytic ({args.curve_trials})", "xgboost ahead at checkpoints",
-                 f"xgboost > random at {args.curve_trials}",
-                 f"xgboost trials to 90% of its {args.curve_trials}-trial best"], part2)
-        + f"\n\nCurves: bench/tune_curves{suffix}.png (median line, min..max band)"])
-    (HERE / f"RESULTS_tune{suffix}.md").write_text(text + "\n")
+        if args.part in ("all", "peers"):
+            t0 = time.perf_counter()
+            rows = tuned_vs_peer(args.trials, args.peer_trials, args.rounds, args.smoke,
+                                 measurer, keep)
+            sections.append(
+                f"## Tuned from the generated space vs hand-written / default (XGBoost; "
+                f"{(time.perf_counter() - t0) / 60:.1f} minutes)\n\n"
+                + table(["kernel", "peer", "tuned GFLOP/s", "peer GFLOP/s", "tuned speed-up",
+                         "trials", "tuning minutes"], rows))
+        if args.part in ("all", "curves"):
+            t0 = time.perf_counter()
+            rows, curves, marks = search_curves(args.curve_trials, args.seeds, args.smoke,
+                                                measurer, keep)
+            plot(curves, HERE / f"{curves_name}.png")
+            (HERE / f"{curves_name}.json").write_text(json.dumps(curves))
+            at = "/".join(str(m) for m in marks)
+            n = args.curve_trials
+            sections.append(
+                f"## XGBoost vs random: median best GFLOP/s after {at} trials over {args.seeds} "
+                f"seeds (analytic: deterministic, 1 run; "
+                f"{(time.perf_counter() - t0) / 60:.1f} minutes)\n\n"
+                + table(["kernel", f"xgboost ({at})", f"random ({at})", f"analytic ({n})",
+                         "xgboost ahead at checkpoints", f"xgboost > random at {n}",
+                         f"xgboost trials to 90% of its {n}-trial best"], rows)
+                + f"\n\nCurves: bench/{curves_name}.png (median line, min..max band)")
+    text = "\n\n".join(sections)
+    (HERE / f"RESULTS_tune{part}{smoke}.md").write_text(text + "\n")
     return text
 
 
@@ -221,6 +246,10 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--models", default=None, help="tune these bench/e2e.py models instead")
     ap.add_argument("--model-trials", type=int, default=1000)
+    ap.add_argument("--part", choices=["all", "peers", "curves"], default="all",
+                    help="run only part 1 (peers) or part 2 (curves) of the kernel figures")
+    ap.add_argument("--kernels", default=None,
+                    help="comma-separated name parts: only the kernels whose name has one")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes and budgets")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
