@@ -6,8 +6,8 @@ and tuned whole models.
     python bench/tune.py --models mlp,cnn      # tune whole models (<= --model-trials each),
                                                # then tuned vs default vs onnxruntime
     python bench/tune.py --part peers --kernels batched   # part 1 on the batched matmul only
-    python bench/tune.py --part curves --curve-trials 512 --kernels matmul,batched
-                                               # the 512-trial check on two kernels
+    python bench/tune.py --part curves --curve-trials 512 --searches xgboost
+                                               # the 512-trial check (XGBoost only)
 
 1. **Tuned vs hand-written / default**: a 1024^3 float32 matmul tuned from the generated
    space (no hand schedule, ``--trials`` measurements, XGBoost) against ``matmul_best`` of
@@ -22,7 +22,8 @@ and tuned whole models.
    trials XGBoost reached 90% of its own best at the end (median over seeds); the curves go
    to bench/tune_curves.png. The default run uses 64 trials, to fit the whole run in about
    12 minutes; the issue's "90% of its 512-trial best within 64 trials" needs
-   ``--curve-trials 512`` (about 9,000 trials in all: hours), run apart.
+   ``--curve-trials 512`` (about 9,000 trials in all: hours; 4,600 with ``--searches
+   xgboost``), run apart.
 3. **Whole models** (``--models``): every task of each bench/e2e.py model tuned by
    ``mb.tune.tasks.tune_model`` with ``--model-trials`` in all (records in
    bench/tune_records/<model>.jsonl, resumed if present), then bench/e2e.py's comparison
@@ -30,7 +31,8 @@ and tuned whole models.
    time. Long: hours for all four models at 1,000 trials; run it apart from the rest.
 
 ``--part peers`` or ``--part curves`` runs one part; ``--kernels a,b`` keeps the kernels whose
-name contains ``a`` or ``b``. Writes bench/RESULTS_tune.md (both parts, all kernels: the
+name contains ``a`` or ``b``; ``--searches xgboost`` runs part 2 without its peers (a
+third of the trials: enough for the 512-trial check, which compares XGBoost with itself). Writes bench/RESULTS_tune.md (both parts, all kernels: the
 judged run), bench/RESULTS_tune_<part>.md (a part or a selection; its curves in
 bench/tune_curves_selection.png) or bench/RESULTS_tune_models.md (models), with the time
 each part took.
@@ -135,12 +137,17 @@ def _reach(curve: list, share: float = 0.9):
     return next((k + 1 for k, g in enumerate(curve) if end and g >= share * end), None)
 
 
-def search_curves(trials: int, seeds: int, smoke: bool, measurer: Measurer, keep=None):
+SEARCHES = ("xgboost", "random", "analytic")
+
+
+def search_curves(trials: int, seeds: int, smoke: bool, measurer: Measurer, keep=None,
+                  searches=SEARCHES):
+    """The curves of ``searches`` (xgboost first; the others as peers, "-" when not run)."""
     rows, curves = [], {}
     marks = [m for m in (8, 16, 32, 64, 128, 256, 512) if m < trials] + [trials]
     for name, func in chosen(curve_kernels(smoke), keep).items():
         curves[name] = {}
-        for model in ("xgboost", "random", "analytic"):
+        for model in searches:
             curves[name][model] = [
                 tune(func, trials, model=model, batch=8, seed=sd, progress=False,
                      measurer=measurer).gflops_curve()
@@ -150,12 +157,16 @@ def search_curves(trials: int, seeds: int, smoke: bool, measurer: Measurer, keep
             return statistics.median(c[m - 1] for c in curves[name][model])
 
         x = [at("xgboost", m) for m in marks]
-        r = [at("random", m) for m in marks]
         reach = statistics.median(_reach(c) or trials for c in curves[name]["xgboost"])
-        rows.append([name, " / ".join(f"{v:.1f}" for v in x), " / ".join(f"{v:.1f}" for v in r),
-                     f"{at('analytic', trials):.1f}",
-                     f"{sum(a > b for a, b in zip(x, r))} of {len(marks)}",
-                     "yes" if x[-1] > r[-1] else "no", f"{reach:g}"])
+        row = [name, " / ".join(f"{v:.1f}" for v in x), "-",
+               f"{at('analytic', trials):.1f}" if "analytic" in searches else "-", "-", "-",
+               f"{reach:g}"]
+        if "random" in searches:
+            r = [at("random", m) for m in marks]
+            row[2] = " / ".join(f"{v:.1f}" for v in r)
+            row[4] = f"{sum(a > b for a, b in zip(x, r))} of {len(marks)}"
+            row[5] = "yes" if x[-1] > r[-1] else "no"
+        rows.append(row)
     return rows, curves, marks
 
 
@@ -174,6 +185,9 @@ def kernel_report(args) -> str:
     from _common import machine, table
     load = mb.runtime.machine_load()
     keep = args.kernels.split(",") if args.kernels else None
+    searches = tuple(args.searches.split(","))
+    if searches[0] != "xgboost" or not set(searches) <= set(SEARCHES):
+        raise SystemExit(f"--searches must start with xgboost and name some of {SEARCHES}")
     sections = ["# mb.tune benchmarks\n\n" + f"Written by `python bench/tune.py "
                 f"{' '.join(args.argv)}`.\n\n" + machine() + f"\n\n{load.note()}"]
     smoke = "_smoke" if args.smoke else ""
@@ -192,7 +206,7 @@ def kernel_report(args) -> str:
         if args.part in ("all", "curves"):
             t0 = time.perf_counter()
             rows, curves, marks = search_curves(args.curve_trials, args.seeds, args.smoke,
-                                                measurer, keep)
+                                                measurer, keep, searches)
             plot(curves, HERE / f"{curves_name}.png")
             (HERE / f"{curves_name}.json").write_text(json.dumps(curves))
             at = "/".join(str(m) for m in marks)
@@ -250,6 +264,9 @@ def main(argv=None) -> None:
                     help="run only part 1 (peers) or part 2 (curves) of the kernel figures")
     ap.add_argument("--kernels", default=None,
                     help="comma-separated name parts: only the kernels whose name has one")
+    ap.add_argument("--searches", default=",".join(SEARCHES),
+                    help="the searches of part 2 (xgboost first): e.g. only xgboost for "
+                    "the check against its own 512-trial best")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes and budgets")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
