@@ -3,6 +3,7 @@
     python bench/e2e.py                 # MLP and CNN, 1 and 2 threads, prints a table
     python bench/e2e.py --rounds 15     # more rounds on a busy machine
     python bench/e2e.py --records bench/tune_records   # also mb.compile(..., tuning_records=)
+    python bench/e2e.py --records bench/tune_records_remeasured   # after tune.py --remeasure
 
 Models (built by mlcbook.frontend.examples, fixed random weights):
 
@@ -157,7 +158,8 @@ def main(argv=None) -> None:
             f"{args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
             f"{report(cs, info)}\n\nMachine: {machine()}.\n")
     if args.records:
-        text += f"\n## Tuned (records in {args.records})\n\n{report_tuned(cs, info, trials_in(args.records, info))}\n"
+        tuned = report_tuned(cs, info, trials_in(args.records, info))
+        text += f"\n## Tuned (records in {args.records})\n\n{tuned}\n"
     print(text)
     name = "RESULTS_e2e_tuned.md" if args.records else "RESULTS_e2e.md"
     (Path(__file__).resolve().parent / name).write_text(text)

@@ -30,10 +30,15 @@ and tuned whole models.
    with those records: tuned vs default vs onnxruntime at 1 and 2 threads, and the tuning
    time. Long: hours for all four models at 1,000 trials; run it apart from the rest.
 
-``--part peers`` or ``--part curves`` runs one part; ``--kernels a,b`` keeps the kernels whose
-name contains ``a`` or ``b``; ``--searches xgboost`` runs part 2 without its peers (a
-third of the trials: enough for the 512-trial check, which compares XGBoost with itself). Writes bench/RESULTS_tune.md (both parts, all kernels: the
-judged run), bench/RESULTS_tune_<part>.md (a part or a selection; its curves in
+``--remeasure DIR`` times the few best records of every kernel again (quietly), for records
+tuned on a busy machine (see :func:`remeasure`); then ``python bench/e2e.py --records
+DIR_remeasured``. ``--part peers`` or ``--part curves`` runs one part; ``--kernels a,b``
+keeps the kernels whose name contains ``a`` or ``b``; ``--searches xgboost`` runs part 2
+without its peers (a third of the trials: enough for the 512-trial check, which compares
+XGBoost with itself).
+
+Writes bench/RESULTS_tune.md (both parts, all kernels: the judged run),
+bench/RESULTS_tune_<part>.md (a part or a selection; its curves in
 bench/tune_curves_selection.png) or bench/RESULTS_tune_models.md (models), with the time
 each part took.
 """
@@ -249,6 +254,50 @@ def model_report(args) -> str:
     return text
 
 
+def remeasure(args) -> str:
+    """Each model's records of ``--remeasure DIR`` ranked again: per kernel the ``--top``
+    fastest distinct records and the default schedule, timed in interleaved rounds in
+    this process (outputs checked against the default's), written as fresh records to
+    DIR_remeasured/<model>.jsonl. Records measured on a busy machine are noisy, and the
+    fastest of many noisy timings is biased to luck; this picks among the few best on a
+    quiet one, without new trials."""
+    import e2e
+    from mlcbook.schedule import Trace
+    from mlcbook.tune.database import DEFAULT_TRACE, Database, Record, workload_key
+    from mlcbook.tune.tasks import extract_tasks
+    src = Path(args.remeasure)
+    out_dir = src.with_name(src.name + "_remeasured")
+    out_dir.mkdir(exist_ok=True)
+    lines = []
+    for name in args.models.split(",") if args.models else e2e.MODELS:
+        path = e2e.records_path(src, name)
+        if path is None:
+            continue
+        db, fresh = Database(str(path)), Database(str(out_dir / f"{name}.jsonl"))
+        model, _ = e2e.model_of(name)
+        changed = 0
+        for task in extract_tasks(mb.from_onnx(model)):
+            key = workload_key(task.func, mb.Target("llvm"))
+            ok = sorted((r for r in db.records(key) if r.seconds is not None
+                         and r.trace != DEFAULT_TRACE), key=lambda r: r.seconds)
+            seen: set = set()
+            top = [r for r in ok if not (r.key in seen or seen.add(r.key))][:args.top]
+            if not top:
+                continue
+            progs = {"default": default_schedule(task.func)}
+            progs.update({str(k): Trace.from_json(r.trace).apply(task.func).func
+                          for k, r in enumerate(top)})
+            res = _time(progs, task.func, args.rounds)
+            fresh.add(Record(key, {}, DEFAULT_TRACE, res["default"].median, None, task.name))
+            for k, r in enumerate(top):
+                fresh.add(Record(key, r.decisions, r.trace, res[str(k)].median, None,
+                                 task.name))
+            changed += min(res, key=lambda k: res[k].median) != "0"   # top[0]: the old best
+        lines.append(f"{name}: {changed} kernels' best changed on re-measuring; records in "
+                     f"{out_dir / (name + '.jsonl')}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     import sys
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -267,13 +316,20 @@ def main(argv=None) -> None:
     ap.add_argument("--searches", default=",".join(SEARCHES),
                     help="the searches of part 2 (xgboost first): e.g. only xgboost for "
                     "the check against its own 512-trial best")
+    ap.add_argument("--remeasure", default=None, metavar="DIR",
+                    help="time the --top best records of each kernel of the models with "
+                    "records DIR/<model>.jsonl again, writing DIR_remeasured/")
+    ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes and budgets")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.smoke:
         args.trials, args.peer_trials, args.curve_trials = 4, 4, 4
         args.seeds, args.rounds, args.model_trials = 1, 2, 4
-    print(model_report(args) if args.models else kernel_report(args))
+    if args.remeasure:
+        print(remeasure(args))
+    else:
+        print(model_report(args) if args.models else kernel_report(args))
 
 
 if __name__ == "__main__":
