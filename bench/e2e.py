@@ -110,7 +110,7 @@ def report(all_cases: list[Case], info: dict) -> str:
     by = by_key(all_cases)
     rows = []
     for name in info:
-        compile_s, calls, ops, arena, unplanned = info[name]
+        compile_s, calls, ops, arena, unplanned = info[name][:5]
         for t in THREADS:
             mb_s, ort_s = by[((name, "mlcbook"), t)].median, by[((name, "onnxruntime"), t)].median
             rows.append([name, t, f"{mb_s * 1e3:.3f}", f"{ort_s * 1e3:.3f}",
