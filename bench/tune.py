@@ -273,6 +273,7 @@ def remeasure(args) -> str:
         path = e2e.records_path(src, name)
         if path is None:
             continue
+        (out_dir / f"{name}.jsonl").unlink(missing_ok=True)   # a fresh ranking, not appended
         db, fresh = Database(str(path)), Database(str(out_dir / f"{name}.jsonl"))
         model, _ = e2e.model_of(name)
         changed = 0
