@@ -3,6 +3,7 @@
     python bench/e2e.py                 # MLP and CNN, 1 and 2 threads, prints a table
     python bench/e2e.py --rounds 15     # more rounds on a busy machine
     python bench/e2e.py --records bench/tune_records   # also mb.compile(..., tuning_records=)
+    python bench/e2e.py --records bench/tune_records_remeasured   # after tune.py --remeasure
 
 Models (built by mlcbook.frontend.examples, fixed random weights):
 
@@ -55,6 +56,19 @@ def records_path(records, name: str):
     return path if path.exists() else None
 
 
+def trials_in(records, names) -> dict:
+    """Per model with records in directory ``records``: (trials measured, tuning seconds
+    unknown), the trials counted from its records (the default schedule's not counted)."""
+    from mlcbook.tune.database import DEFAULT_TRACE, Database
+    out = {}
+    for name in names:
+        path = records_path(records, name)
+        if path is not None:
+            out[name] = (sum(r.trace != DEFAULT_TRACE for r in Database(str(path)).records()),
+                         float("nan"))
+    return out
+
+
 def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], dict]:
     """The cases to measure, and per model (compile seconds, kernel calls); with ``records``
     (a directory) also each model compiled with its tuning records, if it has some."""
@@ -96,7 +110,7 @@ def report(all_cases: list[Case], info: dict) -> str:
     by = by_key(all_cases)
     rows = []
     for name in info:
-        compile_s, calls, ops, arena, unplanned = info[name]
+        compile_s, calls, ops, arena, unplanned = info[name][:5]
         for t in THREADS:
             mb_s, ort_s = by[((name, "mlcbook"), t)].median, by[((name, "onnxruntime"), t)].median
             rows.append([name, t, f"{mb_s * 1e3:.3f}", f"{ort_s * 1e3:.3f}",
@@ -120,7 +134,8 @@ def report_tuned(all_cases: list[Case], info: dict, tuning: dict) -> str:
                            for k in ("mlcbook tuned", "mlcbook", "onnxruntime"))
             rows.append([name, t, f"{tu * 1e3:.3f}", f"{de * 1e3:.3f}", f"{ort * 1e3:.3f}",
                          f"{tu / ort:.2f}x", "yes" if tu <= ort else "no",
-                         f"{info[name][5]}", str(trials), f"{secs / 60:.1f}"])
+                         f"{info[name][5]}", str(trials),
+                         "?" if secs != secs else f"{secs / 60:.1f}"])
     return table(["model", "threads", "tuned ms", "default ms", "onnxruntime ms",
                   "tuned / onnxruntime", "met (<= onnxruntime)", "tuned kernels", "trials",
                   "tuning minutes"], rows)
@@ -132,7 +147,8 @@ def main(argv=None) -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--opt-level", type=int, default=3)
     ap.add_argument("--records", default=None,
-                    help="directory of tuning records <model>.jsonl (bench/tune.py --models)")
+                    help="directory of tuning records <model>.jsonl (bench/tune.py --models "
+                    "or `mlcbook tune MODEL.onnx -o DIR/<model>.jsonl`)")
     args = ap.parse_args(argv)
     cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records)
     measure(cs, args.rounds)
@@ -142,7 +158,8 @@ def main(argv=None) -> None:
             f"{args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
             f"{report(cs, info)}\n\nMachine: {machine()}.\n")
     if args.records:
-        text += f"\n## Tuned (records in {args.records})\n\n{report_tuned(cs, info, {})}\n"
+        tuned = report_tuned(cs, info, trials_in(args.records, info))
+        text += f"\n## Tuned (records in {args.records})\n\n{tuned}\n"
     print(text)
     name = "RESULTS_e2e_tuned.md" if args.records else "RESULTS_e2e.md"
     (Path(__file__).resolve().parent / name).write_text(text)

@@ -11,6 +11,7 @@ module keys are.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import fields
 
 from ..errors import StructuralMismatchError
@@ -123,7 +124,12 @@ def _show(x) -> str:
 
 
 def structural_hash(x) -> int:
-    """A hash that agrees with :func:`structural_equal` (equal programs hash equal)."""
+    """A hash that agrees with :func:`structural_equal` (equal programs hash equal), and the
+    same in every process (Python's ``hash`` of strings is salted per process, and tuning
+    records written by one process are keyed by this hash and read by another).
+
+        >>> structural_hash(func) == structural_hash(copy_of_func)
+        True"""
     ids: dict[int, int] = {}
     keep = []
     items: list = []
@@ -155,4 +161,5 @@ def structural_hash(x) -> int:
             items.append(repr(v))
 
     walk(x)
-    return hash(tuple(items))
+    digest = hashlib.blake2b(repr(items).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)

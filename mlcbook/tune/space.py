@@ -23,8 +23,9 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
   every axis (``rows``, ``cols``, ``lanes``; at most twice the vector registers of
   accumulators), a cache-level ``block`` of row tiles, the ``order`` of the tile loops,
   the unrolled part of the longest reduce loop and (several reduce loops) their
-  ``reduce_order``, whether the tile loops run in ``parallel``, and (for a 2-D weight
-  read as ``W[k, j]``) whether it is ``repack``-ed into panels of the tile's width;
+  ``reduce_order``, whether the tile loops run in ``parallel``, and (for a weight read as
+  ``W[k, j]``, or ``W[b, k, j]`` in a batched matmul) whether it is ``repack``-ed into
+  panels of the tile's width;
 * a conv-like block (a weight ``W[f, c, ky, kx]``) also chooses its ``vector_axis``: along
   the output row as above, or along the output channels ``f``, with the weight repacked
   into blocks ``W[f // lanes, c, ky, kx, f % lanes]``, the accumulators laid out channel
@@ -299,21 +300,24 @@ def _vectorize_row(sch: Schedule, loop, lanes: int) -> None:
         sch.vectorize(loop)
 
 
-def _panel_operand(sch: Schedule, name: str, n_spatial: int) -> Optional[str]:
-    """The weight a panel repack applies to: a 2-D parameter read as ``W[k, j]`` with ``j``
-    the block's innermost spatial variable and ``k`` a reduce variable."""
+def _panel_operand(sch: Schedule, name: str, n_spatial: int) -> Optional[tuple[str, int]]:
+    """``(weight, batch dims)`` of the weight a panel repack applies to: a parameter read as
+    ``W[b..., k, j]`` with ``j`` the block's innermost spatial variable, ``k`` a reduce
+    variable and ``b...`` (a batched matmul's batch, none for a matmul) other spatial ones."""
     block = sch.get(sch.get_block(name))
     ivs = block.iter_vars
     j = ivs[n_spatial - 1].var
     reduce_vars = {id(iv.var) for iv in ivs[n_spatial:]}
+    batch_vars = {id(iv.var) for iv in ivs[:n_spatial - 1]}
     params = {id(p) for p in sch.func.params}
     found: list = []
 
     def visit(n):
-        if isinstance(n, BufferLoad) and len(n.indices) == 2 and id(n.buffer) in params:
-            a, b = n.indices
-            if isinstance(a, Var) and id(a) in reduce_vars and b is j:
-                found.append(n.buffer.name)
+        if isinstance(n, BufferLoad) and len(n.indices) >= 2 and id(n.buffer) in params:
+            *lead, a, b = n.indices
+            if isinstance(a, Var) and id(a) in reduce_vars and b is j \
+                    and all(isinstance(e, Var) and id(e) in batch_vars for e in lead):
+                found.append((n.buffer.name, len(lead)))
 
     post_order_visit(block.body, visit)
     return found[0] if len(set(found)) == 1 else None
@@ -498,17 +502,24 @@ def schedule_channel_tiled(knobs: Knobs, name: str, space: Space, weight: str,
     _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, [rows, cols], vec, work)
 
 
-def _repack(sch: Schedule, name: str, buf: str, width: int, lanes: int) -> None:
-    """Lay ``buf[k, j]`` out as panels ``[j // width, k, j % width]``: each tile's columns of
-    the weight contiguous, repacked once, one panel per parallel iteration."""
+def _repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
+            lanes: int) -> None:
+    """Lay ``buf[b..., k, j]`` out as panels ``[b..., j // width, k, j % width]``: each
+    tile's columns of the weight contiguous (rows of a wide weight are a power-of-two bytes
+    apart, so a tile's column strip would map to few cache sets), repacked once, the
+    panels in parallel."""
+    buf, n_batch = operand
+    lead = [f"b{k}" for k in range(n_batch)]
     sch.transform_layout(sch.get_block(name), buf,
-                         f"lambda k, j: (j // {width}, k, j % {width})")
-    rows, cols = sch.get_loops(sch.get_block(f"{buf}_packed"))
+                         f"lambda {', '.join(lead + ['k', 'j'])}: "
+                         f"({', '.join(lead + [f'j // {width}', 'k', f'j % {width}'])})")
+    *batch, rows, cols = sch.get_loops(sch.get_block(f"{buf}_packed"))
     panel, col = sch.split(cols, [None, width])
-    sch.reorder(panel, rows, col)
+    sch.reorder(*batch, panel, rows, col)
     _vectorize_row(sch, col, lanes)
-    if _extent(sch, panel) > 1:
-        sch.parallel(panel)
+    outer = sch.fuse(*batch, panel) if batch else panel
+    if _extent(sch, outer) > 1:
+        sch.parallel(outer)
 
 
 DEFAULT_RULES: dict = {"tiled": schedule_tiled, "spatial": schedule_spatial,

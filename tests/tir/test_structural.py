@@ -14,6 +14,19 @@ def test_equal_up_to_renaming():
     assert structural_hash(a) == structural_hash(b)
 
 
+def test_the_hash_is_the_same_in_every_process():
+    # tuning records are keyed by it: `mlcbook tune` writes them, another process reads them
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, 'tests'); from tir._programs import matmul; "
+            "from mlcbook.tir import structural_hash; print(structural_hash(matmul()))")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True)
+    assert int(out.stdout) == structural_hash(matmul())
+
+
 def test_different_shapes_differ():
     assert not structural_equal(matmul(16, 16, 16), matmul(16, 16, 8))
 

@@ -133,3 +133,39 @@ def test_the_space_holds_the_hand_best_matmul_structure():
     p = Space(f).point(d)
     assert p.decisions == d and "B_packed" in p.func.script()
     _check(f, p)
+
+
+def _bmm(b=2, m=32):
+    from mlcbook.ops import TensorType as T
+    from mlcbook.ops import legalize_call
+    return legalize_call("matmul", [T((b, m, m)), T((b, m, m))])
+
+
+def test_the_space_holds_the_default_batched_matmul_schedule():
+    # the default schedule's register tile (graph/default_schedule.register_tile), its column
+    # tiles outermost, the whole reduction per tile, the tiles fused (serial: little work)
+    from mlcbook.graph.default_schedule import default_schedule, register_tile
+    from mlcbook.tune.cost_model import AnalyticModel
+    from mlcbook.tune.features import features
+    f, m = _bmm(), 32
+    rows, cols = register_tile(m, m)
+    d = {"matmul.lanes": 0, "matmul.rows": [m // rows, rows],
+         "matmul.cols": [m // cols, cols // 8], "matmul.block": [m // rows, 1],
+         "matmul.order": 0, "matmul.unroll": [m, 1], "matmul.parallel": 1,
+         "matmul.repack": 0}
+    p = Space(f).point(d)
+    assert p.decisions == d
+    ours, default = AnalyticModel().estimate_seconds(
+        np.stack([features(p.func), features(default_schedule(f))]))
+    assert ours == pytest.approx(default, rel=0.01)
+
+
+def test_batched_matmul_points_can_repack_each_batch_into_panels():
+    # b[batch, k, j] as panels b_packed[batch, j // 16, k, j % 16]
+    f = _bmm(2, 16)
+    space = Space(f)
+    p = space.point({"matmul.lanes": 0, "matmul.cols": [1, 2], "matmul.repack": 1}, seed=3)
+    assert "T.alloc_buffer((2, 1, 16, 16)" in p.func.script()
+    _check(f, p)
+    unpacked = space.point({**p.decisions, "matmul.repack": 0}, checks=False)
+    assert "b_packed" not in unpacked.func.script()
