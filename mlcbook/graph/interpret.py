@@ -31,7 +31,12 @@ def main_function(target) -> tuple[Function, IRModule | None]:
         raise GraphError(
             f"the module has {len(graph)} graph functions and none is named 'main' "
             f"({', '.join(graph) or 'none'}); pass mod['name'] and the module separately")
-    raise GraphError(f"cannot interpret {target!r}: pass a graph Function or an IRModule")
+    if type(target).__name__ == "ModelProto" or str(target).endswith(".onnx"):
+        # the commonest slip: an ONNX model handed straight to mb.compile / mb.interpret
+        raise GraphError(f"got an ONNX model ({type(target).__name__}), not a graph: import "
+                         "it first. Instead: mb.compile(mb.from_onnx(model))")
+    raise GraphError(f"cannot interpret {type(target).__name__} {target!r:.80}: pass a graph "
+                     "Function or an IRModule")
 
 
 def check_value(what: str, value: Any, ty: Type) -> np.ndarray:

@@ -42,3 +42,17 @@ def test_call_tir_needs_the_module():
 def test_a_module_without_main_graph_function():
     with pytest.raises(GraphError, match="none is named 'main'"):
         interpret(IRModule({"a": f2(), "b": f2()}))
+
+
+def test_an_onnx_model_is_refused_with_the_import_to_do():
+    import mlcbook as mb
+    from mlcbook.frontend import examples
+    with pytest.raises(GraphError, match=r"ONNX model \(ModelProto\).*mb.compile\(mb.from_onnx"):
+        mb.compile(examples.mlp(batch=2))
+    with pytest.raises(GraphError, match="mb.from_onnx"):
+        interpret("model.onnx")
+
+
+def test_something_else_is_refused_by_type():
+    with pytest.raises(GraphError, match="cannot interpret int 3: pass a graph Function"):
+        interpret(3)
