@@ -10,8 +10,8 @@ then the transpose back sinks through the max pools (pooled channels-last throug
 5-D view, no copy) until it meets the next conv's transpose to NHWC, where the pair
 cancels. A transpose left in front of the flatten that feeds an ``int8_dense`` disappears
 into the dense layer's constant weights, whose columns are reordered to read the
-channels-last pixels. What is left is one transpose after the first quantize (a free reshape when the input
-has one channel)::
+channels-last pixels. What is left is one transpose after the first quantize (a free
+reshape when the input has one channel)::
 
     >>> [c.op for c in convert_int8_layout(func).calls()]
     ['quantize_linear', 'transpose', 'int8_conv2d', 'reshape', 'max_pool', 'reshape', ...]
