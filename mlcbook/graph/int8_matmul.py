@@ -44,6 +44,10 @@ from ..tir.x86_intrinsics import DOT_VNNI, TILE_VARIANTS, best_dot_u8i8, u8i8_ti
 
 #: the most groups of 4 terms one register-tiled call sums (its code is unrolled)
 MAX_TILE_DEPTH = 16
+#: bytes of int32 sums beyond which a channels-last conv requantizes each tile of them at
+#: once (half of a Zen 3 L2): a conv with 8 channels over 8 x 28 x 28 pixels (400 KiB of
+#: sums, padded to 16 columns) ran 20% faster so, one with 100 KiB of sums 10% slower
+EPILOGUE_TILE_BYTES = 256 * 1024
 #: packed weight tiles (16 columns each) whose sums one row tile visits before the next
 #: row tile: 16 x 16 columns of a 1024-term product are 256 KiB, half of a Zen 3 L2
 COLUMN_BLOCK = 16
@@ -136,12 +140,15 @@ def _root_blocks(func: PrimFunc) -> list[str]:
     return names
 
 
-def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20) -> PrimFunc:
+def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20,
+                         epilogue_tile_bytes: int = EPILOGUE_TILE_BYTES) -> PrimFunc:
     """The default schedule of an ``int8_dense`` / ``int8_conv2d`` kernel: its product stage
     tensorized with the best dot intrinsic of ``target`` (a ``ScheduleError`` if the target
     has none), the other stages (padding, the requantizing epilogue) vectorized
     along their last axis; rows in parallel when a stage has at least ``parallel_work``
-    inner iterations (waking the pool's workers costs more than a small stage)."""
+    inner iterations (waking the pool's workers costs more than a small stage). With AVX2,
+    a channels-last conv whose int32 sums take more than ``epilogue_tile_bytes``
+    requantizes each register tile of sums right after the product has summed it."""
     t = Target(target or "llvm")
     intrin = best_dot_u8i8(t)
     if intrin is None:
@@ -151,13 +158,23 @@ def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 
                             "keeps its float QDQ form, or for an x86-64 target with AVX2")
     lanes = intrin.desc.params[2].shape[0]
     sch = Schedule(func)
-    for name in _root_blocks(func):
+    names = _root_blocks(func)
+    placed = set()
+    for k, name in enumerate(names):
+        if name in placed:
+            continue
         block = sch.get_block(name)
         loops = sch.get_loops(block)
         work = math.prod(_extent(sch, lp) for lp in loops)
         if name.endswith(ACC_SUFFIX) and intrin is not DOT_VNNI:
             variant = "pmaddubsw" if name.endswith(NARROW_ACC_SUFFIX) else "pmaddwd"
-            _tile_product(sch, block, variant, work >= parallel_work)
+            after = names[k + 1] if k + 1 < len(names) else None
+            if after is not None and not _tile_epilogue(sch.get(block), sch.get(sch.get_block(
+                    after)), epilogue_tile_bytes):
+                after = None
+            _tile_product(sch, block, variant, work >= parallel_work,
+                          sch.get_block(after) if after else None)
+            placed.update([after] if after else [])
         elif name.endswith(ACC_SUFFIX):
             _tensorize_product(sch, block, intrin.name, lanes, work >= parallel_work)
         else:
@@ -181,13 +198,27 @@ def _tensorize_product(sch: Schedule, block, intrin: str, lanes: int, parallel: 
         sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
 
 
-def _tile_product(sch: Schedule, block, variant: str, parallel: bool) -> None:
+def _tile_epilogue(acc, epilogue, most_bytes: int) -> bool:
+    """Whether ``epilogue`` (the block after the product ``acc``) should requantize each
+    tile of sums as soon as it is done: a channels-last conv's (its output (N, OH, OW, F)
+    indexed like the sums (N, OH, OW, F16 // 16, 16)) whose sums take more than
+    ``most_bytes``, so would not stay in cache; smaller ones run faster as one pass over
+    all the sums."""
+    sums, out = acc.writes[0].buffer, epilogue.writes[0].buffer
+    return len(sums.shape) == 5 and len(out.shape) == 4 and \
+        tuple(out.shape[:3]) == tuple(sums.shape[:3]) and \
+        out.shape[3] <= sums.shape[3] * sums.shape[4] and \
+        math.prod(sums.shape) * 4 > most_bytes
+
+
+def _tile_product(sch: Schedule, block, variant: str, parallel: bool, epilogue=None) -> None:
     """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
     ``(*outer, jo_o, row_o, jo_i, *window, ko_o, [row_i, ji, ko_i, ki])``, the bracket one
     :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call: as many rows as divide the row
     loop (at most the variant's register budget; 1 when neighbouring rows' activations are
     not one row apart, which the tile cannot read) and the deepest ``ko`` tile up to
-    ``MAX_TILE_DEPTH`` that divides it."""
+    ``MAX_TILE_DEPTH`` that divides it. An ``epilogue`` block goes under ``row_o``, its
+    channels vectorized: it requantizes each tile of sums while they are in cache."""
     n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
     loops = sch.get_loops(block)
     n_spatial = len(loops) - n_reduce
@@ -203,6 +234,9 @@ def _tile_product(sch: Schedule, block, variant: str, parallel: bool) -> None:
     jo_o, jo_i = sch.split(jo, [None, cols])
     sch.reorder(*outer, jo_o, row_o, jo_i, *window, ko_o, row_i, ji, ko_i, ki)
     sch.tensorize(row_i, u8i8_tile(variant, rows, depth).name)
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, row_o)
+        sch.vectorize(sch.get_loops(epilogue)[-1])
     if parallel:
         sch.parallel(sch.fuse(*outer, jo_o, row_o))
 
@@ -236,4 +270,4 @@ def _extent(sch: Schedule, loop) -> int:
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
            "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH",
-           "COLUMN_BLOCK"]
+           "COLUMN_BLOCK", "EPILOGUE_TILE_BYTES"]

@@ -89,18 +89,35 @@ def _window(attrs) -> dict:
 
 
 def _conv_infer(types, attrs):
-    x = types[0]
+    x, layout = types[0], attrs["layout"]
+    if layout not in TK.CONV_LAYOUTS:
+        raise OpShapeError(f"int8_conv2d: layout={layout!r} is not one of {TK.CONV_LAYOUTS}. "
+                           "Instead: give NCHW data, or NHWC (channels last)")
     if x.ndim != 4:
-        raise OpShapeError(f"int8_conv2d: the data must be (N, C, H, W), got {x.shape}")
+        raise OpShapeError(f"int8_conv2d: the data must be 4-D ({', '.join(layout)}), got "
+                           f"{x.shape}")
+    nchw = _to_nchw(x.shape, layout)
     kh, kw = attrs["kernel_shape"]
-    _check("int8_conv2d", types, attrs["channels"], kh * conv_row_terms(x.shape[1], kw))
-    shape = get("conv").infer_type([TensorType(x.shape), TensorType(
-        (attrs["channels"], x.shape[1], kh, kw))], _window(attrs)).shape
-    return TensorType(shape, attrs["dtype"])
+    _check("int8_conv2d", types, attrs["channels"], kh * conv_row_terms(nchw[1], kw))
+    shape = get("conv").infer_type([TensorType(nchw), TensorType(
+        (attrs["channels"], nchw[1], kh, kw))], _window(attrs)).shape
+    return TensorType(_from_nchw(shape, layout), attrs["dtype"])
+
+
+def _to_nchw(shape, layout: str) -> tuple:
+    return tuple(shape[k] for k in (0, 3, 1, 2)) if layout == "NHWC" else tuple(shape)
+
+
+def _from_nchw(shape, layout: str) -> tuple:
+    return tuple(shape[k] for k in (0, 2, 3, 1)) if layout == "NHWC" else tuple(shape)
 
 
 def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
-              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
+              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0, layout="NCHW"):
+    if layout == "NHWC":
+        y = _conv_ref(x.transpose(0, 3, 1, 2), wp, bias, mult, channels, kernel_shape, strides,
+                      pads, dilations, x_zp, y_zp, dtype, relu, narrow)
+        return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
     kh, kw = kernel_shape
     c = x.shape[1]
     row = conv_row_terms(c, kw)
@@ -116,9 +133,10 @@ def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0
 
 
 register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_ref,
-         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE}, num_inputs=(4, 4),
-         doc="2-D conv of uint8 data with int8 weights packed by pack_conv_int8, int32 sums "
-             "requantized")
+         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE, "layout": "NCHW"},
+         num_inputs=(4, 4),
+         doc="2-D conv of uint8 data (NCHW, or NHWC with layout='NHWC') with int8 weights "
+             "packed by pack_conv_int8, int32 sums requantized")
 
 
 @register_legalization("int8_dense")
@@ -132,4 +150,5 @@ def _legalize_dense(ins, attrs, out_type):
 def _legalize_conv(ins, attrs, out_type):
     return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
                           y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
-                          narrow=bool(attrs["narrow"]), **_window(attrs))
+                          narrow=bool(attrs["narrow"]), layout=attrs["layout"],
+                          **_window(attrs))

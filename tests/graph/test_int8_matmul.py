@@ -118,6 +118,50 @@ def test_int8_conv2d_compiled_matches_reference():
     np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.parametrize("c, strides, narrow", [(3, (1, 1), 1), (8, (2, 2), 0)])
+def test_channels_last_int8_conv2d_compiled_matches_the_nchw_reference(c, strides, narrow):
+    """layout="NHWC" (its own copy and epilogue) against the NCHW reference, transposed."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (2, c, 6, 5), dtype=np.uint8)
+    w = rng.integers(-64, 64, (20, c, 3, 3), dtype=np.int8)
+    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 20).astype(np.int32),
+            np.full(20, 2e-3, np.float32)]
+    attrs = dict(channels=20, kernel_shape=(3, 3), pads=(1, 0, 1, 1), strides=strides, x_zp=7,
+                 y_zp=3, relu=1, narrow=narrow)
+    want = get("int8_conv2d").reference(*args, **attrs).transpose(0, 2, 3, 1)
+    args[0] = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    attrs["layout"] = "NHWC"
+    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
+    out = np.zeros(want.shape, want.dtype)
+    mb.build(default_schedule(func))(*args, out)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("narrow", [0, 1])
+def test_a_channels_last_conv_with_many_sums_requantizes_each_tile(narrow):
+    """Past epilogue_tile_bytes (0 here) the epilogue runs under the product's row tiles."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (2, 7, 8, 8), dtype=np.uint8)      # NHWC, 8 channels
+    w = rng.integers(-64, 64, (12, 8, 3, 3), dtype=np.int8)
+    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 12).astype(np.int32),
+            np.full(12, 2e-3, np.float32)]
+    attrs = dict(channels=12, kernel_shape=(3, 3), pads=(1, 1, 1, 1), x_zp=7, y_zp=3,
+                 narrow=narrow, layout="NHWC")
+    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
+    want = get("int8_conv2d").reference(*args, **attrs)
+    target = mb.Target("llvm -mcpu=znver3")
+    tiled = schedule_int8_kernel(func, target, epilogue_tile_bytes=0)
+
+    def depth(f):   # of the epilogue: deeper when it sits under the product's loops
+        line = next(ln for ln in f.script().splitlines() if 'T.block("int8_conv2d")' in ln)
+        return len(line) - len(line.lstrip())
+
+    assert depth(tiled) > depth(schedule_int8_kernel(func, target))
+    out = np.zeros_like(want)
+    mb.build(tiled, target=target)(*args, out)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_int8_kernel_uses_vpdpbusd_on_a_vnni_target():
     target = mb.Target("llvm -mcpu=znver4")
     func, _, _ = dense_case()

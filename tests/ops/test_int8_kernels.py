@@ -76,3 +76,13 @@ def test_output_type():
                                       TensorType((10,), "int32"), TensorType((10,))],
                                      {"units": 10, "dtype": "int8"})
     assert t == TensorType((4, 10), "int8")
+
+
+def test_int8_conv2d_channels_last_shapes_and_an_unknown_layout():
+    wp = pack_conv_int8(np.ones((5, 3, 3, 3), np.int8))
+    types = [TensorType((2, 8, 8, 3), "uint8"), type_of_array(wp), TensorType((5,), "int32"),
+             TensorType((5,), "float32")]
+    attrs = dict(channels=5, kernel_shape=(3, 3), strides=(2, 2))
+    assert get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC")).shape == (2, 3, 3, 5)
+    with pytest.raises(OpShapeError, match=r"layout='NWHC' is not one of .*Instead"):
+        get("int8_conv2d").infer_type(types, dict(attrs, layout="NWHC"))

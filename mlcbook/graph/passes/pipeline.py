@@ -10,7 +10,8 @@ Which passes run is decided by ``opt_level``, as in most compilers:
  2    + weight packing for the gemm kernels, operator fusion and memory planning
       (both happen when the graph is lowered, see :mod:`mlcbook.graph.fusion`
       and :mod:`mlcbook.graph.memory_plan`)
- 3    + data layouts chosen for the kernels (the default)
+ 3    + data layouts chosen for the kernels (the default): blocked channels for the
+      float convolutions, channels last for the int8 ones
 ====  ==========================================================================
 
     >>> ctx = PassContext(verbose=True)
@@ -31,6 +32,7 @@ from ..expr import Function
 from ..interpret import main_function
 from ..weight_layout import pack_weights
 from .fold import fold_batch_norm, fold_constants
+from .int8_layout import convert_int8_layout
 from .layout import convert_layout
 from .qdq import lower_qdq
 from .simplify import eliminate_common_subexpressions, simplify_chains
@@ -60,6 +62,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("fold_constants", fold_constants, 1),   # what BatchNorm folding left constant
     Pass("pack_weights", pack_weights, 2),
     Pass("convert_layout", convert_layout, 3),
+    Pass("convert_int8_layout", convert_int8_layout, 3),
     Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 3),
 )
 

@@ -32,8 +32,10 @@ from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
            "int8_product", "conv_row_terms",
-           "ACC_SUFFIX", "NARROW_ACC_SUFFIX"]
+           "ACC_SUFFIX", "NARROW_ACC_SUFFIX", "CONV_LAYOUTS"]
 
+#: the data layouts of :func:`int8_conv2d`: batch, channels, rows, columns or channels last
+CONV_LAYOUTS = ("NCHW", "NHWC")
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
 PACK_LANES = 16
 #: the name of the stage the schedule tensorizes ends with this
@@ -125,7 +127,8 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
 def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channels: int,
                 kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                 x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
-                name: str = "int8_conv2d", narrow: bool = False) -> Tensor:
+                name: str = "int8_conv2d", narrow: bool = False,
+                layout: str = "NCHW") -> Tensor:
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
     (N, channels, OH, OW). The data is copied once into ``<name>_pad``
@@ -134,8 +137,17 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
     real zero; the border holds it too). The product then reads one contiguous run of R
     terms per window row (one register-tiled call sums it all), and neighbouring output
     columns are neighbouring rows of that copy whatever the stride. ``narrow`` as in
-    :func:`int8_dense`."""
-    n, c, h, w = x.shape
+    :func:`int8_dense`.
+
+    ``layout="NHWC"`` takes ``x`` channels-last (N, H, W, C) and gives (N, OH, OW,
+    channels), the layout the product's sums are in: the copy then reads whole runs of
+    channels and the requantizing epilogue reads and writes contiguous channels."""
+    if layout not in CONV_LAYOUTS:
+        raise TEShapeError(f"{name}: layout={layout!r} is not one of {CONV_LAYOUTS}")
+    if layout == "NHWC":
+        n, h, w, c = x.shape
+    else:
+        n, c, h, w = x.shape
     kh, kw = kernel_shape
     row = conv_row_terms(c, kw)
     _check_epilogue(name, bias, multiplier, channels)
@@ -150,7 +162,8 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
         rx, ch = kk // c, kk % c
         yi, zi = y - pads[0], z * strides[1] + rx * dilations[1] - pads[1]
         inside = (kk < kw * c) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < w)
-        return _e.select(inside, x[b, clamp(ch, c), clamp(yi, h), clamp(zi, w)],
+        ch, yi, zi = clamp(ch, c), clamp(yi, h), clamp(zi, w)
+        return _e.select(inside, x[b, yi, zi, ch] if layout == "NHWC" else x[b, ch, yi, zi],
                          _e.const(x_zp, x.dtype))
 
     xr = compute_named((n, hp, ow, row), ["n", "y", "x", "k"], rows, f"{name}_pad")
@@ -170,6 +183,9 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
         return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
                         y_zp, dtype, relu)
 
+    if layout == "NHWC":
+        return compute_named((n, oh, ow, channels), ["n", "y", "x", "f"],
+                             lambda b, y, z, f: out(b, f, y, z), name)
     return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
 
 

@@ -1,0 +1,117 @@
+"""Channels-last activations for quantized CNNs (opt_level 3): the int8 convolutions and
+what runs between them work on uint8 NHWC data.
+
+The int8 conv kernel (:func:`~mlcbook.te.ops.int8_kernels.int8_conv2d`) sums its products
+with pixels in rows and output channels innermost, the layout of an NHWC tensor. Fed NCHW
+data, its copy gathers each pixel's channels from planes ``H * W`` bytes apart and its
+requantizing epilogue reads every 16th sum. :func:`convert_int8_layout` gives every
+``int8_conv2d`` ``layout="NHWC"``, a ``transpose`` to NHWC before it and one back after;
+then the transpose back sinks through the max pools (pooled channels-last through a
+5-D view, no copy) until it meets the next conv's transpose to NHWC, where the pair
+cancels. A transpose left in front of the flatten that feeds an ``int8_dense`` disappears
+into the dense layer's constant weights, whose columns are reordered to read the
+channels-last pixels. What is left is one transpose after the first quantize (a free
+reshape when the input has one channel)::
+
+    >>> [c.op for c in convert_int8_layout(func).calls()]
+    ['quantize_linear', 'transpose', 'int8_conv2d', 'reshape', 'max_pool', 'reshape', ...]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.int8_kernels import pack_int8, unpack_int8
+from ...ops.types import Attrs
+from ..expr import Call, Constant, Expr, Function
+from ..functor import ExprMutator
+
+#: transposes of a 4-D tensor: NCHW to channels-last (NHWC) and back
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+#: what the pass moves through: quantized data only (float graphs keep their layouts)
+_INT_TYPES = ("uint8", "int8")
+
+
+def convert_int8_layout(func: Function) -> Function:
+    """``func`` with its int8 convolutions on channels-last data and the layout kept between
+    them (see the module docstring)."""
+    return _Int8Layout().visit_function(func)
+
+
+def _transpose(x: Expr, perm: tuple) -> Call:
+    return Call("transpose", (x,), Attrs(perm=perm))
+
+
+def _to_channels_last(x: Expr) -> Call:
+    """``x`` (N, C, H, W) in NHWC; with one channel that is the same bytes, a free view."""
+    n, c, h, w = x.shape
+    if c == 1:
+        return Call("reshape", (x,), Attrs(shape=(n, h, w, c)))
+    return _transpose(x, TO_NHWC)
+
+
+def _channels_last_source(e: Expr) -> Expr | None:
+    """``v`` when ``e`` is ``v`` (NHWC) transposed back to NCHW."""
+    if isinstance(e, Call) and e.op == "transpose" and len(e.shape) == 4 and \
+            tuple(e.attrs.get("perm") or ()) == TO_NCHW:
+        return e.args[0]
+    return None
+
+
+class _Int8Layout(ExprMutator):
+    def visit_Call(self, call: Call):
+        new = self.generic_visit(call)
+        if new.op == "int8_conv2d" and new.attrs["layout"] == "NCHW":
+            return self._conv(new)
+        if new.op == "int8_dense" and _is_flatten(new.args[0]):
+            return self._dense(new, new.args[0])
+        src = _channels_last_source(new.args[0]) if new.args else None
+        if src is None or new.type.dtype not in _INT_TYPES:
+            return new
+        if new.op == "transpose" and tuple(new.attrs.get("perm") or ()) == TO_NHWC:
+            return src
+        if new.op == "max_pool" and len(new.shape) == 4 and len(new.args) == 1:
+            return self._pool(new, src)
+        return new
+
+    def _conv(self, conv: Call) -> Call:
+        x = conv.args[0]
+        src = _channels_last_source(x)
+        xl = src if src is not None else _to_channels_last(x)
+        y = Call("int8_conv2d", (xl, *conv.args[1:]), Attrs(dict(conv.attrs, layout="NHWC")),
+                 conv.name)
+        return _transpose(y, TO_NCHW)
+
+    def _pool(self, pool: Call, src: Expr) -> Call:
+        # (N, H, W, C) viewed as (N, 1, H, W, C): a 3-D pool whose window is one channel
+        n, h, w, c = src.shape
+        a = pool.attrs
+        p = tuple(a.get("pads") or (0, 0, 0, 0))
+        attrs = dict(a, kernel_shape=tuple(a["kernel_shape"]) + (1,),
+                     strides=tuple(a.get("strides") or (1, 1)) + (1,),
+                     pads=(p[0], p[1], 0, p[2], p[3], 0),
+                     dilations=tuple(a.get("dilations") or (1, 1)) + (1,))
+        view = Call("reshape", (src,), Attrs(shape=(n, 1, h, w, c)))
+        pooled = Call("max_pool", (view,), Attrs(attrs), pool.name)
+        oh, ow = pool.shape[2:]
+        return _transpose(Call("reshape", (pooled,), Attrs(shape=(n, oh, ow, c))), TO_NCHW)
+
+    def _dense(self, dense: Call, flat: Call) -> Call:
+        # flatten(NCHW) @ W.T == flatten(NHWC) @ W'.T with W's columns in NHWC order
+        src = _channels_last_source(flat.args[0])
+        wp = dense.args[1]
+        if src is None or not isinstance(wp, Constant):
+            return dense
+        n, h, w, c = src.shape
+        units = dense.attrs["units"]
+        cols = unpack_int8(wp.data, units, c * h * w).reshape(units, c, h, w)
+        packed = pack_int8(np.ascontiguousarray(cols.transpose(0, 2, 3, 1)).reshape(units, -1))
+        x = Call("reshape", (src,), Attrs(shape=(n, h * w * c)))
+        return Call("int8_dense", (x, Constant(packed, wp.name, wp.owner), *dense.args[2:]),
+                    dense.attrs, dense.name)
+
+
+def _is_flatten(e: Expr) -> bool:
+    """Whether ``e`` reshapes a 4-D tensor to (N, C * H * W)."""
+    return isinstance(e, Call) and e.op in ("flatten", "reshape") and len(e.shape) == 2 and \
+        len(e.args[0].shape) == 4 and e.shape[0] == e.args[0].shape[0]

@@ -1,0 +1,90 @@
+"""convert_int8_layout: int8 convs on channels-last data, the layout kept through max pools,
+transposes cancelled between convs and folded into the dense weights at the end; every
+rewrite checked against the interpreter on the graph before it (exact: integers)."""
+
+import numpy as np
+
+import mlcbook as mb
+from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.graph.passes import convert_int8_layout, optimize
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8
+
+from .._models import model
+
+
+def _ops(f):
+    return [c.op for c in f.calls()]
+
+
+def _conv(x, c_in, c_out, seed, **attrs):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-64, 64, (c_out, c_in, 3, 3), dtype=np.int8)
+    bias = rng.integers(-2000, 2000, c_out).astype(np.int32)
+    mult = np.full(c_out, 1e-3, np.float32)
+    return op.int8_conv2d(x, Constant(pack_conv_int8(w), f"w{seed}"), Constant(bias),
+                          Constant(mult), channels=c_out, kernel_shape=(3, 3), x_zp=4, y_zp=2,
+                          relu=1, **attrs)
+
+
+def _quantized_cnn(c_in=8):
+    """int8 conv -> padded strided max pool -> strided int8 conv -> flatten -> int8 dense."""
+    x = Var("x", mb.graph.TensorType((2, c_in, 9, 9), "uint8"))
+    h = _conv(x, c_in, 16, 1, pads=(1, 1, 1, 1))
+    h = op.max_pool(h, kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))   # (2, 16, 5, 5)
+    h = _conv(h, 16, 8, 2, strides=(2, 2), pads=(1, 1, 1, 1))                    # (2, 8, 3, 3)
+    rng = np.random.default_rng(3)
+    w = pack_int8(rng.integers(-64, 64, (10, 72), dtype=np.int8))
+    y = op.int8_dense(op.flatten(h), Constant(w, "fc"), Constant(np.zeros(10, np.int32)),
+                      Constant(np.full(10, 1e-3, np.float32)), units=10, y_zp=100)
+    return Function([x], y)
+
+
+def _same(f, g, c_in=8):
+    a = np.random.default_rng(0).integers(0, 256, (2, c_in, 9, 9), dtype=np.uint8)
+    np.testing.assert_array_equal(mb.graph.interpret(g, a), mb.graph.interpret(f, a))
+
+
+def test_activations_stay_channels_last_from_the_first_conv_to_the_dense_layer():
+    f = _quantized_cnn()
+    g = convert_int8_layout(f)
+    assert _ops(g) == ["transpose", "int8_conv2d", "reshape", "max_pool", "reshape",
+                       "int8_conv2d", "reshape", "int8_dense"]
+    assert {c.attrs["layout"] for c in g.calls() if c.op == "int8_conv2d"} == {"NHWC"}
+    _same(f, g)
+
+
+def test_one_input_channel_enters_channels_last_by_a_view():
+    f = _quantized_cnn(c_in=1)
+    g = convert_int8_layout(f)
+    assert "transpose" not in _ops(g)
+    _same(f, g, c_in=1)
+
+
+def test_a_layout_still_needed_in_nchw_is_transposed_back():
+    x = Var("x", mb.graph.TensorType((1, 4, 6, 6), "uint8"))
+    f = Function([x], op.max_pool(_conv(x, 4, 16, 5, pads=(1, 1, 1, 1)), kernel_shape=(2, 2),
+                                  strides=(2, 2)))
+    g = convert_int8_layout(f)
+    assert _ops(g)[-1] == "transpose" and g.body.type == f.body.type
+    a = np.random.default_rng(1).integers(0, 256, (1, 4, 6, 6), dtype=np.uint8)
+    np.testing.assert_array_equal(mb.graph.interpret(g, a), mb.graph.interpret(f, a))
+
+
+def test_float_models_are_left_alone():
+    f = optimize(model("cnn"), opt_level=2)
+    assert convert_int8_layout(f).script() == f.script()
+
+
+def test_the_pipeline_runs_it_at_opt_level_3_only():
+    names = [p.name for p in mb.graph.passes.PIPELINE]
+    assert names.index("convert_int8_layout") > names.index("lower_qdq")
+    f = _quantized_cnn()
+    assert "transpose" not in _ops(optimize(f, opt_level=2))
+    assert "transpose" in _ops(optimize(f, opt_level=3))
+
+
+def test_the_compiled_channels_last_model_matches_the_interpreter():
+    f = _quantized_cnn()
+    a = np.random.default_rng(2).integers(0, 256, (2, 8, 9, 9), dtype=np.uint8)
+    exe = mb.compile(f, opt_level=3)
+    np.testing.assert_array_equal(exe(a), mb.graph.interpret(f, a))
