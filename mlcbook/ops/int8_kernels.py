@@ -1,9 +1,11 @@
-"""The integer kernel ops quantized models are rewritten to (:mod:`mlcbook.graph.passes.qdq`):
+"""The integer kernel ops quantized models are rewritten to (QDQ groups by
+:mod:`mlcbook.graph.passes.qdq`, ONNX's integer ops by :mod:`mlcbook.graph.passes.integer_ops`):
 ``int8_dense`` and ``int8_conv2d``. Unlike ONNX's QLinear ops they take their weights packed
 for the dot-product instructions (:func:`~mlcbook.te.ops.int8_kernels.pack_int8`,
 :func:`~mlcbook.te.ops.int8_kernels.pack_conv_int8`), an int32
 bias that already holds the activation zero point's correction, and one float32
-requantization multiplier per output channel; see :mod:`mlcbook.te.ops.int8_kernels`.
+requantization multiplier per output channel (``dtype="int32"``: the int32 sums plus the
+bias, unscaled, as MatMulInteger outputs them); see :mod:`mlcbook.te.ops.int8_kernels`.
 
     >>> wp = pack_int8(w)                                  # w (10, 64) int8
     >>> get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),

@@ -47,6 +47,11 @@ def lower_integer_ops(func: Function) -> Function:
     return _LowerIntegerOps().visit_function(func)
 
 
+def _part(name: str, what: str) -> str:
+    """The name of a node made for the call ``name`` (unnamed if it is)."""
+    return f"{name}_{what}" if name else ""
+
+
 def _value(e: Expr) -> np.ndarray | None:
     return e.data if isinstance(e, Constant) else None
 
@@ -105,9 +110,9 @@ class _LowerIntegerOps(ExprMutator):
         w2d = np.ascontiguousarray(w.T)                     # (N, K)
         n, k = w2d.shape
         x = a if a.type.ndim == 2 else Call("reshape", (a,), Attrs(shape=(-1, k)),
-                                            f"{call.name}_rows")
+                                            _part(call.name, "rows"))
         late = scales is None and _one(azp) is None
-        name = f"{call.name}_sums" if late or a.type.ndim > 2 else call.name
+        name = _part(call.name, "sums") if late or a.type.ndim > 2 else call.name
         # a zero point known only at run time (DynamicQuantizeLinear's) or one per row is
         # subtracted after the kernel, times each column's weight sum
         out = self._kernel(call, "int8_dense", x, Constant(np.zeros((), a.type.dtype)) if late
@@ -116,7 +121,7 @@ class _LowerIntegerOps(ExprMutator):
             return None
         if a.type.ndim > 2:
             out = Call("reshape", (out,), Attrs(shape=call.type.shape),
-                       call.name if not late else f"{call.name}_shaped")
+                       call.name if not late else _part(call.name, "shaped"))
         return _minus_zero_point(out, azp, w2d, call.name) if late else out
 
     def _conv(self, call: Call) -> Expr | None:
@@ -157,11 +162,11 @@ class _LowerIntegerOps(ExprMutator):
                 return None
             dtype, y_zp = scales[3].type.dtype, int(y_zp)
         if x.type.dtype == "int8":
-            x, zp = _as_uint8(x, f"{name}_u8"), zp + 128
+            x, zp = _as_uint8(x, _part(name, "u8")), zp + 128
         total = -zp * w2d.astype(np.int64).sum(axis=1)
         if bias is not None:
             total = total + bias.astype(np.int64).reshape(-1)
-        args = tuple(Constant(v, f"{name}_{what}" if name else "") for v, what in (
+        args = tuple(Constant(v, _part(name, what)) for v, what in (
             (packed, "packed"), (total.astype(np.int32), "bias"), (mult, "multiplier")))
         # vpmaddubsw's int16 pair sums are exact for these weights: proven, never assumed
         narrow = int(pairs_fit_int16(packed))
@@ -172,20 +177,20 @@ class _LowerIntegerOps(ExprMutator):
 def _minus_zero_point(sums: Expr, azp: Expr, w2d: np.ndarray, name: str) -> Expr:
     """``sums - azp * colsum(w)``: the int32 products of ``a - azp`` from those of ``a``
     (``azp`` one value, or one per row of ``a``; ``w2d`` (N, K) the weights)."""
-    zp = Call("cast", (azp,), Attrs(dtype="int32"), f"{name}_zp32")
+    zp = Call("cast", (azp,), Attrs(dtype="int32"), _part(name, "zp32"))
     if azp.type.size != 1:
-        zp = Call("reshape", (zp,), Attrs(shape=(-1, 1)), f"{name}_zp_rows")
+        zp = Call("reshape", (zp,), Attrs(shape=(-1, 1)), _part(name, "zp_rows"))
     elif azp.type.ndim:
-        zp = Call("reshape", (zp,), Attrs(shape=()), f"{name}_zp_one")
-    colsum = Constant(w2d.astype(np.int32).sum(axis=1, dtype=np.int32), f"{name}_colsum")
-    return Call("sub", (sums, Call("mul", (zp, colsum), Attrs(), f"{name}_shift")), Attrs(),
-                name)
+        zp = Call("reshape", (zp,), Attrs(shape=()), _part(name, "zp_one"))
+    colsum = Constant(w2d.astype(np.int32).sum(axis=1, dtype=np.int32), _part(name, "colsum"))
+    shift = Call("mul", (zp, colsum), Attrs(), _part(name, "shift"))
+    return Call("sub", (sums, shift), Attrs(), name)
 
 
 def _as_uint8(x: Expr, name: str) -> Expr:
     """int8 ``x`` as uint8 ``x + 128``, the same distances apart."""
-    wide = Call("cast", (x,), Attrs(dtype="int16"), f"{name}_wide")
-    moved = Call("add", (wide, Constant(np.int16(128))), Attrs(), f"{name}_moved")
+    wide = Call("cast", (x,), Attrs(dtype="int16"), _part(name, "wide"))
+    moved = Call("add", (wide, Constant(np.int16(128))), Attrs(), _part(name, "moved"))
     return Call("cast", (moved,), Attrs(dtype="uint8"), name)
 
 
