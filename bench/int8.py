@@ -6,7 +6,7 @@ mlcbook and for onnxruntime, so mlcbook's int8 speed-up stands beside onnxruntim
 
     python bench/int8.py                    # n = 1024 and the two models, 1 and 2 threads
     python bench/int8.py --sizes 256 --rounds 2 --save   # smoke run; --save writes RESULTS_int8.md
-    python bench/int8.py --models           # the matmul only
+    python bench/int8.py --models --integer-models    # the matmul only
 
 The int8 rows, each named by the tensor call that ran (read from the lowered program):
 
@@ -17,6 +17,11 @@ The int8 rows, each named by the tensor call that ran (read from the lowered pro
   AVX-512 VNNI, ``vpdpbusd`` for both.
 - ``chapter 8``: ``schedule_int8_matmul``, one dot-product instruction per tile with the
   sums in memory (the chapter's teaching kernel, ``x86.avx2.dot_u8i8_8x4`` on AVX2).
+
+Last, the same MLP written with MatMul and quantized by onnxruntime into ONNX's integer ops
+(``quantize_dynamic``: MatMulInteger; ``quantize_static`` in QOperator format:
+QLinearMatMul), run by mlcbook (whose ``lower_integer_ops`` puts the int8 kernels in their
+place) beside onnxruntime running the same file.
 
 The bf16 row is the fp32 schedule on bfloat16 inputs (widened to float32 as loaded, summed
 in float32): without AVX-512 BF16's ``vdpbf16ps`` it can at best match fp32, halving only
@@ -53,7 +58,7 @@ def tensor_calls(kernel) -> str:
                                            kernel.lowered.script())))) or "none"
 
 
-def _ort_matmul_integer(n: int):
+def _ort_matmul_integer(n: int, threads: int):
     from onnx import TensorProto, helper
     graph = helper.make_graph(
         [helper.make_node("MatMulInteger", ["A", "B"], ["C"])], "mmi",
@@ -61,7 +66,7 @@ def _ort_matmul_integer(n: int):
          helper.make_tensor_value_info("B", TensorProto.INT8, [n, n])],
         [helper.make_tensor_value_info("C", TensorProto.INT32, [n, n])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    return ort_session(model)
+    return ort_session(model, threads)
 
 
 def cases(sizes=SIZES) -> tuple[list[Case], dict]:
@@ -111,12 +116,15 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
         hwant = ha.astype(np.float32).astype(np.float64) @ hb.astype(np.float32).astype(np.float64)
         if not np.allclose(hc, hwant, rtol=1e-4, atol=1e-2 * n):
             raise SystemExit(f"bf16 matmul n={n}: wrong result")
-        sess = _ort_matmul_integer(n)
+        # one session per thread count: onnxruntime's default is every core, and its idle
+        # workers spin for tens of ms after a run, taking a core from what runs next (the
+        # harness settles after every case of more than one thread)
+        sessions = {t: _ort_matmul_integer(n, t) for t in THREADS}
         bkn = np.ascontiguousarray(b.T)
-        if not np.array_equal(sess.run(None, {"A": a, "B": bkn})[0], ref):
+        if not np.array_equal(sessions[1].run(None, {"A": a, "B": bkn})[0], ref):
             raise SystemExit(f"onnxruntime MatMulInteger n={n}: wrong result")
         c_np = np.empty((n, n), np.int32)
-        for t in (1, 2):
+        for t in THREADS:
             for label, (k8, wp, c8) in tiled.items():
                 out.append(Case("int8", (n, f"mlcbook int8, {label}"), t,
                                 kernel_call(k8, a, wp, c8)))
@@ -125,7 +133,7 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
             out.append(Case("int8", (n, "mlcbook fp32 best"), t, kernel_call(fkern, fa, fb, fc)))
             out.append(Case("int8", (n, "mlcbook bf16"), t, kernel_call(hkern, ha, hb, hc)))
             out.append(Case("int8", (n, "onnxruntime MatMulInteger"), t,
-                            lambda s=sess, a=a, b=bkn: s.run(None, {"A": a, "B": b})))
+                            lambda s=sessions[t], a=a, b=bkn: s.run(None, {"A": a, "B": b})))
         # numpy's integer matmul does not use BLAS nor threads: one thread only, and at
         # n >= 1024 it takes seconds, so it is measured once there
         out.append(Case("int8", (n, "numpy int32"), 1,
@@ -232,18 +240,139 @@ def model_report(all_cases: list[Case], calls: dict) -> str:
                  "onnxruntime fp32 ms", "onnxruntime int8 ms", "onnxruntime speed-up"], rows))
 
 
+def _matmul_mlp(batch: int = 64, sizes=(784, 512, 256, 10)):
+    """The MLP of ``examples.mlp`` written with MatMul + Add (onnxruntime quantizes MatMul
+    to MatMulInteger / QLinearMatMul; Gemm would become its contrib op QGemm)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "input"
+    for k, (i, o) in enumerate(zip(sizes[:-1], sizes[1:])):
+        inits += [numpy_helper.from_array((rng.standard_normal((i, o)) / np.sqrt(i)).astype(
+            np.float32), f"w{k}"), numpy_helper.from_array(
+            (rng.standard_normal(o) * 0.1).astype(np.float32), f"b{k}")]
+        nodes += [helper.make_node("MatMul", [x, f"w{k}"], [f"m{k}"]),
+                  helper.make_node("Add", [f"m{k}", f"b{k}"], [f"a{k}"])]
+        x = f"a{k}"
+        if k < len(sizes) - 2:
+            nodes.append(helper.make_node("Relu", [x], [f"r{k}"]))
+            x = f"r{k}"
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, sizes[0]])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, sizes[-1]])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), (batch, sizes[0])
+
+
+def _quantize_integer_ops(model, kind: str, calibration):
+    """``model`` quantized by onnxruntime into ONNX integer ops, 7-bit weights
+    (``reduce_range``, as for its AVX2 kernels): ``dynamic`` (quantize_dynamic:
+    DynamicQuantizeLinear + MatMulInteger) or ``qoperator`` (quantize_static, QOperator
+    format: QLinearMatMul)."""
+    import logging
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_dynamic, quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter(calibration)
+
+        def get_next(self):
+            return next(self.feeds, None)
+    logging.disable(logging.WARNING)   # onnxruntime's advice to pre-process, at length
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            src, dst = os.path.join(d, "float.onnx"), os.path.join(d, "int.onnx")
+            onnx.save(model, src)
+            if kind == "dynamic":
+                quantize_dynamic(src, dst, weight_type=QuantType.QInt8, reduce_range=True)
+            else:
+                quantize_static(src, dst, Reader(), quant_format=QuantFormat.QOperator,
+                                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                                reduce_range=True, op_types_to_quantize=["MatMul"])
+            return onnx.load(dst)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+#: onnxruntime-quantized MLPs in ONNX integer ops -> the op that carries their products
+INTEGER_MODELS = {"dynamic": "MatMulInteger", "qoperator": "QLinearMatMul"}
+
+
+def integer_model_cases(kinds=tuple(INTEGER_MODELS)) -> tuple[list[Case], dict]:
+    """The MatMul MLP quantized by onnxruntime into ONNX integer ops, compiled by mlcbook
+    (``lower_integer_ops`` puts its int8 kernels in) and run by onnxruntime; the outputs
+    must agree within one step of the last layer's output quantization (float32 rounding
+    for ``dynamic``, whose output is float). Also returns each model's tensor calls."""
+    import mlcbook as mb
+    rng = np.random.default_rng(0)
+    model, shape = _matmul_mlp()
+    out, calls = [], {}
+    for kind in kinds:
+        q = _quantize_integer_ops(model, kind, [
+            {"input": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+        op = INTEGER_MODELS[kind]
+        if op not in {n.op_type for n in q.graph.node}:
+            raise SystemExit(f"{kind}: onnxruntime's quantizer did not produce {op}")
+        exe = mb.compile(mb.from_onnx(q))
+        calls[kind] = ", ".join(sorted({tensor_calls(k) for k in exe.kernels.values()} - {"none"}))
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = exe(x)
+        for t in THREADS:
+            sess = ort_session(q, t, quiet=True)
+            want = sess.run(None, {"input": x})[0]
+            tol = 1e-5 * np.abs(want).max() if kind == "dynamic" else _last_step(q) * 1.001
+            if np.abs(got - want).max() > tol:
+                raise SystemExit(f"{kind}: mlcbook and onnxruntime disagree by "
+                                 f"{np.abs(got - want).max()}")
+            out.append(Case("integer", (kind, "onnxruntime"), t,
+                            lambda s=sess, x=x: s.run(None, {"input": x})))
+            out.append(Case("integer", (kind, "mlcbook"), t, lambda e=exe, x=x: e(x)))
+    return out, calls
+
+
+def _last_step(qmodel) -> float:
+    """The output scale of the model's last QLinearMatMul (its input 6)."""
+    from onnx import numpy_helper
+    last = [n for n in qmodel.graph.node if n.op_type == "QLinearMatMul"][-1]
+    return float(numpy_helper.to_array(next(i for i in qmodel.graph.initializer
+                                            if i.name == last.input[6])))
+
+
+def integer_model_report(all_cases: list[Case], calls: dict) -> str:
+    by = by_key(all_cases)
+    rows = []
+    for kind in sorted({c.key[0] for c in all_cases}):
+        for t in THREADS:
+            mb_ms, ort_ms = (by[((kind, p), t)].median * 1e3 for p in ("mlcbook", "onnxruntime"))
+            rows.append([f"{kind} ({INTEGER_MODELS[kind]})", t, f"{mb_ms:.3f}", f"{ort_ms:.3f}",
+                         f"{ort_ms / mb_ms:.2f}x"])
+    return ("ONNX integer-op models: the MLP (784-512-256-10, batch 64, MatMul + Add) quantized "
+            "by onnxruntime (7-bit weights), run by mlcbook and by onnxruntime; speed = "
+            "onnxruntime time / mlcbook time, higher is faster for mlcbook. The int8 tensor "
+            "calls that ran: " + "; ".join(f"{k}: `{c}`" for k, c in sorted(calls.items())) +
+            ".\n\n" + table(["model", "threads", "mlcbook ms", "onnxruntime ms",
+                              "mlcbook speed vs onnxruntime"], rows))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS,
                     help="quantized models to run (none: the matmul only)")
+    ap.add_argument("--integer-models", nargs="*", default=list(INTEGER_MODELS),
+                    choices=list(INTEGER_MODELS),
+                    help="onnxruntime-quantized models in ONNX integer ops (none: skip)")
     ap.add_argument("--save", action="store_true", help="write bench/RESULTS_int8.md")
     args = ap.parse_args(argv)
     cs, calls = cases(args.sizes)
     ms, model_calls = model_cases(args.models)
-    measure(cs + ms, args.rounds)
-    text = report(cs, calls) + ("\n\n" + model_report(ms, model_calls) if ms else "")
+    ims, integer_calls = integer_model_cases(args.integer_models)
+    measure(cs + ms + ims, args.rounds)
+    text = report(cs, calls) + ("\n\n" + model_report(ms, model_calls) if ms else "") + (
+        "\n\n" + integer_model_report(ims, integer_calls) if ims else "")
     print(text)
     if args.save:
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_int8.md")

@@ -1,6 +1,8 @@
 """Converters of ONNX's quantization ops: ``QuantizeLinear``, ``DequantizeLinear``,
 ``MatMulInteger``, ``ConvInteger``, ``QLinearMatMul`` and ``QLinearConv``, onto the ops of
-:mod:`mlcbook.ops.quant`.
+:mod:`mlcbook.ops.quant`. When their weights are constants, ``mb.compile`` (opt_level >= 1)
+runs the four integer products on the int8 kernels of quantized models
+(:mod:`mlcbook.graph.passes.integer_ops`).
 
 An absent zero point is a constant 0 (of ``uint8`` for QuantizeLinear, as ONNX says, or of
 its operand's dtype), so every graph op takes all of its inputs. The low-bit types (float8,

@@ -1,9 +1,11 @@
-"""The integer kernel ops quantized models are rewritten to (:mod:`mlcbook.graph.passes.qdq`):
+"""The integer kernel ops quantized models are rewritten to (QDQ groups by
+:mod:`mlcbook.graph.passes.qdq`, ONNX's integer ops by :mod:`mlcbook.graph.passes.integer_ops`):
 ``int8_dense`` and ``int8_conv2d``. Unlike ONNX's QLinear ops they take their weights packed
 for the dot-product instructions (:func:`~mlcbook.te.ops.int8_kernels.pack_int8`,
 :func:`~mlcbook.te.ops.int8_kernels.pack_conv_int8`), an int32
 bias that already holds the activation zero point's correction, and one float32
-requantization multiplier per output channel; see :mod:`mlcbook.te.ops.int8_kernels`.
+requantization multiplier per output channel (``dtype="int32"``: the int32 sums plus the
+bias, unscaled, as MatMulInteger outputs them); see :mod:`mlcbook.te.ops.int8_kernels`.
 
     >>> wp = pack_int8(w)                                  # w (10, 64) int8
     >>> get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
@@ -23,7 +25,7 @@ from .quant import QTYPES
 from .registry import REQUIRED, OpKind, get, register, register_legalization
 from .types import TensorType
 
-__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8"]
+__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8", "OUT_DTYPES"]
 
 
 def unpack_int8(wp: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -46,6 +48,8 @@ def _check(op, types, n: int, k: int) -> None:
 
 
 def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
+    if dtype == "int32":
+        return acc.astype(np.int32)
     shape = [1] * acc.ndim
     shape[axis] = -1
     v = np.rint(acc.astype(np.float32) * mult.reshape(shape)) + np.float32(y_zp)
@@ -54,6 +58,9 @@ def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
     info = np.iinfo(dtype)
     return np.clip(v, info.min, info.max).astype(dtype)
 
+
+#: what the kernels output: requantized int8/uint8, or the int32 sums (plus bias) themselves
+OUT_DTYPES = QTYPES + ("int32",)
 
 #: ``narrow=1`` says the weights pass pairs_fit_int16 (the qdq pass sets it only after
 #: checking the constant weights); it picks the schedule's kernel, not the result
@@ -65,8 +72,8 @@ def _dense_infer(types, attrs):
     if x.ndim != 2:
         raise OpShapeError(f"int8_dense: the data must be 2-D (M, K), got {x.shape}")
     _check("int8_dense", types, attrs["units"], x.shape[1])
-    if attrs["dtype"] not in QTYPES:
-        raise OpShapeError(f"int8_dense: dtype={attrs['dtype']!r} is not int8 or uint8")
+    if attrs["dtype"] not in OUT_DTYPES:
+        raise OpShapeError(f"int8_dense: dtype={attrs['dtype']!r} is not int8, uint8 or int32")
     return TensorType((x.shape[0], attrs["units"]), attrs["dtype"])
 
 

@@ -32,7 +32,8 @@ def test_fusion_launches_fewer_kernels_and_plans_less_memory():
     plain, opt = mb.compile(f, opt_level=0), mb.compile(f, opt_level=3)
     assert opt.stats["calls"] < plain.stats["calls"] == opt.stats["ops"]
     assert opt.stats["arena_bytes"] < plain.stats["arena_bytes"] == plain.stats["unplanned_bytes"]
-    assert [p for p, _ in opt.stats["passes"]][:2] == ["lower_qdq", "fold_constants"]
+    assert [p for p, _ in opt.stats["passes"]][:3] == ["lower_qdq", "lower_integer_ops",
+                                                      "fold_constants"]
 
 
 def test_a_planned_executable_saves_and_loads(tmp_path):
@@ -45,7 +46,7 @@ def test_a_planned_executable_saves_and_loads(tmp_path):
 
 def test_dump_dir_writes_the_graph_after_each_pass(tmp_path):
     mb.compile(model("mlp"), dump_dir=tmp_path)
-    assert (tmp_path / "02_fold_constants.txt").read_text().startswith("def main(")
+    assert (tmp_path / "03_fold_constants.txt").read_text().startswith("def main(")
 
 
 def test_a_main_function_with_another_name_is_compiled_whole():

@@ -86,3 +86,24 @@ def test_int8_conv2d_channels_last_shapes_and_an_unknown_layout():
     assert get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC")).shape == (2, 3, 3, 5)
     with pytest.raises(OpShapeError, match=r"layout='NWHC' is not one of .*Instead"):
         get("int8_conv2d").infer_type(types, dict(attrs, layout="NWHC"))
+
+
+def test_int32_output_is_the_sums_plus_bias_unscaled():
+    """dtype="int32" (ONNX's MatMulInteger) stops before requantizing: the multiplier is
+    not read, and sums beyond float32's 24 bits stay exact."""
+    x = np.full((1, 64), 255, np.uint8)
+    w = np.full((3, 64), -128, np.int8)
+    bias = np.array([0, 1, -1], np.int32)
+    got = get("int8_dense").reference(x, pack_int8(w), bias, np.full(3, 0.5, np.float32),
+                                      units=3, dtype="int32")
+    want = x.astype(np.int32) @ w.T.astype(np.int32) + bias
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int32
+
+
+def test_output_dtype_outside_int8_uint8_int32_is_an_error():
+    wp = pack_int8(np.zeros((10, 64), np.int8))
+    with pytest.raises(OpShapeError, match="dtype='float32' is not int8, uint8 or int32"):
+        get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
+                                      TensorType((10,), "int32"), TensorType((10,))],
+                                     {"units": 10, "dtype": "float32"})

@@ -10,6 +10,7 @@ pipeline of :mod:`.pipeline`; each pass can also be run alone.
 
 from .fold import fold_batch_norm, fold_constants
 from .int8_layout import convert_int8_layout
+from .integer_ops import lower_integer_ops
 from .layout import convert_layout
 from .qdq import lower_qdq
 from .pipeline import PIPELINE, Pass, PassContext, optimize
@@ -17,4 +18,4 @@ from .simplify import eliminate_common_subexpressions, simplify_chains
 
 __all__ = ["Pass", "PassContext", "PIPELINE", "optimize", "fold_constants", "fold_batch_norm",
            "eliminate_common_subexpressions", "simplify_chains", "convert_layout",
-           "convert_int8_layout", "lower_qdq"]
+           "convert_int8_layout", "lower_qdq", "lower_integer_ops"]

@@ -33,6 +33,7 @@ from ..interpret import main_function
 from ..weight_layout import pack_weights
 from .fold import fold_batch_norm, fold_constants
 from .int8_layout import convert_int8_layout
+from .integer_ops import lower_integer_ops
 from .layout import convert_layout
 from .qdq import lower_qdq
 from .simplify import eliminate_common_subexpressions, simplify_chains
@@ -55,6 +56,7 @@ class Pass:
 PIPELINE: tuple[Pass, ...] = (
     # first: folding would turn the dequantized weights into float constants
     Pass("lower_qdq", lower_qdq, 1),
+    Pass("lower_integer_ops", lower_integer_ops, 1),
     Pass("fold_constants", fold_constants, 1),
     Pass("fold_batch_norm", fold_batch_norm, 1),
     Pass("simplify_chains", simplify_chains, 1),

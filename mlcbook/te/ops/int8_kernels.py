@@ -10,7 +10,8 @@ the default schedule tensorizes the stage (:mod:`mlcbook.graph.int8_matmul`). Th
 adds the int32 ``bias`` (which carries the activation zero point's correction
 ``-x_zp * sum_k w``), scales by the float32 ``multiplier`` per output channel, rounds half to
 even, adds ``y_zp`` and saturates (and with ``relu``, clamps below at ``y_zp``, the
-quantized zero)::
+quantized zero). With ``dtype="int32"`` it stops after the bias: the output is the exact
+int32 sums and the multiplier is not read::
 
     y = int8_dense(x, wp, bias, mult, units=10, y_zp=3, dtype="uint8")     # x (M, K) uint8
 
@@ -90,6 +91,8 @@ def int8_product(a: Tensor, wp: Tensor, name: str = "int8_matmul",
 
 def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtype: str,
              relu: bool) -> _e.PrimExpr:
+    if dtype == "int32":
+        return acc_ij + bias[j]   # the sums themselves (ONNX's MatMulInteger, ConvInteger)
     v = _e.round(_e.cast("float32", acc_ij + bias[j]) * mult[j]) + float(y_zp)
     if relu:
         v = _e.max(v, float(y_zp))
