@@ -331,10 +331,17 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
-    fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
-    sch.reverse_compute_at(write_back, fused)
+    # the parallel loop: all tile loops, or the first `at` when producers go under them
+    at, producers = _own_producers_level(sch, name, tile_loops)
+    head, rest = (tile_loops[:at], tile_loops[at:]) if at else (tile_loops, [])
+    fused = sch.fuse(*head) if len(head) > 1 else head[0]
+    tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
+    sch.reverse_compute_at(write_back, tiles)
     wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1])
     init = sch.decompose_reduction(block, reduce_[0])
+    for producer in producers:
+        sch.compute_at(sch.get_block(producer), fused)
+        _vectorize_inner(sch, sch.get_loops(sch.get_block(producer))[-1])
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
     # vectorized last: after every step the lane check lowers the function again for each
@@ -342,6 +349,54 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     for lp in (sch.get_loops(init)[-1], wb_lanes, lanes):
         sch.vectorize(lp)
     return fused
+
+
+def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[int, list[str]]:
+    """``(k, producers)``: the blocks that only block ``name`` reads (its padding) are
+    computed under the first ``k`` of its tile loops, fused, when their iterations there
+    part the producers' work without computing any of it twice (a depthwise conv pads one
+    channel's plane per channel, in cache just before its tiles read it, instead of
+    writing the whole padded tensor out and reading it back); ``(0, [])`` if no level
+    does (a conv whose every tile reads all channels)."""
+    realizes = _root_realizes(sch.func)
+    params = {id(p) for p in sch.func.params}
+    mine = {id(r.buffer) for r in sch.get(sch.get_block(name)).reads}
+    producers = []
+    for r in realizes:
+        b = r.block
+        if b.name == name or len(b.writes) != 1 or any(iv.kind != "spatial"
+                                                        for iv in b.iter_vars):
+            continue
+        out = id(b.writes[0].buffer)
+        others = [o for o in realizes if o.block.name not in (name, b.name)]
+        if out in mine and out not in params and not any(_reads_any(o.block, {out})
+                                                          for o in others):
+            producers.append(b.name)
+    for k in range(len(tile_loops), 0, -1) if producers else ():
+        if math.prod(_extent(sch, lp) for lp in tile_loops[:k]) < 2:
+            break
+        if all(_computes_once_at(sch, p, tile_loops[:k]) for p in producers):
+            return k, producers
+    return 0, []
+
+
+def _computes_once_at(sch: Schedule, producer: str, loops: list) -> bool:
+    """Whether ``producer`` computed at ``loops`` (fused) does its work once, tried on a
+    copy of the schedule."""
+    work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(producer)))
+    trial = sch.copy()
+    try:
+        trial.compute_at(trial.get_block(producer),
+                         trial.fuse(*loops) if len(loops) > 1 else loops[0])
+    except ScheduleError:
+        return False
+    return math.prod(_extent(trial, lp)
+                     for lp in trial.get_loops(trial.get_block(producer))) <= work
+
+
+def _root_realizes(func: PrimFunc) -> list:
+    return [node for stmt in root_stmts(func) for node in [loop_nest(stmt)[1]]
+            if isinstance(node, BlockRealize)]
 
 
 def _reads_any(block, buffer_ids: set) -> bool:
