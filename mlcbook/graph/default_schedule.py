@@ -42,6 +42,9 @@ LANES = 16
 #: microseconds to wake them once they sleep, and on the CNN of bench/e2e.py a threshold
 #: of 32k iterations gave no speed-up that stood out of the noise
 PARALLEL_WORK = 1 << 20
+#: fewest iterations of the tile loops a producer is computed under (see
+#: _own_producers_level): they become the parallel loop, which needs enough to share
+PRODUCER_CHUNKS = 16
 #: a float reduction of at least this many terms is summed in two levels (see _two_level)
 LONG_REDUCTION = 1 << 13
 
@@ -357,7 +360,9 @@ def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[in
     part the producers' work without computing any of it twice (a depthwise conv pads one
     channel's plane per channel, in cache just before its tiles read it, instead of
     writing the whole padded tensor out and reading it back); ``(0, [])`` if no level
-    does (a conv whose every tile reads all channels)."""
+    does (a conv whose every tile reads all channels). The loops above the producers
+    are the parallel ones: at least :data:`PRODUCER_CHUNKS` iterations of them, so that a
+    batch of a few images does not become a parallel loop of a few chunks."""
     realizes = _root_realizes(sch.func)
     params = {id(p) for p in sch.func.params}
     mine = {id(r.buffer) for r in sch.get(sch.get_block(name)).reads}
@@ -373,7 +378,7 @@ def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[in
                                                           for o in others):
             producers.append(b.name)
     for k in range(len(tile_loops), 0, -1) if producers else ():
-        if math.prod(_extent(sch, lp) for lp in tile_loops[:k]) < 2:
+        if math.prod(_extent(sch, lp) for lp in tile_loops[:k]) < PRODUCER_CHUNKS:
             break
         if all(_computes_once_at(sch, p, tile_loops[:k]) for p in producers):
             return k, producers
