@@ -60,7 +60,8 @@ def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
     select evaluated lazily), since elsewhere the clamp may be what keeps an index in bounds.
 
         >>> i = Var("i")
-        >>> str(simplify_assuming(max(min(i - 1, 55), 0), (i - 1 >= 0) & (i - 1 < 56)))
+        >>> clamped = mb.tir.max(mb.tir.min(i - 1, 55), 0)
+        >>> str(simplify_assuming(clamped, (i - 1 >= 0) & (i - 1 < 56)))
         'i - 1'
     """
     bounds = dict(ranges or {})
