@@ -35,6 +35,8 @@ SHAPES = [
     ("1x1 64->256 @56", 64, 256, 56, 1, 1, 1),
     ("1x1/2 256->512 @28", 256, 512, 28, 1, 2, 1),
     ("depthwise 3x3 64 @56", 64, 64, 56, 3, 1, 64),
+    # shufflenet's grouped 1x1 convs (4 groups), most of its time in the zoo
+    ("1x1 272->272 4 groups @14", 272, 272, 14, 1, 1, 4),
 ]
 THREADS = (1, 2)
 

@@ -21,6 +21,7 @@ from ..errors import BuildError
 from ..tir.arith import int_bounds
 from ..tir.expr import BufferLoad, Const, Select, bits, is_float, is_int, is_unsigned
 from ..tir.scalar import round_bf16
+from ..tir.simplify import simplify_assuming
 from ..tir.functor import ExprFunctor, Visitor
 from .llvm_types import I32, PTR, itemsize, mangle, mem_type, reg_type
 
@@ -327,11 +328,15 @@ class ExprEmitter(ExprFunctor):
         """A select whose branches load memory evaluates only the branch it takes, so that
         e.g. ``select(i > 0, A[i - 1], 0)`` never reads before ``A``."""
         B = self.b
+        # the taken branch runs only where the condition holds: a padded read's clamped
+        # index (max(min(i - 1, 55), 0) under 1 <= i <= 56) is then its plain, contiguous
+        # index, one masked vector load instead of a gather
+        taken = simplify_assuming(e.true_value, e.cond)
         if c.kind != S:
             old = self.mask
             m = self._vec(c)
             self.mask = m if old is None else B.and_(old, m)
-            t = self._vec(self.expr(e.true_value))
+            t = self._vec(self.expr(taken))
             nm = self._not(m)
             self.mask = nm if old is None else B.and_(old, nm)
             f = self._vec(self.expr(e.false_value))
@@ -342,7 +347,7 @@ class ExprEmitter(ExprFunctor):
         merge = B.append_basic_block("sel.end")
         B.cbranch(c.value, then_bb, else_bb)
         out = []
-        for bb, sub in ((then_bb, e.true_value), (else_bb, e.false_value)):
+        for bb, sub in ((then_bb, taken), (else_bb, e.false_value)):
             B.position_at_end(bb)
             v = self.expr(sub)
             out.append((self._vec(v) if as_vector else v.value, B.block))

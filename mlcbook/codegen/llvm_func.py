@@ -45,6 +45,11 @@ LAUNCH_TYPE = ir.FunctionType(VOID, [PTR, I64, PTR])
 BODY_TYPE = ir.FunctionType(VOID, [I64, I64, PTR])
 
 
+def _powers_of_two(n: int) -> list[int]:
+    """``n`` as a sum of distinct powers of two, largest first: 14 -> [8, 4, 2]."""
+    return [1 << b for b in reversed(range(n.bit_length())) if n >> b & 1]
+
+
 class FunctionEmitter(ExprEmitter, StmtFunctor):
     """Emit one LLVM function; ``launcher`` is the runtime's parallel-for (None: run serially).
     ``self.stmt(s)`` emits a statement, ``self.expr(e)`` an expression."""
@@ -224,8 +229,12 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
 
             self._loop(Var(v.name + ".chunk", v.dtype), self._const(v.dtype, 0),
                        self._const(v.dtype, full), chunk)
-        if tail:
-            self._lanes_body(v, self._const(v.dtype, full * MAX_LANES), tail, s.body)
+        # the rest in vectors of powers of two (14 lanes: 8 + 4 + 2): LLVM keeps a local
+        # tile of those in registers, but one of 14 lanes in memory, stored every iteration
+        start = full * MAX_LANES
+        for piece in _powers_of_two(tail):
+            self._lanes_body(v, self._const(v.dtype, start), piece, s.body)
+            start += piece
 
     def _lanes_body(self, v: Var, base: ir.Value, lanes: int, body) -> None:
         self.lanes = lanes

@@ -42,6 +42,9 @@ LANES = 16
 #: microseconds to wake them once they sleep, and on the CNN of bench/e2e.py a threshold
 #: of 32k iterations gave no speed-up that stood out of the noise
 PARALLEL_WORK = 1 << 20
+#: fewest iterations of the tile loops a producer is computed under (see
+#: _own_producers_level): they become the parallel loop, which needs enough to share
+PRODUCER_CHUNKS = 16
 #: a float reduction of at least this many terms is summed in two levels (see _two_level)
 LONG_REDUCTION = 1 << 13
 
@@ -189,10 +192,11 @@ def _block_size(n: int) -> int | None:
     return best if best is not None and best >= 64 else None
 
 
-def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
-    """The spatial axis to unroll a register tile along: the innermost one (before the
-    vectorized last axis) that the vector operand does not depend on, so that each vector
-    load serves the whole tile (matmul: rows of A; conv: output channels)."""
+def reuse_axes(sch: Schedule, name: str, n_spatial: int) -> list[int]:
+    """The spatial axes a register tile can unroll along, innermost first: those (before
+    the vectorized last axis) that the vector operand does not depend on, so that each
+    vector load serves every row of the tile (matmul: rows of A; conv in NCHW: output
+    channels; conv in NCHW16c: output columns, then output rows)."""
     block = sch.get(sch.get_block(name))
     ivs = [iv.var for iv in block.iter_vars[:n_spatial]]
     written = [w.buffer for w in block.writes]
@@ -205,10 +209,13 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
                 used.update(names)
 
     post_order_visit(block.body, visit)
-    for k in reversed(range(n_spatial - 1)):
-        if ivs[k] not in used:
-            return k
-    return None
+    return [k for k in reversed(range(n_spatial - 1)) if ivs[k] not in used]
+
+
+def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
+    """The innermost of :func:`reuse_axes`, or None."""
+    axes = reuse_axes(sch, name, n_spatial)
+    return axes[0] if axes else None
 
 
 #: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
@@ -230,32 +237,62 @@ def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
 
 def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
     """(rows, columns) of the register tile of a tiled reduction whose output has ``rows``
-    along its reuse axis (1 if none) and ``cols`` along its vectorized axis, both tile
-    sizes dividing their extent when they can. A tile of ``r`` rows of ``v`` vectors needs
-    ``r*v`` accumulators, ``v`` registers for the vector operand and one for the broadcast,
-    all within ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles
-    that fit, the one taken does the most useful FMA lanes per cycle, estimated from its
-    accumulators against its loads (``r + v``) and the FMA latency (fewer than
-    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
-    work per tile, then more rows.
+    along its reuse axis (1 if none) and ``cols`` along its vectorized axis: the
+    one-axis case of :func:`row_tile`.
 
         >>> register_tile(64, 512, "llvm -mcpu=znver3")        # 8 of 16 ymm accumulate
         (4, 16)
     """
+    (r,), c = row_tile((rows,), cols, target, dtype)
+    return r, c
+
+
+def row_tile(rows: tuple[int, ...], cols: int, target=None,
+             dtype: str = "float32") -> tuple[tuple[int, ...], int]:
+    """(rows per axis, columns) of the register tile of a tiled reduction whose output
+    has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
+    vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
+    in all (the product over the axes) of ``v`` vectors needs ``r*v`` accumulators, ``v``
+    registers for the vector operand and one for the broadcast, all within
+    ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles that fit,
+    the one taken does the most useful FMA lanes per cycle, estimated from its
+    accumulators against its loads (``r + v``) and the FMA latency (fewer than
+    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
+    work per tile, then more rows, then more of them along the inner axes.
+
+    Taking rows from a second axis keeps a short output row in wide tiles: a 14x14 map
+    of 16 channels has no 4 to 6 pixel divisor of its row, but 2 x 2 pixels of 2 ymm
+    each make 8 accumulators that share every broadcast twice.
+
+        >>> row_tile((14, 14), 16, "llvm -mcpu=znver3")
+        ((2, 2), 16)
+    """
     t = Target(target or "llvm")
     lanes, regs = t.vector_lanes(dtype), t.vector_registers
-    best, best_key = (1, lanes), None
+    best, best_key = ((1,) * len(rows), lanes), None
     for c in _column_widths(cols, lanes, regs - 2):
         v = -(-c // lanes)
         most = max(1, (regs - v - 1) // v)
-        r = max(d for d in range(1, min(most, rows) + 1) if rows % d == 0)
-        acc = r * v
-        useful = r * c / lanes    # full vectors' worth: a partial vector does less
-        speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
-        key = (speed, useful, r)
-        if best_key is None or key > best_key:
-            best, best_key = (r, c), key
+        for sizes in _row_sizes(rows, most):
+            r = math.prod(sizes)
+            acc = r * v
+            useful = r * c / lanes    # full vectors' worth: a partial vector does less
+            speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
+            key = (speed, useful, r, sizes)
+            if best_key is None or key > best_key:
+                best, best_key = (sizes, c), key
     return best
+
+
+def _row_sizes(rows: tuple[int, ...], most: int):
+    """Every tuple of divisors of ``rows`` whose product is at most ``most``."""
+    if not rows:
+        yield ()
+        return
+    for d in range(1, min(rows[0], most) + 1):
+        if rows[0] % d == 0:
+            for rest in _row_sizes(rows[1:], most // d):
+                yield (d,) + rest
 
 
 def _split_tile_row(sch: Schedule, loop):
@@ -272,7 +309,7 @@ def _split_tile_row(sch: Schedule, loop):
 
 def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     block = sch.get_block(name)
-    row = reuse_axis(sch, name, n_spatial)
+    rows_at = reuse_axes(sch, name, n_spatial)[:2]
     dtype = sch.get(block).writes[0].buffer.dtype
     # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
     # it to the tile) and write it back once, after its reduction
@@ -282,14 +319,14 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
     outer = spatial[:-1]
-    rows = _extent(sch, outer[row]) if row is not None else 1
-    bi, bj = register_tile(rows, _extent(sch, j), target, dtype)
+    sizes, bj = row_tile(tuple(_extent(sch, outer[a]) for a in rows_at) or (1,),
+                         _extent(sch, j), target, dtype)
     jo, ji = sch.split(j, [None, bj])
-    inner = []
-    if bi > 1:
-        io, ii = sch.split(outer[row], [None, bi])
-        outer = outer[:row] + [io] + outer[row + 1:]
-        inner = [ii]
+    inner = {}
+    for a, bi in zip(rows_at, sizes):
+        if bi > 1:
+            outer[a], inner[a] = sch.split(outer[a], [None, bi])
+    inner = [inner[a] for a in sorted(inner)]     # in the order of the output's axes
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     sch.reorder(jo, *outer, *reduce_, *inner, ji)
@@ -297,10 +334,17 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
-    fused = sch.fuse(*tile_loops) if len(tile_loops) > 1 else tile_loops[0]
-    sch.reverse_compute_at(write_back, fused)
+    # the parallel loop: all tile loops, or the first `at` when producers go under them
+    at, producers = _own_producers_level(sch, name, tile_loops)
+    head, rest = (tile_loops[:at], tile_loops[at:]) if at else (tile_loops, [])
+    fused = sch.fuse(*head) if len(head) > 1 else head[0]
+    tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
+    sch.reverse_compute_at(write_back, tiles)
     wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1])
     init = sch.decompose_reduction(block, reduce_[0])
+    for producer in producers:
+        sch.compute_at(sch.get_block(producer), fused)
+        _vectorize_inner(sch, sch.get_loops(sch.get_block(producer))[-1])
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
     # vectorized last: after every step the lane check lowers the function again for each
@@ -308,6 +352,56 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     for lp in (sch.get_loops(init)[-1], wb_lanes, lanes):
         sch.vectorize(lp)
     return fused
+
+
+def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[int, list[str]]:
+    """``(k, producers)``: the blocks that only block ``name`` reads (its padding) are
+    computed under the first ``k`` of its tile loops, fused, when their iterations there
+    part the producers' work without computing any of it twice (a depthwise conv pads one
+    channel's plane per channel, in cache just before its tiles read it, instead of
+    writing the whole padded tensor out and reading it back); ``(0, [])`` if no level
+    does (a conv whose every tile reads all channels). The loops above the producers
+    are the parallel ones: at least :data:`PRODUCER_CHUNKS` iterations of them, so that a
+    batch of a few images does not become a parallel loop of a few chunks."""
+    realizes = _root_realizes(sch.func)
+    params = {id(p) for p in sch.func.params}
+    mine = {id(r.buffer) for r in sch.get(sch.get_block(name)).reads}
+    producers = []
+    for r in realizes:
+        b = r.block
+        if b.name == name or len(b.writes) != 1 or any(iv.kind != "spatial"
+                                                        for iv in b.iter_vars):
+            continue
+        out = id(b.writes[0].buffer)
+        others = [o for o in realizes if o.block.name not in (name, b.name)]
+        if out in mine and out not in params and not any(_reads_any(o.block, {out})
+                                                          for o in others):
+            producers.append(b.name)
+    for k in range(len(tile_loops), 0, -1) if producers else ():
+        if math.prod(_extent(sch, lp) for lp in tile_loops[:k]) < PRODUCER_CHUNKS:
+            break
+        if all(_computes_once_at(sch, p, tile_loops[:k]) for p in producers):
+            return k, producers
+    return 0, []
+
+
+def _computes_once_at(sch: Schedule, producer: str, loops: list) -> bool:
+    """Whether ``producer`` computed at ``loops`` (fused) does its work once, tried on a
+    copy of the schedule."""
+    work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(producer)))
+    trial = sch.copy()
+    try:
+        trial.compute_at(trial.get_block(producer),
+                         trial.fuse(*loops) if len(loops) > 1 else loops[0])
+    except ScheduleError:
+        return False
+    return math.prod(_extent(trial, lp)
+                     for lp in trial.get_loops(trial.get_block(producer))) <= work
+
+
+def _root_realizes(func: PrimFunc) -> list:
+    return [node for stmt in root_stmts(func) for node in [loop_nest(stmt)[1]]
+            if isinstance(node, BlockRealize)]
 
 
 def _reads_any(block, buffer_ids: set) -> bool:

@@ -53,6 +53,53 @@ def simplify(node, ranges: Optional[dict] = None):
     return s.visit(node)
 
 
+def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
+    """``node`` simplified for where ``cond`` holds: each conjunct of ``cond`` that bounds one
+    integer variable (``i - 1 >= 0``, ``i < 57``) narrows that variable's range, so that the
+    clamps it makes redundant go. Only for a value used nowhere else (the taken branch of a
+    select evaluated lazily), since elsewhere the clamp may be what keeps an index in bounds.
+
+        >>> i = Var("i")
+        >>> clamped = mb.tir.max(mb.tir.min(i - 1, 55), 0)
+        >>> str(simplify_assuming(clamped, (i - 1 >= 0) & (i - 1 < 56)))
+        'i - 1'
+    """
+    bounds = dict(ranges or {})
+    for part in _conjuncts(cond):
+        v, lo, hi = _var_bound(part)
+        if v is not None:
+            old_lo, old_hi = bounds.get(v, (None, None))
+            lo = lo if old_lo is None else old_lo if lo is None else max(lo, old_lo)
+            hi = hi if old_hi is None else old_hi if hi is None else min(hi, old_hi)
+            bounds[v] = (lo, hi)
+    known = {v: b for v, b in bounds.items() if None not in b}
+    return simplify(node, known) if known else node
+
+
+def _conjuncts(cond: PrimExpr) -> list:
+    if isinstance(cond, Binary) and cond.op == "and":
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _var_bound(cond: PrimExpr) -> tuple:
+    """``(v, lo, hi)`` when ``cond`` is a comparison of ``±v + c`` with a constant (either
+    bound None if it says nothing of it), else ``(None, None, None)``."""
+    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+    if not (isinstance(cond, Binary) and cond.op in flip and is_int(cond.a.dtype)):
+        return None, None, None
+    d = linear(cond.a) - linear(cond.b)          # cond is: d op 0
+    if len(d.terms) != 1:
+        return None, None, None
+    (coef, v), = d.terms.values()
+    if not isinstance(v, Var) or coef not in (1, -1):
+        return None, None, None
+    op = cond.op if coef == 1 else flip[cond.op]
+    c = -d.const * coef                           # v op c
+    return {"<": (v, None, c - 1), "<=": (v, None, c),
+            ">": (v, c + 1, None), ">=": (v, c, None)}[op]
+
+
 def _fits(value: int, dtype: str) -> bool:
     lo, hi = int_range(dtype)
     return lo <= value <= hi

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule, register_tile
+from mlcbook.graph.default_schedule import default_schedule, register_tile, row_tile
+from mlcbook.ops.layout import blocked, blocked_weight
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
 from mlcbook.tir.analysis import collect_blocks
@@ -89,6 +90,76 @@ def test_register_tile_narrows_the_columns_when_few_rows_divide():
     # a 7-pixel row of 16 channels: 7 x 2 ymm do not fit with their operands, 1 x 2 idles
     # the FMA units; 7 x 1 ymm (two column tiles) keeps 7 accumulators busy
     assert register_tile(7, 16, AVX2) == (7, 8)
+
+
+def test_row_tile_takes_rows_from_a_second_axis_when_the_row_is_short():
+    # 14 pixels of 16 channels: 14 x 1 ymm broadcasts once per FMA; 2 rows x 2 pixels x
+    # 2 ymm broadcast once per two FMAs, in 8 + 2 + 1 registers
+    assert row_tile((14, 14), 16, AVX2) == ((2, 2), 16)
+    assert row_tile((56, 56), 16, AVX2) == ((4, 1), 16)   # a long row: one axis is enough
+    assert row_tile((7, 7), 16, AVX2) == ((7, 1), 8)      # 7 is prime: as register_tile
+    assert row_tile((14, 14), 16, AVX2)[0] == row_tile((14, 14, 1), 16, AVX2)[0][:2]
+
+
+def _conv_numpy(x, w, pad, groups=1):
+    """NCHW conv of stride 1, by shifted slices (independent of mlcbook)."""
+    n, c, h, wd = x.shape
+    k, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    out = np.zeros((n, k, oh, ow), np.float64)
+    for o in range(k):
+        g = o // (k // groups)
+        for i in range(cg):
+            for a in range(kh):
+                for b in range(kw):
+                    out[:, o] += xp[:, g * cg + i, a:a + oh, b:b + ow] * w[o, i, a, b]
+    return out
+
+
+def test_blocked_conv_of_a_short_map_tiles_rows_and_pixels_and_computes_the_same():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    w = rng.standard_normal((32, 16, 3, 3)).astype("float32")
+    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
+    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
+                                       {"pads": (1,) * 4, "strides": (1, 1)}), AVX2)
+    conv = next(r.block for r in collect_blocks(g.body) if r.block.name == "conv_nchwc")
+    assert str(g).count("T.unroll(2)") >= 3    # rows, pixels, the two ymm of 16 channels
+    assert conv.writes[0].buffer.scope == "local"
+    y = np.zeros((1, 2, 14, 14, 16), "float32")
+    mb.build(g)(xb, wb, y)
+    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 1), 16), rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_conv_pads_each_channel_just_before_its_tiles():
+    # each output channel reads only its own padded plane: padded under the channel loop,
+    # no plane computed twice, none written out whole
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 16, 10, 10)).astype("float32")
+    w = rng.standard_normal((16, 1, 3, 3)).astype("float32")
+    g = default_schedule(legalize_call("conv", [T(x.shape), T(w.shape)],
+                                       {"pads": (1,) * 4, "group": 16}))
+    root = g.body.block.body
+    assert not isinstance(root, mb.tir.SeqStmt), "the padding is a loop nest of its own"
+    kernel = mb.build(g)
+    y = np.zeros((1, 16, 10, 10), "float32")
+    kernel(x, w, y)
+    np.testing.assert_allclose(y, _conv_numpy(x, w, 1, groups=16), rtol=1e-5, atol=1e-5)
+    assert "gather" not in kernel.llvm_ir(), "the padded rows are read as masked vectors"
+
+
+@pytest.mark.parametrize("op,types,attrs", [
+    # every tile reads all channels: padding under the tiles would compute it again per tile
+    ("conv_nchwc", [T((1, 2, 6, 6, 16)), T((2, 2, 3, 3, 16, 16))],
+     {"pads": (1,) * 4, "strides": (1, 1)}),
+    # a plane per channel, but 8 channels are too few iterations left to run in parallel
+    ("conv", [T((1, 8, 10, 10)), T((8, 1, 3, 3))], {"pads": (1,) * 4, "group": 8}),
+])
+def test_a_conv_pads_once_at_the_root_when_its_tiles_cannot_part_the_padding(op, types, attrs):
+    g = default_schedule(legalize_call(op, types, attrs))
+    assert isinstance(g.body.block.body, mb.tir.SeqStmt)
+    assert len(g.body.block.body.stmts) == 2
 
 
 @pytest.mark.skipif(not mb.Target("llvm").is_host or mb.Target("llvm").vector_bits != 256,

@@ -11,7 +11,7 @@ from mlcbook.tir import (Binary, Buffer, BufferStore, Const, For, IfThenElse, Pr
                          const, exp, interpret, max as tmax, min as tmin, select, seq)
 from mlcbook.tir.expr import Select
 from mlcbook.tir.arith import expr_key
-from mlcbook.tir.simplify import simplify
+from mlcbook.tir.simplify import simplify, simplify_assuming
 
 
 def same(a, b):
@@ -216,3 +216,22 @@ def test_small_int_dtypes_only_fold_constants():
     assert simplify(Const(20, "uint8") + Const(100, "uint8")).value == 120
     # 300 does not fit in uint8: left alone rather than folded to a wrong constant
     assert isinstance(simplify(Const(200, "uint8") + Const(100, "uint8")), Binary)
+
+
+def test_simplify_assuming_drops_the_clamp_its_condition_makes_redundant():
+    # a padded read: where the select's condition holds, the clamp is the identity
+    cond = (i - 1 >= 0) & (i - 1 < 56) & (8 > j)
+    e = tmax(tmin(i - 1, 55), 0) * 58 + tmin(j, 7)
+    s = simplify_assuming(e, cond, {j: (0, 100)})
+    assert same(s, i * 58 + j - 58)
+    for a, b in itertools.product(range(-3, 60), range(0, 12)):
+        env = {i: a, j: b}
+        if _eval(cond, env):
+            assert _eval(s, env) == _eval(e, env), (a, b)
+
+
+@pytest.mark.parametrize("cond", [i - 1 >= 0, (i * 2 >= 0) & (i * 2 < 56), (i + j >= 1) & (i + j < 57)])
+def test_simplify_assuming_keeps_the_clamp_when_the_condition_does_not_bound_the_variable(cond):
+    # one-sided, scaled, or on a sum: no range of i follows, so the clamp stays
+    e = tmax(tmin(i - 1, 55), 0)
+    assert same(simplify_assuming(e, cond), e)
