@@ -35,6 +35,14 @@ from ..errors import ArgumentError
 #: native counter is an i32), so larger numbers would wrap
 MAX_THREADS = 1024
 
+#: a parallel loop is cut into this many chunks per thread (fewer if it is shorter), which
+#: the threads claim one at a time: a thread that starts late (a worker waking up, or
+#: one whose core another process holds) then finds the others have taken its share
+#: instead of making them wait for it
+CHUNKS_PER_THREAD = 4
+#: the chunk count travels in 16 bits of the ticket: threads times chunks stays below 2^16
+MAX_CHUNKS_PER_THREAD = 63
+
 #: how long an idle worker spins before it sleeps; waking a sleeping thread takes tens of
 #: microseconds on a virtual machine, the time of a whole small kernel
 SPIN_SECONDS = 2e-3
@@ -43,15 +51,20 @@ SPIN_SECONDS = 2e-3
 # (glibc, musl, macOS); 128 bytes, 16-aligned, leaves room
 _IR = r"""
 @threads = global i32 1
+@chunking = global i32 1
 @spin = global i64 1000
 @workers = global i32 0
 @shutdown = global i32 0
 @exited = global i32 0
 @pid = global i32 0
-@generation = global i64 0
-@ticket = global i64 0
-@pending = global i64 0
-@job_body = global ptr null
+@nudges = global i64 0
+; the counters every thread writes each get a cache line of their own (padded to 64
+; bytes), so that claiming a chunk does not invalidate the line the job is read from
+@sleepers = global {{ i32, [60 x i8] }} zeroinitializer, align 64
+@generation = global {{ i64, [7 x i64] }} zeroinitializer, align 64
+@ticket = global {{ i64, [7 x i64] }} zeroinitializer, align 64
+@pending = global {{ i64, [7 x i64] }} zeroinitializer, align 64
+@job_body = global ptr null, align 64
 @job_n = global i64 0
 @job_closure = global ptr null
 @launch_lock = global [16 x i64] zeroinitializer, align 16
@@ -82,6 +95,7 @@ define void @mlcb_pool_init() {{
   call i32 @pthread_cond_init(ptr @wake, ptr null)
   store i32 0, ptr @workers
   store i32 0, ptr @exited
+  store i32 0, ptr @sleepers
   %p = call i32 @getpid()
   store i32 %p, ptr @pid
   ret void
@@ -153,7 +167,7 @@ entry:
   %seen0 = load atomic i64, ptr @generation acquire, align 8
   br label %idle
 idle:
-  %seen = phi i64 [%seen0, %entry], [%g.spun, %work], [%g.slept, %work.slept]
+  %seen = phi i64 [%seen0, %entry], [%g.spun, %work], [%g.slept, %work.slept], [%seen, %roused]
   %limit = load i64, ptr @spin
   br label %spinning
 spinning:
@@ -171,17 +185,34 @@ spin.pause:
   %keep = icmp ult i64 %i1, %limit
   br i1 %keep, label %spinning, label %sleep
 sleep:
+  ; count ourselves a sleeper *before* the last look at the generation: a launcher
+  ; publishes the generation before it looks at the sleepers (both sequentially
+  ; consistent), so either it sees us and wakes us, or we see its job
   call i32 @pthread_mutex_lock(ptr @sleep_lock)
+  %nudge0 = load i64, ptr @nudges
+  atomicrmw add ptr @sleepers, i32 1 seq_cst
   br label %sleeping
 sleeping:
-  %g.slept = load atomic i64, ptr @generation acquire, align 8
+  %g.slept = load atomic i64, ptr @generation seq_cst, align 8
   %woken = icmp ne i64 %g.slept, %seen
-  br i1 %woken, label %awake, label %stopping
+  br i1 %woken, label %awake, label %nudge.check
+nudge.check:
+  ; mlcb_pool_wake: spin again, a parallel loop is coming
+  %nudge1 = load i64, ptr @nudges
+  %nudged = icmp ne i64 %nudge1, %nudge0
+  br i1 %nudged, label %rouse, label %stopping
+rouse:
+  atomicrmw sub ptr @sleepers, i32 1 seq_cst
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  br label %roused
+roused:
+  br label %idle
 stopping:
   %stop = load atomic i32, ptr @shutdown monotonic, align 4
   %quit.sleep = icmp ne i32 %stop, 0
   br i1 %quit.sleep, label %quit.locked, label %wait
 quit.locked:
+  atomicrmw sub ptr @sleepers, i32 1 seq_cst
   call i32 @pthread_mutex_unlock(ptr @sleep_lock)
   br label %quit
 quit:
@@ -191,6 +222,7 @@ wait:
   call i32 @pthread_cond_wait(ptr @wake, ptr @sleep_lock)
   br label %sleeping
 awake:
+  atomicrmw sub ptr @sleepers, i32 1 seq_cst
   call i32 @pthread_mutex_unlock(ptr @sleep_lock)
   call void @run_chunks(i64 %g.slept)
   br label %work.slept
@@ -199,6 +231,31 @@ work.slept:
 work:
   call void @run_chunks(i64 %g.spun)
   br label %idle
+}}
+
+; wake sleeping workers so that they spin again: called when a run of kernels starts,
+; their wake-up (tens of microseconds) then overlaps the caller's own work
+define void @mlcb_pool_wake() {{
+entry:
+  %s = load atomic i32, ptr @sleepers seq_cst, align 4
+  %any = icmp ne i32 %s, 0
+  br i1 %any, label %owned, label %done
+owned:
+  ; a forked child's copy of the pool is not its own: its first launch starts afresh
+  %me = call i32 @getpid()
+  %owner = load i32, ptr @pid
+  %mine = icmp eq i32 %me, %owner
+  br i1 %mine, label %rouse, label %done
+rouse:
+  call i32 @pthread_mutex_lock(ptr @sleep_lock)
+  %n = load i64, ptr @nudges
+  %n1 = add i64 %n, 1
+  store i64 %n1, ptr @nudges
+  call i32 @pthread_cond_broadcast(ptr @wake)
+  call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  br label %done
+done:
+  ret void
 }}
 
 define void @mlcb_pool_launch(ptr %body, i64 %n, ptr %closure) {{
@@ -241,32 +298,45 @@ spawned:
   store i32 %have1, ptr @workers
   br label %grow
 publish:
-  ; as many chunks as threads that exist (fewer if the OS refused a thread)
+  ; as many threads as exist (fewer if the OS refused a thread), each taking about
+  ; @chunking chunks: more chunks than threads let the caller take the chunks of a
+  ; worker that is late (asleep, or its core lent to another process)
   %made32 = load i32, ptr @workers
   %made = sext i32 %made32 to i64
   %made1 = add i64 %made, 1
   %short = icmp slt i64 %made1, %t0
   %t = select i1 %short, i64 %made1, i64 %t0
+  %per32 = load i32, ptr @chunking
+  %per = sext i32 %per32 to i64
+  %tk.want = mul i64 %t, %per
+  %few = icmp slt i64 %n, %tk.want
+  %chunks = select i1 %few, i64 %n, i64 %tk.want
   %g = load i64, ptr @generation
   %g1 = add i64 %g, 1
   store ptr %body, ptr @job_body
   store i64 %n, ptr @job_n
   store ptr %closure, ptr @job_closure
-  store i64 %t, ptr @pending
+  store i64 %chunks, ptr @pending
   %g1lo = and i64 %g1, 4294967295
   %tk.g = shl i64 %g1lo, 32
-  %tk.t = shl i64 %t, 16
-  %tk = or i64 %tk.g, %tk.t
+  %tk.c = shl i64 %chunks, 16
+  %tk = or i64 %tk.g, %tk.c
   store atomic i64 %tk, ptr @ticket release, align 8
-  store atomic i64 %g1, ptr @generation release, align 8
+  store atomic i64 %g1, ptr @generation seq_cst, align 8
+  %sleeping = load atomic i32, ptr @sleepers seq_cst, align 4
+  %asleep = icmp ne i32 %sleeping, 0
+  br i1 %asleep, label %rouse, label %go
+rouse:
   call i32 @pthread_mutex_lock(ptr @sleep_lock)
   call i32 @pthread_cond_broadcast(ptr @wake)
   call i32 @pthread_mutex_unlock(ptr @sleep_lock)
+  br label %go
+go:
   call void @run_chunks(i64 %g1)
   %limit = load i64, ptr @spin
   br label %join
 join:
-  %i = phi i64 [0, %publish], [%i1, %join.pause], [%i1, %join.yield]
+  %i = phi i64 [0, %go], [%i1, %join.pause], [%i1, %join.yield]
   %left = load atomic i64, ptr @pending acquire, align 8
   %all = icmp eq i64 %left, 0
   br i1 %all, label %finish, label %join.wait
@@ -321,6 +391,7 @@ class NativePool:
             self.launcher_address = self._lib.address("mlcb_pool_launch")
             self._threads = ctypes.c_int32.from_address(self._lib.global_address("threads"))
             self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
+            self.wake = _nothing
             return
         arch = target.triple.split("-")[0]
         decl, call = _PAUSE.get(arch, ("", ""))
@@ -331,6 +402,10 @@ class NativePool:
         self._spin = ctypes.c_int64.from_address(self._lib.global_address("spin"))
         self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
         self._exited = ctypes.c_int32.from_address(self._lib.global_address("exited"))
+        self._chunking = ctypes.c_int32.from_address(self._lib.global_address("chunking"))
+        self._chunking.value = CHUNKS_PER_THREAD
+        #: ``pool.wake()`` makes sleeping workers spin again (a no-op when none sleeps)
+        self.wake = ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_wake"))
         self._spin.value = self._calibrate(SPIN_SECONDS)
         atexit.register(self._shutdown)
 
@@ -361,9 +436,26 @@ class NativePool:
         self._threads.value = n
 
     @property
+    def chunks_per_thread(self) -> int:
+        """Chunks a parallel loop is cut into per thread (1: one static chunk each)."""
+        return self._chunking.value if self.posix else 1
+
+    @chunks_per_thread.setter
+    def chunks_per_thread(self, k: int) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CHUNKS_PER_THREAD:
+            raise ArgumentError(f"chunks per thread must be an int from 1 to "
+                                f"{MAX_CHUNKS_PER_THREAD}, got {k!r}")
+        if self.posix:
+            self._chunking.value = k
+
+    @property
     def workers(self) -> int:
         """Worker threads started so far (they are started at the first parallel loop)."""
         return self._workers.value
+
+
+def _nothing() -> None:
+    pass
 
 
 @functools.lru_cache(maxsize=None)
