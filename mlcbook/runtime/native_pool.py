@@ -233,10 +233,15 @@ work:
   br label %idle
 }}
 
-; wake sleeping workers so that they spin again: called when a run of kernels starts,
-; their wake-up (tens of microseconds) then overlaps the caller's own work
+; wake sleeping workers so that they spin again (unless loops run on one thread): called
+; when a run of kernels starts, their wake-up (tens of microseconds) then overlaps the
+; caller's own work instead of delaying the first parallel loop
 define void @mlcb_pool_wake() {{
 entry:
+  %want = load i32, ptr @threads
+  %several = icmp sgt i32 %want, 1
+  br i1 %several, label %sleepers, label %done
+sleepers:
   %s = load atomic i32, ptr @sleepers seq_cst, align 4
   %any = icmp ne i32 %s, 0
   br i1 %any, label %owned, label %done

@@ -129,7 +129,7 @@ print(pool.workers, pool._exited.value, int(y.min()), int(y.max()))
 def test_pool_without_posix_threads_runs_every_loop_on_the_caller(count):
     serial = NativePool(posix=False)
     x, y = np.ones(N, "int32"), np.zeros(N, "int32")
-    count._fn(*count.check_args((x, y)), serial.launcher_address)
+    count.native_function()(*count.check_args((x, y)), serial.launcher_address)
     np.testing.assert_array_equal(y, np.ones(N))
     assert serial.threads == 1 and serial.workers == 0
 
