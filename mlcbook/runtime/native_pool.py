@@ -408,6 +408,7 @@ class NativePool:
         self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
         self._exited = ctypes.c_int32.from_address(self._lib.global_address("exited"))
         self._chunking = ctypes.c_int32.from_address(self._lib.global_address("chunking"))
+        self._sleepers = ctypes.c_int32.from_address(self._lib.global_address("sleepers"))
         self._chunking.value = CHUNKS_PER_THREAD
         #: ``pool.wake()`` makes sleeping workers spin again (a no-op when none sleeps)
         self.wake = ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_wake"))
@@ -452,6 +453,11 @@ class NativePool:
                                 f"{MAX_CHUNKS_PER_THREAD}, got {k!r}")
         if self.posix:
             self._chunking.value = k
+
+    @property
+    def sleeping(self) -> int:
+        """Workers asleep now (the others spin, or run a loop)."""
+        return self._sleepers.value if self.posix else 0
 
     @property
     def workers(self) -> int:
