@@ -88,6 +88,23 @@ define internal void @pause() {{
   ret void
 }}
 
+; one step of a spin: the CPU's pause hint, and every 128th step a sched_yield, so that
+; on a machine with more busy threads than cores a spinning thread lends its core to a
+; thread that has work (maybe the one it waits for); with nothing else to run the yield
+; returns at once
+define internal void @relax(i64 %i) {{
+entry:
+  call void @pause()
+  %low = and i64 %i, 127
+  %turn = icmp eq i64 %low, 127
+  br i1 %turn, label %yield, label %done
+yield:
+  call i32 @sched_yield()
+  br label %done
+done:
+  ret void
+}}
+
 ; (re)initialize: at first use, and in a child process after fork (its workers are gone)
 define void @mlcb_pool_init() {{
   call i32 @pthread_mutex_init(ptr @launch_lock, ptr null)
@@ -110,13 +127,13 @@ define void @mlcb_pool_shutdown() {{
   ret void
 }}
 
-; spin n times (to calibrate @spin from Python)
+; n steps of a spin (to calibrate @spin from Python)
 define void @mlcb_pool_spin(i64 %n) {{
 entry:
   br label %loop
 loop:
   %i = phi i64 [0, %entry], [%i1, %loop]
-  call void @pause()
+  call void @relax(i64 %i)
   %i1 = add i64 %i, 1
   %more = icmp ult i64 %i1, %n
   br i1 %more, label %loop, label %done
@@ -180,7 +197,7 @@ spin.more:
   %quit.spin = icmp ne i32 %stop.spin, 0
   br i1 %quit.spin, label %quit, label %spin.pause
 spin.pause:
-  call void @pause()
+  call void @relax(i64 %i)
   %i1 = add i64 %i, 1
   %keep = icmp ult i64 %i1, %limit
   br i1 %keep, label %spinning, label %sleep
@@ -339,6 +356,7 @@ rouse:
 go:
   call void @run_chunks(i64 %g1)
   %limit = load i64, ptr @spin
+  %join.limit = lshr i64 %limit, 6
   br label %join
 join:
   %i = phi i64 [0, %go], [%i1, %join.pause], [%i1, %join.yield]
@@ -346,8 +364,10 @@ join:
   %all = icmp eq i64 %left, 0
   br i1 %all, label %finish, label %join.wait
 join.wait:
+  ; the last chunks are short (a chunk is an eighth of a loop at 2 threads): spin for
+  ; 1/64 of a worker's spin, then yield, in case the thread it waits for shares its core
   %i1 = add i64 %i, 1
-  %patient = icmp ult i64 %i, %limit
+  %patient = icmp ult i64 %i, %join.limit
   br i1 %patient, label %join.pause, label %join.yield
 join.pause:
   call void @pause()
@@ -423,7 +443,7 @@ class NativePool:
             time.sleep(1e-4)
 
     def _calibrate(self, seconds: float) -> int:
-        """How many pause hints take ``seconds`` on this CPU (a pause is 1 to 150 cycles)."""
+        """How many spin steps take ``seconds`` on this CPU (a pause is 1 to 150 cycles)."""
         spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(self._lib.address("mlcb_pool_spin"))
         n = 1 << 14
         best = float("inf")
