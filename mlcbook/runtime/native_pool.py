@@ -7,18 +7,28 @@ once per process by the same LLVM as the kernels, and no Python runs while a ker
 
 How a launch goes, for ``t`` threads (the caller and ``t - 1`` workers):
 
-1. the caller writes the job (body, n, closure), sets ``pending = t`` and publishes a new
-   *ticket* ``generation << 32 | t << 16 | next chunk`` and generation;
+1. the caller writes the job (body, n, closure), cuts ``[0, n)`` into ``c`` chunks, about
+   :data:`CHUNKS_PER_THREAD` per thread (fewer if ``n`` is smaller), sets ``pending = c``
+   and publishes a new *ticket* ``generation << 32 | c << 16 | next chunk`` and
+   generation, waking sleeping workers if there are any;
 2. every thread, the caller too, claims chunks by compare-and-swap on the ticket until
    none is left, runs ``body(begin, end, closure)`` on each and decrements ``pending``;
    the chunk count travels in the ticket, so a late worker can never claim a chunk of a
-   job that has finished and been replaced (its swap fails: the generation moved on);
+   job that has finished and been replaced (its swap fails: the generation moved on).
+   Chunks claimed one at a time balance themselves: a worker that starts late (waking
+   up, or its core held by another process) finds its share taken, instead of the
+   others waiting for a fixed half;
 3. the caller waits for ``pending == 0``.
 
 Workers are pthreads that *spin* (checking the generation, with the CPU's pause hint) for
 about :data:`SPIN_SECONDS` after each job, so the next parallel loop of a model starts at
-once, and then sleep on a condition variable, so an idle pool costs nothing. A launch while
-another one runs (two Python threads calling kernels) runs serially instead of waiting.
+once, and then sleep on a condition variable, so an idle pool costs nothing. ``wake()``
+rouses sleeping workers for another spin: an executable calls it when a run starts, so
+their wake-up overlaps its first kernels. A spinning thread yields its core now and then
+(every 128 pauses): on a machine with more busy threads than cores, the thread it waits
+for may need it. The counters every thread writes (ticket, pending, generation, sleepers)
+have a cache line each. A launch while another one runs (two Python threads calling
+kernels) runs serially instead of waiting.
 """
 
 from __future__ import annotations
