@@ -7,8 +7,9 @@ once per process by the same LLVM as the kernels, and no Python runs while a ker
 
 How a launch goes, for ``t`` threads (the caller and ``t - 1`` workers):
 
-1. the caller writes the job (body, n, closure), cuts ``[0, n)`` into ``c`` chunks, about
-   :data:`CHUNKS_PER_THREAD` per thread (fewer if ``n`` is smaller), sets ``pending = c``
+1. the caller writes the job (body, n, closure), cuts ``[0, n)`` into ``c`` chunks, up to
+   :data:`CHUNKS_PER_THREAD` per thread (as many as divide ``n`` evenly, if some count
+   from ``t`` up does; ``n`` if it is smaller), sets ``pending = c``
    and publishes a new *ticket* ``generation << 32 | c << 16 | next chunk`` and
    generation, waking sleeping workers if there are any;
 2. every thread, the caller too, claims chunks by compare-and-swap on the ticket until
@@ -21,7 +22,7 @@ How a launch goes, for ``t`` threads (the caller and ``t - 1`` workers):
 3. the caller waits for ``pending == 0``.
 
 Workers are pthreads that *spin* (checking the generation, with the CPU's pause hint) for
-about :data:`SPIN_SECONDS` after each job, so the next parallel loop of a model starts at
+:data:`SPIN_SECONDS` of wall time after each job, so the next parallel loop of a model starts at
 once, and then sleep on a condition variable, so an idle pool costs nothing. ``wake()``
 rouses sleeping workers for another spin: an executable calls it when a run starts, so
 their wake-up overlaps its first kernels. A spinning thread yields its core now and then
@@ -62,7 +63,8 @@ SPIN_SECONDS = 2e-3
 _IR = r"""
 @threads = global i32 1
 @chunking = global i32 1
-@spin = global i64 1000
+@spin_ns = global i64 2000000
+@clock_id = global i32 1
 @workers = global i32 0
 @shutdown = global i32 0
 @exited = global i32 0
@@ -91,6 +93,7 @@ declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_broadcast(ptr)
 declare i32 @getpid()
 declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
 {pause_decl}
 
 define internal void @pause() {{
@@ -98,21 +101,17 @@ define internal void @pause() {{
   ret void
 }}
 
-; one step of a spin: the CPU's pause hint, and every 128th step a sched_yield, so that
-; on a machine with more busy threads than cores a spinning thread lends its core to a
-; thread that has work (maybe the one it waits for); with nothing else to run the yield
-; returns at once
-define internal void @relax(i64 %i) {{
-entry:
-  call void @pause()
-  %low = and i64 %i, 127
-  %turn = icmp eq i64 %low, 127
-  br i1 %turn, label %yield, label %done
-yield:
-  call i32 @sched_yield()
-  br label %done
-done:
-  ret void
+; nanoseconds on the monotonic clock
+define internal i64 @now_ns() {{
+  %ts = alloca {{ i64, i64 }}, align 8
+  %id = load i32, ptr @clock_id
+  call i32 @clock_gettime(i32 %id, ptr %ts)
+  %sec = load i64, ptr %ts
+  %nsp = getelementptr inbounds {{ i64, i64 }}, ptr %ts, i32 0, i32 1
+  %nsec = load i64, ptr %nsp
+  %sec.ns = mul i64 %sec, 1000000000
+  %t = add i64 %sec.ns, %nsec
+  ret i64 %t
 }}
 
 ; (re)initialize: at first use, and in a child process after fork (its workers are gone)
@@ -134,20 +133,6 @@ define void @mlcb_pool_shutdown() {{
   call i32 @pthread_mutex_lock(ptr @sleep_lock)
   call i32 @pthread_cond_broadcast(ptr @wake)
   call i32 @pthread_mutex_unlock(ptr @sleep_lock)
-  ret void
-}}
-
-; n steps of a spin (to calibrate @spin from Python)
-define void @mlcb_pool_spin(i64 %n) {{
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  call void @relax(i64 %i)
-  %i1 = add i64 %i, 1
-  %more = icmp ult i64 %i1, %n
-  br i1 %more, label %loop, label %done
-done:
   ret void
 }}
 
@@ -195,10 +180,11 @@ entry:
   br label %idle
 idle:
   %seen = phi i64 [%seen0, %entry], [%g.spun, %work], [%g.slept, %work.slept], [%seen, %roused]
-  %limit = load i64, ptr @spin
+  %start = call i64 @now_ns()
+  %limit = load i64, ptr @spin_ns
   br label %spinning
 spinning:
-  %i = phi i64 [0, %idle], [%i1, %spin.pause]
+  %i = phi i64 [0, %idle], [%i1, %spin.pause], [%i1, %spin.turn]
   %g.spun = load atomic i64, ptr @generation acquire, align 8
   %new = icmp ne i64 %g.spun, %seen
   br i1 %new, label %work, label %spin.more
@@ -207,9 +193,19 @@ spin.more:
   %quit.spin = icmp ne i32 %stop.spin, 0
   br i1 %quit.spin, label %quit, label %spin.pause
 spin.pause:
-  call void @relax(i64 %i)
+  call void @pause()
   %i1 = add i64 %i, 1
-  %keep = icmp ult i64 %i1, %limit
+  %low = and i64 %i1, 127
+  %turn = icmp eq i64 %low, 0
+  br i1 %turn, label %spin.turn, label %spinning
+spin.turn:
+  ; every 128 pauses: yield the core (on a machine with more busy threads than cores the
+  ; thread that has work may need it; with nothing else to run the yield returns at
+  ; once), and sleep once @spin_ns of wall time have passed
+  call i32 @sched_yield()
+  %now = call i64 @now_ns()
+  %spent = sub i64 %now, %start
+  %keep = icmp slt i64 %spent, %limit
   br i1 %keep, label %spinning, label %sleep
 sleep:
   ; count ourselves a sleeper *before* the last look at the generation: a launcher
@@ -342,7 +338,22 @@ publish:
   %per = sext i32 %per32 to i64
   %tk.want = mul i64 %t, %per
   %few = icmp slt i64 %n, %tk.want
-  %chunks = select i1 %few, i64 %n, i64 %tk.want
+  br i1 %few, label %chunked, label %divide
+divide:
+  ; of t*per, t*per - 1, ..., t chunks, the most that cut n evenly (equal chunks claimed
+  ; in turn end together), else t*per
+  %c = phi i64 [%tk.want, %publish], [%c.next, %divide.next]
+  %rem = urem i64 %n, %c
+  %even = icmp eq i64 %rem, 0
+  br i1 %even, label %chunked, label %divide.next
+divide.next:
+  %c.next = sub i64 %c, 1
+  %tried = icmp slt i64 %c.next, %t
+  br i1 %tried, label %uneven, label %divide
+uneven:
+  br label %chunked
+chunked:
+  %chunks = phi i64 [%n, %publish], [%c, %divide], [%tk.want, %uneven]
   %g = load i64, ptr @generation
   %g1 = add i64 %g, 1
   store ptr %body, ptr @job_body
@@ -365,23 +376,29 @@ rouse:
   br label %go
 go:
   call void @run_chunks(i64 %g1)
-  %limit = load i64, ptr @spin
+  %join.start = call i64 @now_ns()
+  %limit = load i64, ptr @spin_ns
   %join.limit = lshr i64 %limit, 6
   br label %join
 join:
-  %i = phi i64 [0, %go], [%i1, %join.pause], [%i1, %join.yield]
+  %i = phi i64 [0, %go], [%i1, %join.wait], [%i1, %join.turn], [%i1, %join.yield]
   %left = load atomic i64, ptr @pending acquire, align 8
   %all = icmp eq i64 %left, 0
   br i1 %all, label %finish, label %join.wait
 join.wait:
-  ; the last chunks are short (a chunk is an eighth of a loop at 2 threads): spin for
-  ; 1/64 of a worker's spin, then yield, in case the thread it waits for shares its core
-  %i1 = add i64 %i, 1
-  %patient = icmp ult i64 %i, %join.limit
-  br i1 %patient, label %join.pause, label %join.yield
-join.pause:
   call void @pause()
-  br label %join
+  %i1 = add i64 %i, 1
+  %low = and i64 %i1, 127
+  %turn = icmp eq i64 %low, 0
+  br i1 %turn, label %join.turn, label %join
+join.turn:
+  ; the last chunks are short (a chunk is an eighth of a loop at 2 threads): after 1/64
+  ; of a worker's spin, yield every 128 pauses, in case the thread it waits for shares
+  ; its core
+  %now = call i64 @now_ns()
+  %spent = sub i64 %now, %join.start
+  %long = icmp sge i64 %spent, %join.limit
+  br i1 %long, label %join.yield, label %join
 join.yield:
   call i32 @sched_yield()
   br label %join
@@ -412,7 +429,7 @@ _PAUSE = {  # the CPU's spin-wait hint, by architecture
 
 
 class NativePool:
-    """The compiled pool: the launcher's address and its ``threads`` and ``spin`` settings.
+    """The compiled pool: the launcher's address and its ``threads`` and chunking settings.
     ``posix=False`` (the default on Windows) gives a launcher that runs every parallel loop
     on the calling thread."""
 
@@ -434,7 +451,9 @@ class NativePool:
         self.launcher_address = self._lib.address("mlcb_pool_launch")
         ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_init"))()
         self._threads = ctypes.c_int32.from_address(self._lib.global_address("threads"))
-        self._spin = ctypes.c_int64.from_address(self._lib.global_address("spin"))
+        self._spin_ns = ctypes.c_int64.from_address(self._lib.global_address("spin_ns"))
+        clock = ctypes.c_int32.from_address(self._lib.global_address("clock_id"))
+        clock.value = time.CLOCK_MONOTONIC
         self._workers = ctypes.c_int32.from_address(self._lib.global_address("workers"))
         self._exited = ctypes.c_int32.from_address(self._lib.global_address("exited"))
         self._chunking = ctypes.c_int32.from_address(self._lib.global_address("chunking"))
@@ -442,7 +461,7 @@ class NativePool:
         self._chunking.value = CHUNKS_PER_THREAD
         #: ``pool.wake()`` makes sleeping workers spin again (a no-op when none sleeps)
         self.wake = ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_wake"))
-        self._spin.value = self._calibrate(SPIN_SECONDS)
+        self._spin_ns.value = int(SPIN_SECONDS * 1e9)
         atexit.register(self._shutdown)
 
     def _shutdown(self) -> None:
@@ -451,17 +470,6 @@ class NativePool:
         deadline = time.perf_counter() + 1.0
         while self._exited.value < self._workers.value and time.perf_counter() < deadline:
             time.sleep(1e-4)
-
-    def _calibrate(self, seconds: float) -> int:
-        """How many spin steps take ``seconds`` on this CPU (a pause is 1 to 150 cycles)."""
-        spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(self._lib.address("mlcb_pool_spin"))
-        n = 1 << 14
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            spin(n)
-            best = min(best, time.perf_counter() - t0)
-        return max(1000, int(seconds * n / max(best, 1e-9)))
 
     @property
     def threads(self) -> int:
