@@ -257,3 +257,14 @@ def test_changing_the_thread_count_between_loops_runs_every_iteration_once(count
         with num_threads(threads):
             count(x, y)
     np.testing.assert_array_equal(y, np.full(N, 120))
+
+
+@pytest.mark.parametrize("n", [7, 997])
+def test_loops_no_chunk_count_divides_run_every_iteration_once(n):
+    # 7 < 2 threads * 4 chunks: a chunk per iteration; 997 is prime: uneven chunks
+    kernel = mb.build(mb.script.parse(COUNT.replace(str(N), str(n))))
+    x, y = np.ones(n, "int32"), np.zeros(n, "int32")
+    with num_threads(2):
+        for _ in range(30):
+            kernel(x, y)
+    np.testing.assert_array_equal(y, np.full(n, 30))
