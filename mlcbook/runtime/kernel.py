@@ -33,9 +33,9 @@ class Kernel:
 
     # --- calling -------------------------------------------------------------------------------
     def native_function(self):
-        """The compiled function as a ctypes callable: ``f(*addresses, launcher)``, one data
-        address per parameter and then :func:`~mlcbook.runtime.launcher_address`, with no
-        checks at all (for runtimes that checked the arrays once, e.g. an executable)."""
+        """The compiled function as a ctypes callable, ``f(*addresses, launcher)``: one data
+        address per parameter, then :func:`~mlcbook.runtime.thread_pool.launcher_address`.
+        No checks at all (for runtimes that checked the arrays once, e.g. an executable)."""
         if self._cfunc is None:
             addr = self._lib.address(self.entry.symbol)
             proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(self.params) + 1)))
