@@ -7,9 +7,11 @@ once per process by the same LLVM as the kernels, and no Python runs while a ker
 
 How a launch goes, for ``t`` threads (the caller and ``t - 1`` workers):
 
-1. the caller writes the job (body, n, closure), cuts ``[0, n)`` into ``c`` chunks, up to
-   :data:`CHUNKS_PER_THREAD` per thread (as many as divide ``n`` evenly, if some count
-   from ``t`` up does; ``n`` if it is smaller), sets ``pending = c``
+1. the caller writes the job (body, n, closure), cuts ``[0, n)`` into ``c`` chunks: up to
+   :data:`CHUNKS_PER_THREAD` per thread, as many for each thread, that divide ``n``
+   evenly (``n`` chunks if ``n`` is smaller; if no such count divides ``n``, four times
+   as many uneven chunks, so that the threads end at most a small chunk apart), sets
+   ``pending = c``
    and publishes a new *ticket* ``generation << 32 | c << 16 | next chunk`` and
    generation, waking sleeping workers if there are any;
 2. every thread, the caller too, claims chunks by compare-and-swap on the ticket until
@@ -51,7 +53,7 @@ MAX_THREADS = 1024
 #: one whose core another process holds) then finds the others have taken its share
 #: instead of making them wait for it
 CHUNKS_PER_THREAD = 4
-#: the chunk count travels in 16 bits of the ticket: threads times chunks stays below 2^16
+#: the chunk count travels in 16 bits of the ticket (and is capped below 2^16)
 MAX_CHUNKS_PER_THREAD = 63
 
 #: how long an idle worker spins before it sleeps; waking a sleeping thread takes tens of
@@ -340,20 +342,28 @@ publish:
   %few = icmp slt i64 %n, %tk.want
   br i1 %few, label %chunked, label %divide
 divide:
-  ; of t*per, t*per - 1, ..., t chunks, the most that cut n evenly (equal chunks claimed
-  ; in turn end together), else t*per
-  %c = phi i64 [%tk.want, %publish], [%c.next, %divide.next]
+  ; of t*per, t*(per - 1), ..., t chunks, the most that cut n evenly: equal chunks, as
+  ; many for each thread, claimed in turn end together
+  %m = phi i64 [%per, %publish], [%m.next, %divide.next]
+  %c = mul i64 %t, %m
   %rem = urem i64 %n, %c
   %even = icmp eq i64 %rem, 0
   br i1 %even, label %chunked, label %divide.next
 divide.next:
-  %c.next = sub i64 %c, 1
-  %tried = icmp slt i64 %c.next, %t
+  %m.next = sub i64 %m, 1
+  %tried = icmp slt i64 %m.next, 1
   br i1 %tried, label %uneven, label %divide
 uneven:
+  ; none does: four times as many, smaller chunks (the threads then end at most a small
+  ; chunk apart), fewer than 2^16 (the ticket's field)
+  %fine.want = mul i64 %tk.want, 4
+  %fine.few = icmp slt i64 %n, %fine.want
+  %fine = select i1 %fine.few, i64 %n, i64 %fine.want
+  %fine.big = icmp ugt i64 %fine, 65535
+  %fine.c = select i1 %fine.big, i64 65535, i64 %fine
   br label %chunked
 chunked:
-  %chunks = phi i64 [%n, %publish], [%c, %divide], [%tk.want, %uneven]
+  %chunks = phi i64 [%n, %publish], [%c, %divide], [%fine.c, %uneven]
   %g = load i64, ptr @generation
   %g1 = add i64 %g, 1
   store ptr %body, ptr @job_body
@@ -458,6 +468,7 @@ class NativePool:
         self._exited = ctypes.c_int32.from_address(self._lib.global_address("exited"))
         self._chunking = ctypes.c_int32.from_address(self._lib.global_address("chunking"))
         self._sleepers = ctypes.c_int32.from_address(self._lib.global_address("sleepers"))
+        self._ticket = ctypes.c_int64.from_address(self._lib.global_address("ticket"))
         self._chunking.value = CHUNKS_PER_THREAD
         #: ``pool.wake()`` makes sleeping workers spin again (a no-op when none sleeps)
         self.wake = ctypes.CFUNCTYPE(None)(self._lib.address("mlcb_pool_wake"))
@@ -491,6 +502,11 @@ class NativePool:
                                 f"{MAX_CHUNKS_PER_THREAD}, got {k!r}")
         if self.posix:
             self._chunking.value = k
+
+    @property
+    def last_chunk_count(self) -> int:
+        """How many chunks the last parallel loop run on several threads was cut into."""
+        return (self._ticket.value >> 16) & 0xFFFF if self.posix else 0
 
     @property
     def sleeping(self) -> int:

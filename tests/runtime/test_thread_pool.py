@@ -268,3 +268,22 @@ def test_loops_no_chunk_count_divides_run_every_iteration_once(n):
         for _ in range(30):
             kernel(x, y)
     np.testing.assert_array_equal(y, np.full(n, 30))
+
+
+@pytest.mark.parametrize("n,threads,per_thread,want", [
+    (1000, 2, 4, 8),     # 8 equal chunks, 4 for each thread
+    (28, 2, 4, 4),       # 8 and 6 do not divide 28, 4 does (7 would: 4 + 3 chunks, uneven)
+    (60, 3, 4, 12),
+    (997, 2, 4, 32),     # prime: four times as many, uneven chunks
+    (25, 2, 4, 25),      # ...but never more than the loop has iterations
+    (7, 2, 4, 7),
+])
+def test_a_loop_is_cut_into_equal_chunks_as_many_for_each_thread_when_it_can_be(
+        chunks, n, threads, per_thread, want):
+    kernel = mb.build(mb.script.parse(COUNT.replace(str(N), str(n))))
+    chunks.chunks_per_thread = per_thread
+    y = np.zeros(n, "int32")
+    with num_threads(threads):
+        kernel(np.ones(n, "int32"), y)
+    assert chunks.last_chunk_count == want
+    np.testing.assert_array_equal(y, np.ones(n))
