@@ -26,6 +26,8 @@ from ..ops.registry import view_ops
 from ..runtime.c_export import ExportedModel, export_library
 from ..runtime.native_pool import native_pool
 from ..runtime.thread_pool import launcher_address
+from ..tir.functor import post_order_visit
+from ..tir.stmt import For
 from .expr import Function, Tuple, Var
 from .interpret import bind_inputs
 from .plan import Plan
@@ -80,7 +82,9 @@ class Executable:
                              if plan.slots[r].kind == "input"]
         self._output_roots = [self._roots[o] for o in plan.outputs]
         self._fast_inputs = _fast_input_specs(plan.inputs)
-        self._wake = native_pool().wake
+        # rousing the pool's workers costs them a spin: only for runs with parallel loops
+        parallel = any(_may_run_in_parallel(k) for k in self.kernels.values())
+        self._wake = native_pool().wake if parallel else _nothing
         self._local = threading.local()
         self._arena()   # this thread's buffers now: a model too big fails here, not at a call
 
@@ -237,6 +241,20 @@ class Executable:
 
 def _address(a: np.ndarray | None) -> int:
     return a.__array_interface__["data"][0] if a is not None and a.size else 0
+
+
+def _may_run_in_parallel(kernel) -> bool:
+    """Whether ``kernel`` has a parallel loop (one loaded from a file: maybe)."""
+    if kernel.lowered is None:
+        return True
+    found = []
+    post_order_visit(kernel.lowered.body, lambda n: found.append(n) if isinstance(n, For)
+                     and n.kind == "parallel" else None)
+    return bool(found)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _fast_input_specs(inputs) -> list | None:

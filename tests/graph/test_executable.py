@@ -235,3 +235,23 @@ def test_two_executables_with_parallel_loops_run_from_two_threads_at_once():
         for t in threads:
             t.join()
     assert wrong == []
+
+
+def test_a_run_without_parallel_loops_leaves_the_pool_asleep(model):
+    # a run with parallel loops wakes sleeping workers as it starts; one without them
+    # must not make them spin for nothing
+    import time
+    from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
+    _, exe = model
+    assert not any("T.parallel" in str(k.lowered) for k in exe.kernels.values())
+    pool = native_pool()
+    with mb.runtime.num_threads(2):
+        _parallel_model()[1](np.zeros((64, 256), "float32"))
+        deadline = time.perf_counter() + 5
+        while pool.sleeping < pool.workers and time.perf_counter() < deadline:
+            time.sleep(SPIN_SECONDS)
+        assert pool.workers and pool.sleeping == pool.workers
+        exe(np.zeros((4, 12), "float32"))
+        watched = time.perf_counter() + 25 * SPIN_SECONDS   # a roused worker shows within
+        while time.perf_counter() < watched:
+            assert pool.sleeping == pool.workers
