@@ -198,7 +198,7 @@ def test_an_idle_pool_keeps_no_core_busy(count):
         assert _cpu_seconds_while_idle(0.2) < 0.02   # ...then they sleep
 
 
-def _all_asleep(pool, within: float = 5.0) -> bool:
+def _all_asleep(pool, within: float = 20.0) -> bool:
     deadline = time.perf_counter() + within
     while pool.sleeping < pool.workers:
         if time.perf_counter() > deadline:
