@@ -11,7 +11,8 @@ Loop kinds become:
 * ``parallel`` — the body is *outlined* into ``void body(i64 begin, i64 end, ptr closure)``
   and handed to the runtime's thread pool through the launcher pointer every kernel gets as
   its last argument; the closure is a struct of the variables and buffers the body uses,
-  unpacked into an always-inlined helper whose buffer parameters are ``noalias``. A
+  unpacked into an always-inlined helper whose buffer parameters are ``noalias`` and which
+  knows that its chunk lies inside the loop's range. A
   parallel loop inside another one runs serially inside its thread.
 
 ``Allocate`` reserves memory in the function's entry block: on the stack when small, with
@@ -250,28 +251,19 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
         ext = self.expr(s.extent)
         vars_, bufs = _captures(s)
         values = [self.env[v].value for v in vars_] + [self._buffer(b) for b in bufs]
-        fn = ir.Function(self.cg.module, BODY_TYPE, self.cg.fresh(f"{self.name}_parallel"))
-        fn.linkage = "internal"
-        sub = FunctionEmitter(self.cg, fn, fn.name, None, self.fast)
-        begin, end, closure = fn.args
+        body_fn = ir.Function(self.cg.module, BODY_TYPE, self.cg.fresh(f"{self.name}_parallel"))
+        body_fn.linkage = "internal"
+        helper = self._parallel_helper(s, vars_, bufs, values)
+        # the body unpacks the closure and calls the helper, which LLVM inlines into it
+        bb = ir.IRBuilder(body_fn.append_basic_block("entry"))
+        begin, end, closure = body_fn.args
+        args = [begin, end]
         if values:
             st = ir.LiteralStructType([x.type for x in values])
-            for k, var in enumerate(vars_):
-                p = _field(sub.b, closure, st, k)
-                sub.env[var] = Val(S, sub.b.load(p, typ=st.elements[k]))
-            for k, buf in enumerate(bufs, start=len(vars_)):
-                sub.buffers[buf] = sub.b.load(_field(sub.b, closure, st, k), typ=PTR)
-        sub.ranges = dict(self.ranges)
-        sub._set_range(s)
-        ty = reg_type(s.loop_var.dtype)
-        lo, hi = (begin, end) if ty.width == 64 else (sub.b.trunc(begin, ty), sub.b.trunc(end, ty))
-
-        def body(iv):
-            sub.env[s.loop_var] = Val(S, iv)
-            sub.stmt(s.body)
-
-        sub._loop(s.loop_var, lo, hi, body)
-        sub.finish()
+            args += [bb.load(_field(bb, closure, st, k), typ=st.elements[k])
+                     for k in range(len(values))]
+        bb.call(helper, args)
+        bb.ret_void()
 
         B = self.b
         if values:
@@ -285,7 +277,48 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
             n = ir.Constant(I64, ext.value.constant)
         else:
             n = ext.value if ext.value.type.width == 64 else B.sext(ext.value, I64)
-        B.call(_IndirectCallee(self.launcher, LAUNCH_TYPE), [_AsPtr(fn), n, cl])
+        B.call(_IndirectCallee(self.launcher, LAUNCH_TYPE), [_AsPtr(body_fn), n, cl])
+
+    def _parallel_helper(self, s: For, vars_, bufs, values) -> ir.Function:
+        """``helper(begin, end, vars..., buffers...)``: the loop over one chunk. Its buffer
+        parameters are ``noalias`` (as the kernel's own), and it assumes
+        ``0 <= begin <= end <= extent``: without them the chunk's code ran up to 2.5x slower
+        than the same loop left serial (signed divisions of the loop variable, loads not
+        moved past stores)."""
+        types = [I64, I64] + [x.type for x in values]
+        fn = ir.Function(self.cg.module, ir.FunctionType(VOID, types),
+                         self.cg.fresh(f"{self.name}_chunk"))
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        sub = FunctionEmitter(self.cg, fn, fn.name, None, self.fast)
+        begin, end = fn.args[:2]
+        for var, arg in zip(vars_, fn.args[2:]):
+            sub.env[var] = Val(S, arg)
+        ptrs = fn.args[2 + len(vars_):]
+        distinct = len({id(v) for v in values[len(vars_):]}) == len(bufs)
+        for buf, arg in zip(bufs, ptrs):
+            if distinct:
+                arg.add_attribute("noalias")
+            sub.buffers[buf] = arg
+        sub.ranges = dict(self.ranges)
+        sub._set_range(s)
+        B = sub.b
+        ty = reg_type(s.loop_var.dtype)
+        lo, hi = (begin, end) if ty.width == 64 else (B.trunc(begin, ty), B.trunc(end, ty))
+        assume = self.cg.declare("llvm.assume", ir.FunctionType(VOID, [ir.IntType(1)]))
+        B.call(assume, [B.icmp_signed(">=", lo, ir.Constant(ty, 0))])
+        B.call(assume, [B.icmp_signed("<=", lo, hi)])
+        if isinstance(s.extent, Const):
+            B.call(assume, [B.icmp_signed("<=", hi, ir.Constant(ty, s.extent.value))])
+
+        def body(iv):
+            sub.env[s.loop_var] = Val(S, iv)
+            sub.stmt(s.body)
+
+        sub._loop(s.loop_var, lo, hi, body)
+        sub.finish()
+        return fn
 
 
 class _IndirectCallee:

@@ -37,11 +37,14 @@ from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
-#: parallelize a loop nest only when it does at least this many inner iterations in total:
-#: a launch costs about a microsecond while the pool's workers spin, but tens of
-#: microseconds to wake them once they sleep, and on the CNN of bench/e2e.py a threshold
-#: of 32k iterations gave no speed-up that stood out of the noise
-PARALLEL_WORK = 1 << 20
+#: parallelize a loop nest only when it does at least this many inner iterations in total
+#: (a tiled reduction: twice as many), about 5 us of work on one core: a launch costs about
+#: a microsecond while the pool's workers spin (they do between the kernels of a run), and
+#: the chunks are claimed dynamically, so a worker that starts late costs little. On the
+#: CNN of bench/e2e.py this makes its two convolutions parallel and leaves the copies,
+#: pools and the small gemm serial. (It was 2^20 while a chunk's code ran up to 2.5x
+#: slower than the serial loop and a late worker held up its static half.)
+PARALLEL_WORK = 1 << 15
 #: fewest iterations of the tile loops a producer is computed under (see
 #: _own_producers_level): they become the parallel loop, which needs enough to share
 PRODUCER_CHUNKS = 16

@@ -24,6 +24,10 @@ from ..codegen.target import Target
 from ..errors import ArgumentError, ArtifactError, BuildError, ExportError
 from ..ops.registry import view_ops
 from ..runtime.c_export import ExportedModel, export_library
+from ..runtime.native_pool import native_pool
+from ..runtime.thread_pool import launcher_address
+from ..tir.functor import post_order_visit
+from ..tir.stmt import For
 from .expr import Function, Tuple, Var
 from .interpret import bind_inputs
 from .plan import Plan
@@ -77,6 +81,10 @@ class Executable:
         self._input_slots = [(i, plan.slots[r].ref) for i, r in enumerate(self._roots)
                              if plan.slots[r].kind == "input"]
         self._output_roots = [self._roots[o] for o in plan.outputs]
+        self._fast_inputs = _fast_input_specs(plan.inputs)
+        # rousing the pool's workers costs them a spin: only for runs with parallel loops
+        parallel = any(_may_run_in_parallel(k) for k in self.kernels.values())
+        self._wake = native_pool().wake if parallel else _nothing
         self._local = threading.local()
         self._arena()   # this thread's buffers now: a model too big fails here, not at a call
 
@@ -118,7 +126,26 @@ class Executable:
             arena = self._local.arena = (buffers, [_address(buffers[r]) for r in self._roots])
         return arena
 
+    def _steps(self) -> list:
+        """This thread's kernel calls, ready to make: ``(native function, argument list,
+        [(position, input number)], index checks)``. The arguments (buffer addresses, then
+        the pool's launcher) are fixed except the inputs' addresses, written in by a run."""
+        steps = getattr(self._local, "steps", None)
+        if steps is None:
+            fixed = self._arena()[1]
+            inputs = dict(self._input_slots)
+            launcher = launcher_address()
+            steps = []
+            for kernel, args, checks in self._calls:
+                ptrs = [fixed[a] for a in args] + [launcher]
+                patches = [(pos, inputs[a]) for pos, a in enumerate(args) if a in inputs]
+                steps.append((kernel.native_function(), ptrs, patches, checks))
+            self._local.steps = steps
+        return steps
+
     def __call__(self, *args, **kwargs):
+        if not kwargs and _matches(args, self._fast_inputs):
+            return self._execute(args, converted=True)
         return self._execute(bind_inputs(self._sig, args, kwargs))
 
     def run(self, inputs: Mapping[str, np.ndarray] | None = None):
@@ -148,25 +175,25 @@ class Executable:
                 raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis "
                                     f"{axis}")
 
-    def _execute(self, arrays: list[np.ndarray], times: list | None = None):
-        # the kernels read native-order, contiguous memory: convert (e.g. big-endian '>f4')
-        arrays = [np.ascontiguousarray(a, a.dtype.newbyteorder("=")) for a in arrays]
-        buffers, fixed = self._arena()
-        ptr = list(fixed)
-        for slot, k in self._input_slots:
-            ptr[slot] = _address(arrays[k])
-        if times is None:
-            for kernel, args, checks in self._calls:
-                if checks:
-                    self._check_indices(checks, buffers, arrays)
-                kernel.run_unchecked([ptr[a] for a in args])
-        else:
-            for (kernel, args, checks), t in zip(self._calls, times):
-                if checks:
-                    self._check_indices(checks, buffers, arrays)
+    def _execute(self, arrays, times: list | None = None, converted: bool = False):
+        self._wake()   # sleeping workers start now, while this thread prepares the run
+        if not converted:
+            # the kernels read native-order, contiguous memory: convert (e.g. big-endian '>f4')
+            arrays = [np.ascontiguousarray(a, a.dtype.newbyteorder("=")) for a in arrays]
+        buffers = self._arena()[0]
+        steps = self._steps()
+        addresses = [_address(a) for a in arrays]
+        for k, (fn, ptrs, patches, checks) in enumerate(steps):
+            for pos, i in patches:
+                ptrs[pos] = addresses[i]
+            if checks:
+                self._check_indices(checks, buffers, arrays)
+            if times is None:
+                fn(*ptrs)
+            else:
                 t0 = time.perf_counter()
-                kernel.run_unchecked([ptr[a] for a in args])
-                t.append(time.perf_counter() - t0)
+                fn(*ptrs)
+                times[k].append(time.perf_counter() - t0)
         outs = []
         for o, root in zip(self.plan.outputs, self._output_roots):
             src = buffers[root] if self.plan.slots[root].kind != "input" \
@@ -214,6 +241,41 @@ class Executable:
 
 def _address(a: np.ndarray | None) -> int:
     return a.__array_interface__["data"][0] if a is not None and a.size else 0
+
+
+def _may_run_in_parallel(kernel) -> bool:
+    """Whether ``kernel`` has a parallel loop (one loaded from a file: maybe)."""
+    if kernel.lowered is None:
+        return True
+    found = []
+    post_order_visit(kernel.lowered.body, lambda n: found.append(n) if isinstance(n, For)
+                     and n.kind == "parallel" else None)
+    return bool(found)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _fast_input_specs(inputs) -> list | None:
+    """(shape, dtype) of each input, to recognize arrays that need neither checking nor
+    converting; None when some input's dtype is not a numpy one (low-bit types)."""
+    try:
+        return [(tuple(t.shape), np.dtype(t.dtype)) for _, t in inputs]
+    except TypeError:
+        return None
+
+
+def _matches(args, specs) -> bool:
+    """Whether ``args`` are, in order, arrays of exactly the inputs' shapes and dtypes, in
+    native byte order, C-contiguous and aligned: what a run can use as they are."""
+    if specs is None or len(args) != len(specs):
+        return False
+    for a, (shape, dtype) in zip(args, specs):
+        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype \
+                or not a.dtype.isnative or not (a.flags.c_contiguous and a.flags.aligned):
+            return False
+    return True
 
 
 def load(path, expected_sha256: str | None = None) -> Executable:

@@ -32,8 +32,10 @@ class Kernel:
         self._cfunc = None
 
     # --- calling -------------------------------------------------------------------------------
-    @property
-    def _fn(self):
+    def native_function(self):
+        """The compiled function as a ctypes callable, ``f(*addresses, launcher)``: one data
+        address per parameter, then :func:`~mlcbook.runtime.thread_pool.launcher_address`.
+        No checks at all (for runtimes that checked the arrays once, e.g. an executable)."""
         if self._cfunc is None:
             addr = self._lib.address(self.entry.symbol)
             proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(self.params) + 1)))
@@ -52,7 +54,7 @@ class Kernel:
 
     def run_unchecked(self, ptrs) -> None:
         """Call the native code with raw data pointers (from :meth:`check_args`)."""
-        self._fn(*ptrs, thread_pool.launcher_address())
+        self.native_function()(*ptrs, thread_pool.launcher_address())
 
     def check_args(self, args) -> list[int]:
         """Validate ``args`` against the parameters; return their data pointers."""

@@ -2,8 +2,9 @@
 
 A compiled kernel receives the address of the pool's native launcher as its last argument;
 each of its parallel loops calls ``launcher(body, n, closure)``, which splits ``[0, n)`` into
-one chunk per thread and runs ``body(begin, end, closure)`` on each, on native worker
-threads (see :mod:`mlcbook.runtime.native_pool`). No Python runs inside a kernel.
+chunks (a few per thread, claimed one at a time) and runs ``body(begin, end, closure)`` on
+each, on native worker threads (see :mod:`mlcbook.runtime.native_pool`). No Python runs
+inside a kernel.
 
     >>> set_num_threads(1)      # run parallel loops serially, e.g. to measure speed-up
     2

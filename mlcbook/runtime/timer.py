@@ -112,7 +112,7 @@ def _caller(kernel, args: tuple) -> Callable[[], None]:
         kernel = kernel.main()
     if isinstance(kernel, Kernel):
         ptrs = kernel.check_args(args)
-        run, launcher = kernel._fn, launcher_address()
+        run, launcher = kernel.native_function(), launcher_address()
 
         def call(arrays=args):  # the default keeps the arrays (and so the pointers) alive
             run(*ptrs, launcher)

@@ -172,3 +172,87 @@ except mb.errors.MLCError as e:
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "[MLC-A001] the model's intermediate buffers need 4.0 GiB" in proc.stdout
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: np.asfortranarray(x),                      # not C-contiguous
+    lambda x: np.repeat(x, 2, axis=1)[:, ::2],           # a strided view
+    lambda x: x.astype(">f4"),                           # another byte order
+])
+def test_inputs_a_run_cannot_use_as_they_are_are_converted_first(model, make):
+    _, exe = model
+    x = np.random.default_rng(7).standard_normal((4, 12)).astype("float32")
+    for a, b in zip(exe(make(x)), exe(x)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_run_reads_each_call_s_own_input_not_the_last_one_s(model):
+    _, exe = model
+    rng = np.random.default_rng(8)
+    xs = [rng.standard_normal((4, 12)).astype("float32") for _ in range(3)]
+    got = [exe(x)[1] for x in xs]
+    for x, g in zip(xs, got):
+        np.testing.assert_array_equal(exe.run({"x": x})[1], g)
+    assert not np.array_equal(got[0], got[1])
+
+
+def _parallel_model():
+    # big enough that the default schedule runs its matmul and its ReLU in parallel
+    x = Var("x", TensorType((64, 256)))
+    w = Constant(np.random.default_rng(9).standard_normal((256, 256)).astype("float32"))
+    f = Function([x], op.relu(op.matmul(x, w)))
+    exe = mb.compile(f)
+    assert any("T.parallel" in str(k.lowered) for k in exe.kernels.values())
+    return f, exe
+
+
+def test_runs_agree_whatever_the_thread_count_between_them():
+    f, exe = _parallel_model()
+    x = np.random.default_rng(10).standard_normal((64, 256)).astype("float32")
+    want = exe(x)
+    np.testing.assert_allclose(want, interpret(f, x), rtol=1e-4, atol=1e-4)
+    for threads in [2, 1, 3, 2, 1]:
+        with mb.runtime.num_threads(threads):
+            np.testing.assert_array_equal(exe(x), want)
+
+
+def test_two_executables_with_parallel_loops_run_from_two_threads_at_once():
+    import threading
+    runs = [_parallel_model()[1] for _ in range(2)]
+    x = np.random.default_rng(11).standard_normal((64, 256)).astype("float32")
+    wants = [e(x) for e in runs]
+    wrong = []
+
+    def worker(k: int):
+        for _ in range(100):
+            if not np.array_equal(runs[k](x), wants[k]):
+                wrong.append(k)
+
+    with mb.runtime.num_threads(2):
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert wrong == []
+
+
+def test_a_run_without_parallel_loops_leaves_the_pool_asleep(model):
+    # a run with parallel loops wakes sleeping workers as it starts; one without them
+    # must not make them spin for nothing
+    import time
+    from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
+    _, exe = model
+    assert not any("T.parallel" in str(k.lowered) for k in exe.kernels.values())
+    pool = native_pool()
+    with mb.runtime.num_threads(2):
+        _parallel_model()[1](np.zeros((64, 256), "float32"))
+        deadline = time.perf_counter() + 20      # on a loaded machine spins end late
+        while pool.sleeping < pool.workers and time.perf_counter() < deadline:
+            time.sleep(SPIN_SECONDS)
+        asleep = pool.sleeping
+        assert pool.workers and asleep == pool.workers, f"{asleep} of {pool.workers} asleep"
+        exe(np.zeros((4, 12), "float32"))
+        watched = time.perf_counter() + 25 * SPIN_SECONDS   # a roused worker shows within
+        while time.perf_counter() < watched:
+            assert pool.sleeping == pool.workers, "the run woke the pool"

@@ -143,15 +143,18 @@ def _bmm(b=2, m=32):
 
 def test_the_space_holds_the_default_batched_matmul_schedule():
     # the default schedule's register tile (graph/default_schedule.register_tile), its column
-    # tiles outermost, the whole reduction per tile, the tiles fused (serial: little work)
-    from mlcbook.graph.default_schedule import default_schedule, register_tile
+    # tiles outermost, the whole reduction per tile, the tiles fused, and in parallel when
+    # there is work enough (the tiled rule's threshold, twice PARALLEL_WORK)
+    from mlcbook.graph.default_schedule import PARALLEL_WORK, default_schedule, register_tile
     from mlcbook.tune.cost_model import AnalyticModel
     from mlcbook.tune.features import features
-    f, m = _bmm(), 32
+    b, m = 2, 32
+    f = _bmm(b, m)
     rows, cols = register_tile(m, m)
     d = {"matmul.lanes": 0, "matmul.rows": [m // rows, rows],
          "matmul.cols": [m // cols, cols // 8], "matmul.block": [m // rows, 1],
-         "matmul.order": 0, "matmul.unroll": [m, 1], "matmul.parallel": 1,
+         "matmul.order": 0, "matmul.unroll": [m, 1],
+         "matmul.parallel": 0 if b * m ** 3 >= 2 * PARALLEL_WORK else 1,   # [parallel, serial]
          "matmul.repack": 0}
     p = Space(f).point(d)
     assert p.decisions == d
