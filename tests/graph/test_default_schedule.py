@@ -262,3 +262,12 @@ def test_recurrent_states_and_low_bit_stages_are_marked_keep_materialized():
     kept = [r.block.name for r in collect_blocks(enc.body)
             if dict(r.block.annotations).get(mb.tir.KEEP_MATERIALIZED)]
     assert kept == ["lowbit_encode_exponent", "lowbit_encode_magnitude"]
+
+
+def test_grid_sample_computes_each_points_coordinates_and_weights_once():
+    # inlined, every channel and each of the 16 cubic taps recomputed them (twice the code)
+    func = default_schedule(legalize_call("grid_sample", [T((1, 2, 5, 5)), T((1, 3, 3, 2))],
+                                          {"mode": "cubic"}))
+    assert [r.block.name for r in collect_blocks(func.body)][1:] == [
+        "grid_sample_coord0", "grid_sample_coord1", "grid_sample_coord0_weight",
+        "grid_sample_coord1_weight", "grid_sample"]
