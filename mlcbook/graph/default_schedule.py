@@ -316,7 +316,11 @@ def _reads_any(block, buffer_ids: set) -> bool:
 
 def _fold_epilogue(sch: Schedule, name: str) -> bool:
     """Fold spatial block ``name`` into the tile write-back that produces its input, when
-    the block is elementwise in that input; whether it was folded."""
+    the block is elementwise in that input; whether it was folded. A block marked
+    :data:`~mlcbook.tir.KEEP_MATERIALIZED` stays a block of its own (and a failed attempt,
+    which renders the program for its message, is not cheap)."""
+    if dict(sch.get(sch.get_block(name)).annotations).get(KEEP_MATERIALIZED):
+        return False
     try:
         sch.reverse_compute_inline(sch.get_block(name))
     except ScheduleError:

@@ -143,9 +143,10 @@ class BufferRegion:
 ITER_KINDS = ("spatial", "reduce")
 
 #: block annotation ``{KEEP_MATERIALIZED: True}``: the block's value is read several times
-#: (a recurrent state, a stage of a low-bit conversion), so schedules keep it a block of its
-#: own, stored once, rather than inlining it into its readers; the loop IR shares no
-#: subexpressions, so an inlined value is computed again at every read
+#: (a recurrent state, a stage of a low-bit conversion), so default schedules keep it a block
+#: of its own, stored once, rather than inlining it into its readers (the loop IR shares no
+#: subexpressions, so an inlined value is computed again at every read) or folding it into
+#: its producer
 KEEP_MATERIALIZED = "keep_materialized"
 
 
