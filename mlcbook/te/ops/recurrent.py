@@ -210,8 +210,9 @@ def _gru_step(s: _Step, h, acts, late_r, stage):
     f, g = acts
     bh = ["b", "j"]
     if late_r is not None:
+        # read by the product with R once per term: stored, never folded or inlined
         rh = compute_named(h.shape, bh, lambda i, j: s.act(f, s.pre(1, i, j)) * h[i, j],
-                           stage.format("rh"))
+                           stage.format("rh"), attrs={KEEP_MATERIALIZED: True})
         rh_r = _times_r(rh, late_r, s.d, s.hidden, 2 * s.hidden, stage.format("rhr"))
 
     def candidate(i, j):
