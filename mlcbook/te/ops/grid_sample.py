@@ -106,14 +106,17 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
     dt = compute_dtype(grid.dtype)
     out_shape = x.shape[:2] + grid.shape[1:-1]
     points = grid.shape[:-1]
-    # each point's coordinates, once: every channel and every tap reads them (the loop IR
-    # shares no subexpressions, and inlined they were most of a cubic kernel's code)
-    coords = [compute_named(points, axis_names(len(points)), lambda n, *o, a=a: source_coordinate(
-        _e.cast(dt, grid[(n,) + o + (r - 1 - a,)]), sizes[a], mode, padding_mode,
-        align_corners, IR_MATH), f"{name}_coord{a}", attrs={KEEP_MATERIALIZED: True})
-        for a in range(r)]
 
-    weights = None if mode == "nearest" else [_tap_weights(c, mode, name) for c in coords]
+    def coordinate(a):
+        return lambda n, *o: source_coordinate(_e.cast(dt, grid[(n,) + o + (r - 1 - a,)]),
+                                               sizes[a], mode, padding_mode, align_corners,
+                                               IR_MATH)
+
+    # each point's coordinates and tap weights, once: every channel and every tap reads them
+    # (the loop IR shares no subexpressions; inlined, they were most of a cubic kernel's code)
+    coords = [compute_named(points, axis_names(len(points)), coordinate(a), f"{name}_coord{a}",
+                            attrs={KEEP_MATERIALIZED: True}) for a in range(r)]
+    weights = None if mode == "nearest" else [_tap_weights(c, mode) for c in coords]
 
     def body(n, ch, *o):
         per_axis = []
@@ -137,10 +140,14 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
     return compute_named(out_shape, axis_names(len(out_shape)), body, name)
 
 
-def _tap_weights(coord: Tensor, mode: str, name: str) -> Tensor:
+#: taps per axis of the modes that weigh them
+TAPS = {"linear": 2, "cubic": 4}
+
+
+def _tap_weights(coord: Tensor, mode: str) -> Tensor:
     """``w[*point, k]``: the weight of tap ``k`` at each point of an axis's coordinates, once
     per point (a cubic weight is a polynomial of the coordinate's fraction)."""
-    shape = coord.shape + (len(taps(_e.const(0.0, coord.dtype), mode, IR_MATH)),)
+    shape = coord.shape + (TAPS[mode],)
 
     def body(*i):
         ws = [w for _, w in taps(coord[i[:-1]], mode, IR_MATH)]
