@@ -359,7 +359,7 @@ def _size_and_loads(node, buf) -> tuple[int, int]:
     return count[0], count[1]
 
 
-def keeps_own_block(sch: Schedule, block, readers: list[str]) -> bool:
+def _keeps_own_block(sch: Schedule, block, readers: list[str]) -> bool:
     """Whether :func:`inline_intermediates` leaves the spatial ``block`` (read by the blocks
     named ``readers``) a block of its own: when it is annotated
     :data:`~mlcbook.tir.KEEP_MATERIALIZED` (its te op knows the value is read many times), or
@@ -379,7 +379,9 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
     that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
     chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
     reads its inputs many times, and padding is cheaper copied once than tested each time.
-    So do the blocks :func:`keeps_own_block` keeps (annotated, or big and read twice)."""
+    So do the blocks marked :data:`~mlcbook.tir.KEEP_MATERIALIZED` by their te op (a value
+    it knows is reused) and, by the size rule, a block of over :data:`INLINE_COPY_LIMIT`
+    nodes that a reader loads twice or more."""
     func = sch.func
     params = {id(p) for p in func.params}
     realizes = [node for stmt in root_stmts(func)
@@ -396,7 +398,7 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
         users = readers.get(id(buf), [])
         if id(buf) in params or not users or any(u in tiled for u in users):
             continue
-        if keeps_own_block(sch, block, users):
+        if _keeps_own_block(sch, block, users):
             continue
         try:
             sch.compute_inline(sch.get_block(block.name))
