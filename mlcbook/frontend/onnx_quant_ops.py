@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidModelError
 from ..graph.expr import Constant
 from ..ops.types import LOWBIT_DTYPES
 from ..te.ops.lowbit import FORMATS
@@ -81,12 +82,34 @@ def _float32(cx, v, suffix: str):
     return v if v.dtype == "float32" else cx.call("cast", v, dtype="float32", suffix=suffix)
 
 
+def _check_float8_zero(cx, zp, dtype: str) -> None:
+    """Refuse a float8 zero point known at import that is not all 0 (ONNX requires 0; the
+    conversion does not read it). One computed at run time cannot be checked here."""
+    if zp is None or FORMATS[dtype].kind != "float" or dtype == "float4_e2m1fn":
+        return
+    name = cx.node.input[2]
+    try:
+        value = cx.static(2)
+    except Unsupported:
+        return
+    values = np.asarray(value, np.float32)
+    if np.all(values == 0):
+        return
+    bad = values[values != 0]
+    raise InvalidModelError(
+        f"{cx.node.op_type}: the zero point {name!r} of the {dtype} tensor holds "
+        f"{bad.ravel()[:4].tolist()}{' ...' if bad.size > 4 else ''}, but ONNX requires a "
+        f"float8 zero point to be 0. Instead: drop the zero point (or make it 0) and fold "
+        "any offset into the values before quantizing")
+
+
 def _quantize_lowbit(cx, x, scale, zp, dtype: str, attrs):
     """ONNX's QuantizeLinear to a low-bit type: ``x / scale`` (in float16 when both are),
     then for the integers rounded (ties to even), plus the zero point, clamped; for float8
     converted as Cast converts (the zero point must be 0); for FLOAT4E2M1 plus the zero
     point, converted."""
     kind = FORMATS[dtype].kind   # not E8M0: onnx's checker refuses it here
+    _check_float8_zero(cx, zp, dtype)
     axis = attrs.get("axis", 1)
     if x.dtype != scale.dtype:
         x, scale = _float32(cx, x, "_x"), _float32(cx, scale, "_scale")
@@ -108,6 +131,7 @@ def _quantize_lowbit(cx, x, scale, zp, dtype: str, attrs):
 def _dequantize_lowbit(cx, x, scale, zp, axis: int):
     """ONNX's DequantizeLinear of a low-bit tensor: ``(x - zero_point) * scale`` in float32
     (a float8 zero point must be 0 and is not read), in the scale's dtype."""
+    _check_float8_zero(cx, zp, x.dtype)
     dx = cx.call("lowbit_decode", x, format=x.dtype, suffix="_decode")
     if zp is not None and FORMATS[x.dtype].kind != "float":
         z = cx.call("lowbit_decode", zp, format=zp.dtype, suffix="_zp")

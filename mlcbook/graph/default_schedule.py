@@ -32,7 +32,7 @@ from ..tir.analysis import collect_blocks, free_vars
 from ..tir.expr import BufferLoad, PrimExpr
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import BlockRealize, For, SeqStmt
+from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
@@ -413,7 +413,11 @@ def _reads_any(block, buffer_ids: set) -> bool:
 
 def _fold_epilogue(sch: Schedule, name: str) -> bool:
     """Fold spatial block ``name`` into the tile write-back that produces its input, when
-    the block is elementwise in that input; whether it was folded."""
+    the block is elementwise in that input; whether it was folded. A block marked
+    :data:`~mlcbook.tir.KEEP_MATERIALIZED` stays a block of its own (and a failed attempt,
+    which renders the program for its message, is not cheap)."""
+    if dict(sch.get(sch.get_block(name)).annotations).get(KEEP_MATERIALIZED):
+        return False
     try:
         sch.reverse_compute_inline(sch.get_block(name))
     except ScheduleError:
@@ -433,9 +437,10 @@ def tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
     return tiled, results
 
 
-#: a block whose value has more nodes than this is not inlined into a reader that reads it
-#: more than once: the loop IR shares no subexpressions, so each read would compute it again
-#: (and a chain of such blocks would grow exponentially)
+#: the size rule of :func:`inline_intermediates`: a block whose value has more nodes than
+#: this is not inlined into a reader that loads it twice or more. The loop IR shares no
+#: subexpressions, so each load would compute the value again, and a chain of such blocks
+#: would grow exponentially
 INLINE_COPY_LIMIT = 24
 
 
@@ -451,13 +456,29 @@ def _size_and_loads(node, buf) -> tuple[int, int]:
     return count[0], count[1]
 
 
+def _keeps_own_block(sch: Schedule, block, readers: list[str]) -> bool:
+    """Whether :func:`inline_intermediates` leaves the spatial ``block`` (read by the blocks
+    named ``readers``) a block of its own: when it is annotated
+    :data:`~mlcbook.tir.KEEP_MATERIALIZED` (its te op knows the value is read many times), or
+    when it has more than :data:`INLINE_COPY_LIMIT` nodes and a reader, as it is now (blocks
+    inlined into it included), loads it twice or more."""
+    if dict(block.annotations).get(KEEP_MATERIALIZED):
+        return True
+    if _size_and_loads(block.body, None)[0] <= INLINE_COPY_LIMIT:
+        return False
+    buf = block.writes[0].buffer
+    now = {b.block.name: b.block for b in collect_blocks(sch.func.body)}
+    return any(_size_and_loads(now[u].body, buf)[1] > 1 for u in readers if u in now)
+
+
 def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
     """Compute every elementwise block that writes an intermediate buffer inside the blocks
     that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
     chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
     reads its inputs many times, and padding is cheaper copied once than tested each time.
-    So does a block of over :data:`INLINE_COPY_LIMIT` nodes that a reader reads twice or
-    more (the stages of a low-bit conversion)."""
+    So do the blocks marked :data:`~mlcbook.tir.KEEP_MATERIALIZED` by their te op (a value
+    it knows is reused) and, by the size rule, a block of over :data:`INLINE_COPY_LIMIT`
+    nodes that a reader loads twice or more."""
     func = sch.func
     params = {id(p) for p in func.params}
     realizes = [node for stmt in root_stmts(func)
@@ -474,10 +495,8 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
         users = readers.get(id(buf), [])
         if id(buf) in params or not users or any(u in tiled for u in users):
             continue
-        if _size_and_loads(block.body, None)[0] > INLINE_COPY_LIMIT:
-            now = {b.block.name: b.block for b in collect_blocks(sch.func.body)}
-            if any(_size_and_loads(now[u].body, buf)[1] > 1 for u in users if u in now):
-                continue
+        if _keeps_own_block(sch, block, users):
+            continue
         try:
             sch.compute_inline(sch.get_block(block.name))
         except ScheduleError:

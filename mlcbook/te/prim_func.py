@@ -170,7 +170,7 @@ def _stage_nest(t: Tensor, buf: Buffer) -> Stmt:
         tuple(IterVar(iv, ext, kind) for iv, ext, kind in zip(ivars, extents, kinds)),
         _read_regions(value, buf, domain),
         (BufferRegion.point(buf, idx),),
-        body, init)
+        body, init, annotations=op.attrs)
     nest: Stmt = BlockRealize(tuple(loops), Const(True, "bool"), block)
     for lv, ext in reversed(list(zip(loops, extents))):
         nest = For(lv, ext, nest)

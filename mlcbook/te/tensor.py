@@ -33,12 +33,14 @@ class PlaceholderOp:
 class ComputeOp:
     """``out[axis] = body``; ``body`` may be a :class:`Reduce` (then only at its top).
 
-    ``inputs`` are the tensors the body reads, in order of first use.
+    ``inputs`` are the tensors the body reads, in order of first use; ``attrs`` (sorted
+    ``(key, value)`` pairs) become the annotations of the stage's block.
     """
 
     axis: tuple[Var, ...]
     body: PrimExpr
     inputs: tuple["Tensor", ...]
+    attrs: tuple = ()
 
     @property
     def reduce_axis(self) -> tuple[ReduceAxis, ...]:
@@ -130,7 +132,8 @@ def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Ten
     return _new_tensor(Buffer(name, shape, check_dtype(dtype)), PlaceholderOp())
 
 
-def compute(shape, fcompute: Callable[..., object], name: str = "compute") -> Tensor:
+def compute(shape, fcompute: Callable[..., object], name: str = "compute",
+            attrs: dict | None = None) -> Tensor:
     """A computed tensor: ``out[i, j, ...] = fcompute(i, j, ...)``.
 
     ``fcompute`` gets one int32 variable per dimension (named after its parameters) and
@@ -138,16 +141,23 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute") -> Te
 
         k = reduce_axis(64, name="k")
         C = compute((32, 32), lambda i, j: sum(A[i, k] * B[k, j], axis=k), name="C")
+
+    ``attrs`` annotate the stage's block for the schedules, e.g.
+    ``attrs={tir.KEEP_MATERIALIZED: True}`` for a value read many times.
     """
     shape = _check_shape(shape, f"compute {name!r}")
     return compute_named(shape, _axis_names(fcompute, len(shape), f"compute {name!r}"),
-                         fcompute, name)
+                         fcompute, name, attrs)
 
 
-def compute_named(shape, axis_names, fcompute: Callable[..., object], name: str) -> Tensor:
+def compute_named(shape, axis_names, fcompute: Callable[..., object], name: str,
+                  attrs: dict | None = None) -> Tensor:
     """:func:`compute` with the index variables named ``axis_names`` (for the operator
     library, whose ``fcompute`` takes ``*idx``)."""
     what = f"compute {name!r}"
+    if attrs is not None and (not isinstance(attrs, dict)
+                              or not all(isinstance(k, str) and k for k in attrs)):
+        raise TEError(f"{what}: attrs must be a dict with non-empty str keys, got {attrs!r}")
     shape = _check_shape(shape, what)
     if len(axis_names) != len(shape):
         raise TEError(f"{what}: {len(axis_names)} axis names for {len(shape)} dimensions")
@@ -165,7 +175,8 @@ def compute_named(shape, axis_names, fcompute: Callable[..., object], name: str)
     _check_reductions(body, what)
     _check_vars(body, axis, what)
     inputs = _input_tensors(body, what)
-    return _new_tensor(Buffer(name, shape, body.dtype), ComputeOp(axis, body, inputs))
+    return _new_tensor(Buffer(name, shape, body.dtype),
+                       ComputeOp(axis, body, inputs, tuple(sorted((attrs or {}).items()))))
 
 
 def _axis_names(fcompute, ndim: int, what: str) -> list[str]:

@@ -142,6 +142,13 @@ class BufferRegion:
 
 ITER_KINDS = ("spatial", "reduce")
 
+#: block annotation ``{KEEP_MATERIALIZED: True}``: the block's value is read several times
+#: (a recurrent state, a stage of a low-bit conversion), so default schedules keep it a block
+#: of its own, stored once, rather than inlining it into its readers (the loop IR shares no
+#: subexpressions, so an inlined value is computed again at every read) or folding it into
+#: its producer
+KEEP_MATERIALIZED = "keep_materialized"
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IterVar:
@@ -265,4 +272,4 @@ def no_op() -> Stmt:
 
 __all__ = ["Stmt", "BufferStore", "For", "Range", "BufferRegion", "IterVar", "Block",
            "BlockRealize", "SeqStmt", "IfThenElse", "Allocate", "Evaluate", "seq", "no_op",
-           "LOOP_KINDS", "ITER_KINDS"]
+           "LOOP_KINDS", "ITER_KINDS", "KEEP_MATERIALIZED"]

@@ -34,6 +34,9 @@ from ..ops.types import TensorType, TupleType
 GradRule = Callable[[Call, object], Sequence[Expr | None]]
 
 _RULES: dict[str, GradRule] = {}
+#: ops that read or write bit patterns: their result is not a differentiable function of the
+#: input's value, so no rule will come (the error says so rather than "no rule yet")
+BIT_OPS = ("bitcast", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitshift")
 
 
 def register_gradient(op_name: str, *, replace: bool = False):
@@ -169,6 +172,12 @@ def _propagate_call(n: Call, g, adj: dict, live: set) -> None:
     if not any(id(a) in live for a in n.args):
         return
     rule = _RULES.get(n.op)
+    if rule is None and n.op in BIT_OPS:
+        raise NoGradientError(
+            f"grad: the op {n.op!r} (call {n.name!r}) is not differentiable: it works on the "
+            "bits of its input, not on its value, and the loss depends on a parameter through "
+            "it. Instead: stop the gradient before it (compute its input from values that do "
+            "not depend on a parameter)")
     if rule is None:
         raise NoGradientError(
             f"grad: the op {n.op!r} (call {n.name!r}) has no gradient rule, and the loss "

@@ -235,6 +235,40 @@ register_gradient("max")(_extremum)
 register_gradient("min")(_extremum)
 
 
+# --- running sums and products ---------------------------------------------------------------
+@register_gradient("cumsum")
+def _cumsum(c, g):
+    # x_i is in the sums of the outputs on the other side of it, so its gradient is the
+    # running sum of g in the other direction (exclusive when the forward one was)
+    a = c.attrs
+    return (call("cumsum", g, axis=a["axis"], exclusive=a["exclusive"],
+                 reverse=1 - a["reverse"]),)
+
+
+@register_gradient("cumprod")
+def _cumprod(c, g):
+    """d y_j / d x_i is the product of the other terms of y_j: a running product of x with
+    x_i replaced by 1, for every i at once (an n x n array per lane along the axis, n the
+    axis length), so that a zero term gives its exact gradient where dividing y_j by x_i
+    could not."""
+    x, a = c.args[0], c.attrs
+    nd = x.type.ndim
+    axis = a["axis"] % nd
+    n = x.shape[axis]
+    rest = (1,) * (nd - axis - 1)
+    i, j = np.arange(n).reshape(n, 1), np.arange(n).reshape(1, n)
+    eye = Constant((i == j).reshape((n, n) + rest))
+    # M[i, j]: whether x_i is a term of y_j
+    cmp = {(0, 0): i <= j, (1, 0): i < j, (0, 1): i >= j, (1, 1): i > j}
+    member = Constant(cmp[a["exclusive"], a["reverse"]].astype(x.dtype).reshape((n, n) + rest))
+    lane = x.shape[:axis] + (1,) + x.shape[axis:]
+    others = call("where", eye, _k(1, x), reshape(x, lane))      # [.., i, k, ..]
+    prods = call("cumprod", others, axis=axis + 1, exclusive=a["exclusive"],
+                 reverse=a["reverse"])
+    terms = _mul(_mul(prods, member), reshape(g, lane))
+    return (call("sum", terms, axes=(axis + 1,), keepdims=0),)
+
+
 # --- matrix products -----------------------------------------------------------------------
 def _swap_last(x: Expr) -> Expr:
     nd = x.type.ndim

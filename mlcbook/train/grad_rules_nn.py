@@ -233,6 +233,30 @@ def _layer_norm(c, g):
     return tuple(out)
 
 
+# --- rotary embedding ------------------------------------------------------------------------
+def _halves(v: Expr, c: Call) -> tuple[Expr, Expr]:
+    """The two halves of the rotated part of ``v`` (B, H, S, D): the pairs' first and second
+    elements (every other one when interleaved)."""
+    r = c.attrs["rotary_embedding_dim"] or v.shape[3]
+    if c.attrs["interleaved"]:
+        return tuple(call("slice", v, starts=(k,), ends=(r,), axes=(3,), steps=(2,))
+                     for k in (0, 1))
+    return tuple(call("slice", v, starts=(k * r // 2,), ends=((k + 1) * r // 2,), axes=(3,))
+                 for k in (0, 1))
+
+
+@register_gradient("rotary_embedding")
+def _rotary_embedding(c, g):
+    # each pair (a, b) turns by an angle: (cos a - sin b, sin a + cos b); the gradient of x
+    # turns g back (sin negated), those of cos and sin sum the pairs' products over heads
+    x, cos, sin = c.args
+    gx = call("rotary_embedding", g, cos, call("neg", sin), **c.attrs)
+    (a, b), (ga, gb) = _halves(x, c), _halves(g, c)
+    gcos = call("add", call("mul", ga, a), call("mul", gb, b))
+    gsin = call("sub", call("mul", gb, a), call("mul", ga, b))
+    return gx, *(call("sum", v, axes=(1,), keepdims=0) for v in (gcos, gsin))
+
+
 __all__: list[str] = []
 
 
@@ -264,3 +288,4 @@ def _lrn(c, g):
     spread = call("mul", call("mul", x, _channel_window_sum(inner, hi, lo)),
                   scalar(-2 * alpha * beta / size, dt))
     return (call("add", direct, spread),)
+

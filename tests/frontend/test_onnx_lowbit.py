@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import mlcbook as mb
-from mlcbook.errors import OpDTypeError
+from mlcbook.errors import InvalidModelError, OpDTypeError
 from mlcbook.graph import interpret
 from mlcbook.ops import TensorType, get
 
@@ -84,3 +84,29 @@ def test_arithmetic_on_a_low_bit_type_says_to_decode_first():
     with pytest.raises(OpDTypeError, match=r"add: the input has dtype float8_e5m2, but add "
                        r"takes .*Instead: convert it with lowbit_decode first"):
         get("add").infer_type([TensorType((2,), "float8_e5m2")] * 2, {})
+
+
+def _float8_dq(zero_point: list[float], op="DequantizeLinear"):
+    """A DequantizeLinear (or QuantizeLinear) of E4M3FN whose zero point is an initializer."""
+    f8, f32 = TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT
+    src, dst = (f8, f32) if op == "DequantizeLinear" else (f32, f8)
+    nodes = [helper.make_node(op, ["x", "s", "zp"], ["y"], name="dq", axis=0)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", src, [2, 3])],
+                   [helper.make_tensor_value_info("y", dst, [2, 3])])
+    model.graph.initializer.extend([
+        helper.make_tensor("s", TensorProto.FLOAT, [2], [0.5, 2.0]),
+        helper.make_tensor("zp", f8, [2], zero_point)])
+    return model
+
+
+@pytest.mark.parametrize("op", ["DequantizeLinear", "QuantizeLinear"])
+def test_a_float8_zero_point_that_is_not_0_is_refused(op):
+    with pytest.raises(InvalidModelError, match=r"'dq' \(.*\): .*the zero point 'zp' of the "
+                       r"float8_e4m3fn tensor holds \[1\.5\], but ONNX requires a float8 zero "
+                       r"point to be 0\. Instead: drop the zero point"):
+        mb.from_onnx(_float8_dq([0.0, 1.5], op))
+
+
+def test_a_float8_zero_point_of_0_is_accepted():
+    x = np.array([[1, -2, 448], [0.5, 0, -0.25]], "float8_e4m3fn")
+    _check(_float8_dq([0.0, -0.0]), {"x": x})

@@ -308,3 +308,37 @@ def test_a_big_block_read_twice_stays_a_block_and_a_small_one_is_inlined():
     assert [r.block.name for r in collect_blocks(small.body)] == ["root", "z"]
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(run(big, [x]), (20 * x) ** 2)
+
+
+def test_a_block_marked_keep_materialized_stays_a_block_however_small():
+    # the te op knows the value is reused (a recurrent state): no size rule is needed
+    te = mb.te
+    x = te.placeholder((8,), "float32", name="x")
+    y = te.compute((8,), lambda i: x[i] + 1.0, name="y",
+                   attrs={mb.tir.KEEP_MATERIALIZED: True})
+    z = te.compute((8,), lambda i: y[i] * y[i], name="z")
+    func = default_schedule(te.create_prim_func([x, z]))
+    assert [r.block.name for r in collect_blocks(func.body)] == ["root", "y", "z"]
+    x_ = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(run(func, [x_]), (x_ + 1) ** 2)
+
+
+def test_recurrent_states_and_low_bit_stages_are_marked_keep_materialized():
+    func = legalize_call("lstm", [T((3, 2, 4)), T((1, 32, 4)), T((1, 32, 8)), T((1, 64)),
+                                  T((1, 2, 8)), T((1, 2, 8)), T((1, 24))])
+    kept = {r.block.name for r in collect_blocks(func.body)
+            if dict(r.block.annotations).get(mb.tir.KEEP_MATERIALIZED)}
+    assert kept == {f"lstm_{s}_0_{t}" for s in "ch" for t in range(3)}
+    enc = legalize_call("lowbit_encode", [T((4,))], {"format": "float8_e5m2"})
+    kept = [r.block.name for r in collect_blocks(enc.body)
+            if dict(r.block.annotations).get(mb.tir.KEEP_MATERIALIZED)]
+    assert kept == ["lowbit_encode_exponent", "lowbit_encode_magnitude"]
+
+
+def test_grid_sample_computes_each_points_coordinates_and_weights_once():
+    # inlined, every channel and each of the 16 cubic taps recomputed them (twice the code)
+    func = default_schedule(legalize_call("grid_sample", [T((1, 2, 5, 5)), T((1, 3, 3, 2))],
+                                          {"mode": "cubic"}))
+    assert [r.block.name for r in collect_blocks(func.body)][1:] == [
+        "grid_sample_coord0", "grid_sample_coord1", "grid_sample_coord0_weight",
+        "grid_sample_coord1_weight", "grid_sample"]

@@ -279,3 +279,19 @@ def test_out_of_bounds_read_is_caught_by_the_verifier():
     C = te.compute((4,), lambda i: A[i + 1], name="C")
     with pytest.raises(IndexOutOfBoundsError, match=r"A\[vi \+ 1\] in block 'C'"):
         te.create_prim_func([A, C])
+
+
+def test_compute_attrs_become_the_block_annotations():
+    A = te.placeholder((4,), "float32", name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B", attrs={"keep_materialized": True})
+    func = te.create_prim_func([A, B])
+    block = next(r.block for r in collect_blocks(func.body) if r.block.name == "B")
+    assert block.annotations == (("keep_materialized", True),)
+    assert 'T.block_attr({"keep_materialized": True})' in str(func)
+
+
+def test_compute_attrs_must_be_a_dict_of_str_keys():
+    A = te.placeholder((4,), "float32", name="A")
+    with pytest.raises(TEError, match=r"compute 'B': attrs must be a dict with non-empty str "
+                       r"keys, got \[\('x', 1\)\]"):
+        te.compute((4,), lambda i: A[i], name="B", attrs=[("x", 1)])

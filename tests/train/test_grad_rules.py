@@ -222,12 +222,11 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
 NO_RULE_YET = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "celu", "conv_transpose",
-               "cos", "cosh", "cumsum", "elu", "expand", "hard_swish", "mish", "prelu", "prod",
+               "cos", "cosh", "elu", "expand", "hard_swish", "mish", "prelu", "prod",
                "selu", "shrink", "sin", "sinh", "softplus", "swish", "tan", "thresholded_relu",
                "tile", "topk", "trilu", "hard_sigmoid", "softsign", "gather_elements",
                "gather_nd", "scatter_elements", "scatter_nd", "resize", "attention",
-               "rotary_embedding", "cumprod", "affine_grid", "grid_sample", "rnn", "gru",
-               "lstm"}
+               "affine_grid", "grid_sample", "rnn", "gru", "lstm"}
 
 
 def test_every_differentiable_op_has_a_rule():
@@ -241,6 +240,15 @@ def test_a_gradient_through_an_op_without_a_rule_names_it():
     x = Var("x", TensorType((3,), "float64"))
     f = Function([x], op.sum(op.sin(x), keepdims=0))
     with pytest.raises(mb.MLCError, match="sin"):
+        mb.train.grad(f, wrt=["x"])
+
+
+def test_a_gradient_through_a_bit_op_says_it_is_not_differentiable():
+    x = Var("x", TensorType((3,), "float32"))
+    f = Function([x], op.sum(op.bitcast(x, dtype="float32"), keepdims=0))
+    with pytest.raises(mb.errors.NoGradientError, match=r"the op 'bitcast' \(call .*\) is not "
+                       r"differentiable: it works on the bits of its input.*Instead: stop the "
+                       r"gradient before it"):
         mb.train.grad(f, wrt=["x"])
 
 
@@ -258,3 +266,22 @@ def test_lrn_gradient(size):
     rng = np.random.default_rng(size)
     check(lambda v: op.lrn(v, size=size, alpha=0.3, beta=0.75, bias=1.5),
           {"x": rng.standard_normal((2, 6, 3, 2))})
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_running_sum_and_product(name, exclusive, reverse):
+    x = np.random.default_rng(exclusive + 2 * reverse).standard_normal((3, 4, 2))
+    x[1, 2, 0] = x[2, 0, 1] = 0.0     # a zero term: cumprod's gradient must not divide by it
+    for axis in (1, -1):
+        check(lambda v: getattr(op, name)(v, axis=axis, exclusive=exclusive, reverse=reverse),
+              {"x": x})
+
+
+@pytest.mark.parametrize("interleaved,dim", [(0, 0), (1, 0), (0, 4), (1, 4)])
+def test_rotary_embedding(interleaved, dim):
+    rng = np.random.default_rng(interleaved + dim)
+    half = (dim or 6) // 2
+    check(lambda *v: op.rotary_embedding(*v, interleaved=interleaved, rotary_embedding_dim=dim),
+          {"x": rng.standard_normal((2, 3, 4, 6)), "cos": rng.standard_normal((2, 4, half)),
+           "sin": rng.standard_normal((2, 4, half))})

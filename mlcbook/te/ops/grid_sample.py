@@ -17,6 +17,7 @@ import itertools
 
 from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
+from ...tir.stmt import KEEP_MATERIALIZED
 from ..tensor import Tensor
 from .resize import IR_MATH, axis_taps
 from .util import and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named, store
@@ -104,14 +105,26 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
     sizes = x.shape[2:]
     dt = compute_dtype(grid.dtype)
     out_shape = x.shape[:2] + grid.shape[1:-1]
+    points = grid.shape[:-1]
+
+    def coordinate(a):
+        return lambda n, *o: source_coordinate(_e.cast(dt, grid[(n,) + o + (r - 1 - a,)]),
+                                               sizes[a], mode, padding_mode, align_corners,
+                                               IR_MATH)
+
+    # each point's coordinates and tap weights, once: every channel and every tap reads them
+    # (the loop IR shares no subexpressions; inlined, they were most of a cubic kernel's code)
+    coords = [compute_named(points, axis_names(len(points)), coordinate(a), f"{name}_coord{a}",
+                            attrs={KEEP_MATERIALIZED: True}) for a in range(r)]
+    weights = None if mode == "nearest" else [_tap_weights(c, mode) for c in coords]
 
     def body(n, ch, *o):
         per_axis = []
         for a in range(r):
-            g = _e.cast(dt, grid[(n,) + o + (r - 1 - a,)])
-            c = source_coordinate(g, sizes[a], mode, padding_mode, align_corners, IR_MATH)
-            per_axis.append([(tap_index(p, sizes[a], padding_mode, align_corners, IR_MATH), w)
-                             for p, w in taps(c, mode, IR_MATH)])
+            c = coords[a][(n,) + o]
+            per_axis.append([(tap_index(p, sizes[a], padding_mode, align_corners, IR_MATH),
+                              w if weights is None else weights[a][(n,) + o + (k,)])
+                             for k, (p, w) in enumerate(taps(c, mode, IR_MATH))])
         total = None
         for combo in itertools.product(*per_axis):
             idx = tuple(clamp(i, s) for ((i, _), _), s in zip(combo, sizes))
@@ -125,6 +138,26 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
         return store(total, x.dtype)
 
     return compute_named(out_shape, axis_names(len(out_shape)), body, name)
+
+
+#: taps per axis of the modes that weigh them
+TAPS = {"linear": 2, "cubic": 4}
+
+
+def _tap_weights(coord: Tensor, mode: str) -> Tensor:
+    """``w[*point, k]``: the weight of tap ``k`` at each point of an axis's coordinates, once
+    per point (a cubic weight is a polynomial of the coordinate's fraction)."""
+    shape = coord.shape + (TAPS[mode],)
+
+    def body(*i):
+        ws = [w for _, w in taps(coord[i[:-1]], mode, IR_MATH)]
+        out = ws[-1]
+        for k in range(len(ws) - 2, -1, -1):
+            out = _e.select(i[-1] == k, ws[k], out)
+        return out
+
+    return compute_named(shape, axis_names(len(shape)), body, f"{coord.name}_weight",
+                         attrs={KEEP_MATERIALIZED: True})
 
 
 def base_grid(size: int, align_corners: bool, i):

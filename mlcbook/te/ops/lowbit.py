@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ...errors import TEError
 from ...tir import expr as _e
+from ...tir.stmt import KEEP_MATERIALIZED
 from ..tensor import Tensor
 from .util import axis_names, check_tensor, compute_named
 
@@ -177,7 +178,8 @@ def decode(x: Tensor, fmt: str, name: str = "decode") -> Tensor:
 # --- encode: number -> bit pattern -------------------------------------------------------------
 # The loop IR has no common subexpressions, so a value used several times is computed as
 # often: the float encodings are three stages (exponent, magnitude pattern, sign), each
-# reading the one before from memory.
+# reading the one before from memory several times; the first two are marked
+# KEEP_MATERIALIZED so that schedules keep them stored rather than inline them.
 def _as_f64(v: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
     if f.kind == "e8m0":   # ONNX reads the fields of the float32 value
         v = _e.cast("float32", v)
@@ -269,7 +271,10 @@ def encode(x: Tensor, fmt: str, saturate: bool = True, round_mode: str = "up",
     names = axis_names(x.ndim)
 
     def stage(suffix, fn, final=False):
-        return compute_named(x.shape, names, fn, name if final else f"{name}_{suffix}")
+        if final:
+            return compute_named(x.shape, names, fn, name)
+        return compute_named(x.shape, names, fn, f"{name}_{suffix}",
+                             attrs={KEEP_MATERIALIZED: True})
 
     def v(i):
         return _as_f64(x[i], f)

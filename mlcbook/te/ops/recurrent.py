@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
+from ...tir.stmt import KEEP_MATERIALIZED
 from .. import reduction as _r
 from ..tensor import Tensor
 from .util import check_tensor, compute_named, const_like, load, store
@@ -153,12 +154,11 @@ def _direction(cell, d, xw, r, b, h0, c0, p, seq_lens, reverse, acts, clip, lbr,
 
 
 def _state(shape, body, name):
-    """A step's new state ``body(b, j)``, stored once. It is a sum over one term (a unit
-    reduction axis) so that schedules keep it a stage of its own: an elementwise stage would
-    be inlined into the next step, which reads the state several times (the forget gate, a
-    peephole, the masked copy), and the chain of steps would grow the code exponentially."""
-    unit = _r.reduce_axis(1, name="u")
-    return compute_named(shape, ["b", "j"], lambda i, j: _r.sum(body(i, j), axis=unit), name)
+    """A step's new state ``body(b, j)``, stored once: the next step reads it several times
+    (the forget gate, a peephole, the masked copy), so its block is marked
+    :data:`~mlcbook.tir.KEEP_MATERIALIZED`; inlined, the chain of steps would grow the code
+    exponentially."""
+    return compute_named(shape, ["b", "j"], body, name, attrs={KEEP_MATERIALIZED: True})
 
 
 def _times_r(h, r, d, rows, first, name):
@@ -210,8 +210,9 @@ def _gru_step(s: _Step, h, acts, late_r, stage):
     f, g = acts
     bh = ["b", "j"]
     if late_r is not None:
+        # read by the product with R once per term: stored, never folded or inlined
         rh = compute_named(h.shape, bh, lambda i, j: s.act(f, s.pre(1, i, j)) * h[i, j],
-                           stage.format("rh"))
+                           stage.format("rh"), attrs={KEEP_MATERIALIZED: True})
         rh_r = _times_r(rh, late_r, s.d, s.hidden, 2 * s.hidden, stage.format("rhr"))
 
     def candidate(i, j):
