@@ -84,6 +84,10 @@ class Scorer:
         self.model = model
         self._features: dict = {}
 
+    def __len__(self) -> int:
+        """How many points' features it holds."""
+        return len(self._features)
+
     def features(self, p: Point) -> np.ndarray:
         if p.key not in self._features:
             self._features[p.key] = features(p.func)
