@@ -242,10 +242,13 @@ def model_report(args) -> str:
         model, _ = e2e.model_of(name)
         path = records / f"{name}.jsonl"
         resumed = path.exists()
+        before = e2e.trials_in(records, [name]).get(name, (0,))[0]
         t0 = time.perf_counter()
         tune_model(mb.from_onnx(model), args.model_trials, database=str(path),
-                   progress=not args.no_progress)
-        record_tuning_time(records, name, args.model_trials, time.perf_counter() - t0, resumed)
+                   progress=not args.no_progress,
+                   seconds=args.model_minutes * 60 if args.model_minutes else None)
+        spent = e2e.trials_in(records, [name])[name][0] - before
+        record_tuning_time(records, name, spent, time.perf_counter() - t0, resumed)
         tuning[name] = e2e.trials_in(records, [name])[name]
     if args.tune_only:
         return "\n".join(f"{n}: {t} trials in records, {s / 60:.1f} tuning minutes"
@@ -332,6 +335,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--models", default=None, help="tune these bench/e2e.py models instead")
     ap.add_argument("--model-trials", type=int, default=1000)
+    ap.add_argument("--model-minutes", type=float, default=None, help="with --models: "
+                    "stop starting batches after this many minutes per model (the trials "
+                    "actually run are recorded)")
     ap.add_argument("--tune-only", action="store_true", help="with --models: tune and record "
                     "the tuning time, without the comparison (for a busy machine; run "
                     "--remeasure and bench/e2e.py --records later, quietly)")

@@ -18,7 +18,9 @@ much its last batch improved it (plus a floor, so a stalled task can be picked a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Optional
 
 from ..graph.compile import kernel_calls
 from ..tir.function import PrimFunc
@@ -55,12 +57,18 @@ def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
 
 def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
                batch: int = 8, executor=None, timeout: float = 60.0, seed: int = 0,
-               progress: bool = True, tasks=None, warm_start: int = 32) -> dict:
-    """Tune every task of ``mod`` with ``trials`` measurements in all; ``{task name:
+               progress: bool = True, tasks=None, warm_start: int = 32,
+               seconds: Optional[float] = None) -> dict:
+    """Tune every task of ``mod`` with ``trials`` measurements in all, or fewer if
+    ``seconds`` (wall time) run out first: no batch starts after that; ``{task name:
     TuneResult}`` (each result's history covers its task's trials). Each task keeps one
     :class:`~.search.TaskSearch` (model, measurements, features) across its batches."""
     if not isinstance(trials, int) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise TuneArgumentError(f"seconds must be a positive wall-time budget or None, got "
+                                f"{seconds!r}")
+    stop = None if seconds is None else time.monotonic() + seconds
     tasks = tasks if tasks is not None else extract_tasks(mod, target)
     db = database if isinstance(database, Database) else Database(database)
     searches: dict[str, TaskSearch] = {}
@@ -70,7 +78,7 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
     with Measurer(executor=executor, timeout=timeout) as measurer:
         order = list(tasks)
         live = list(tasks)
-        while spent < trials and live:
+        while spent < trials and live and (stop is None or time.monotonic() < stop):
             if order:
                 task = order.pop(0)
             else:

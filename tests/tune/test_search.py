@@ -73,3 +73,18 @@ def test_a_bad_warm_start_is_refused():
     from mlcbook.tune.errors import TuneArgumentError
     with pytest.raises(TuneArgumentError, match="warm_start"):
         TaskSearch(matmul(8), warm_start=-1)
+
+
+def test_a_model_tuning_stops_when_its_seconds_run_out():
+    from mlcbook.frontend import examples
+    from mlcbook.tune.tasks import tune_model
+    import mlcbook as mb
+    mod = mb.from_onnx(examples.mlp(batch=4))
+    assert tune_model(mod, 100, seconds=1e-9, progress=False) == {}  # no batch started
+
+
+def test_a_bad_seconds_budget_is_refused():
+    from mlcbook.tune.errors import TuneArgumentError
+    from mlcbook.tune.tasks import tune_model
+    with pytest.raises(TuneArgumentError, match="seconds"):
+        tune_model(None, 1, seconds=0, progress=False)
