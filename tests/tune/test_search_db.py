@@ -30,6 +30,7 @@ def tuned(tmp_path_factory, measurer):
     path = tmp_path_factory.mktemp("tune") / "records.jsonl"
     f = matmul(64)
     return f, path, tune(f, 8, model="analytic", database=str(path), batch=4, progress=False,
+                         warm_start=8,
                          population=4, steps=2, measurer=measurer)
 
 
