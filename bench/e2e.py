@@ -27,6 +27,7 @@ mlcbook's thread pool is set to the same count around each call.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 import time
 
@@ -56,16 +57,24 @@ def records_path(records, name: str):
     return path if path.exists() else None
 
 
+#: in a records directory: per model the trials and wall seconds its tuning took
+#: (``{"mlp": {"trials": 1000, "seconds": 1234.5}}``), written by ``bench/tune.py --models``
+TUNING_FILE = "tuning.json"
+
+
 def trials_in(records, names) -> dict:
-    """Per model with records in directory ``records``: (trials measured, tuning seconds
-    unknown), the trials counted from its records (the default schedule's not counted)."""
+    """Per model with records in directory ``records``: (trials measured, tuning seconds),
+    the trials counted from its records (the default schedule's not counted), the seconds
+    read from ``records/tuning.json`` (NaN when that file does not know the model)."""
     from mlcbook.tune.database import DEFAULT_TRACE, Database
+    timing = Path(records) / TUNING_FILE
+    seconds = json.loads(timing.read_text()) if timing.exists() else {}
     out = {}
     for name in names:
         path = records_path(records, name)
         if path is not None:
             out[name] = (sum(r.trace != DEFAULT_TRACE for r in Database(str(path)).records()),
-                         float("nan"))
+                         float(seconds.get(name, {}).get("seconds", float("nan"))))
     return out
 
 

@@ -28,7 +28,8 @@ and tuned whole models.
    ``mb.tune.tasks.tune_model`` with ``--model-trials`` in all (records in
    bench/tune_records/<model>.jsonl, resumed if present), then bench/e2e.py's comparison
    with those records: tuned vs default vs onnxruntime at 1 and 2 threads, and the tuning
-   time. Long: hours for all four models at 1,000 trials; run it apart from the rest.
+   time (also written to bench/tune_records/tuning.json, which bench/e2e.py's tuned table
+   reads). ``--tune-only`` stops after tuning. Run it apart from the rest.
 
 ``--remeasure DIR`` times the few best records of every kernel again (quietly), for records
 tuned on a busy machine (see :func:`remeasure`); then ``python bench/e2e.py --records
@@ -239,10 +240,19 @@ def model_report(args) -> str:
     tuning = {}
     for name in names:
         model, _ = e2e.model_of(name)
+        path = records / f"{name}.jsonl"
+        resumed = path.exists()
+        before = e2e.trials_in(records, [name]).get(name, (0,))[0]
         t0 = time.perf_counter()
-        tune_model(mb.from_onnx(model), args.model_trials,
-                   database=str(records / f"{name}.jsonl"))
-        tuning[name] = (args.model_trials, time.perf_counter() - t0)
+        tune_model(mb.from_onnx(model), args.model_trials, database=str(path),
+                   progress=not args.no_progress,
+                   seconds=args.model_minutes * 60 if args.model_minutes else None)
+        spent = e2e.trials_in(records, [name])[name][0] - before
+        record_tuning_time(records, name, spent, time.perf_counter() - t0, resumed)
+        tuning[name] = e2e.trials_in(records, [name])[name]
+    if args.tune_only:
+        return "\n".join(f"{n}: {t} trials in records, {s / 60:.1f} tuning minutes"
+                         for n, (t, s) in tuning.items())
     cs, info = e2e.cases(names, records=records)
     measure(cs, args.rounds)
     text = (f"# Tuned whole models vs default schedules vs onnxruntime\n\nWritten by "
@@ -252,6 +262,19 @@ def model_report(args) -> str:
     name = "RESULTS_tune_models_smoke.md" if args.smoke else "RESULTS_tune_models.md"
     (HERE / name).write_text(text)
     return text
+
+
+def record_tuning_time(records: Path, name: str, trials: int, seconds: float,
+                       resumed: bool) -> None:
+    """Add a run's trials and wall seconds to ``records/tuning.json`` (bench/e2e.py's tuned
+    table reads it); a run that started a fresh records file starts the count again."""
+    import e2e
+    path = records / e2e.TUNING_FILE
+    timing = json.loads(path.read_text()) if path.exists() else {}
+    before = timing.get(name, {}) if resumed else {}
+    timing[name] = {"trials": before.get("trials", 0) + trials,
+                    "seconds": round(before.get("seconds", 0.0) + seconds, 1)}
+    path.write_text(json.dumps(timing, indent=1, sort_keys=True) + "\n")
 
 
 def remeasure(args) -> str:
@@ -268,6 +291,8 @@ def remeasure(args) -> str:
     src = Path(args.remeasure)
     out_dir = src.with_name(src.name + "_remeasured")
     out_dir.mkdir(exist_ok=True)
+    if (src / e2e.TUNING_FILE).exists():  # the tuning time of the records ranked again
+        (out_dir / e2e.TUNING_FILE).write_text((src / e2e.TUNING_FILE).read_text())
     lines = []
     for name in args.models.split(",") if args.models else e2e.MODELS:
         path = e2e.records_path(src, name)
@@ -310,6 +335,13 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--models", default=None, help="tune these bench/e2e.py models instead")
     ap.add_argument("--model-trials", type=int, default=1000)
+    ap.add_argument("--model-minutes", type=float, default=None, help="with --models: "
+                    "stop starting batches after this many minutes per model (the trials "
+                    "actually run are recorded)")
+    ap.add_argument("--tune-only", action="store_true", help="with --models: tune and record "
+                    "the tuning time, without the comparison (for a busy machine; run "
+                    "--remeasure and bench/e2e.py --records later, quietly)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars (logs)")
     ap.add_argument("--part", choices=["all", "peers", "curves"], default="all",
                     help="run only part 1 (peers) or part 2 (curves) of the kernel figures")
     ap.add_argument("--kernels", default=None,

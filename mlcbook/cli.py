@@ -4,6 +4,7 @@
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
     mlcbook compile MODEL.onnx -o OUT.mlcb --records RECORDS.jsonl   (tuned kernels)
     mlcbook tune MODEL.onnx --trials N -o RECORDS.jsonl [--cost-model xgboost|random|analytic]
+                                                        [--warm-start N]
     mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--batch-size N] [--shape ...]
     mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
     mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
@@ -87,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--cost-model", dest="cost_model", default="xgboost",
                     choices=["xgboost", "random", "analytic"], help="the cost model")
     tn.add_argument("--batch", type=int, default=8, help="candidates measured per round")
+    tn.add_argument("--warm-start", dest="warm_start", type=int, default=32, metavar="N",
+                    help="random points the cost model's prior ranks for each kernel's first "
+                    "round (0: none)")
     tn.add_argument("--timeout", type=float, default=60.0,
                     help="seconds before a candidate is given up as hanging")
     _add_shape_arguments(tn)
@@ -256,7 +260,7 @@ def _tune(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     mod = _import_onnx(args)
     results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
-                         batch=args.batch, timeout=args.timeout)
+                         batch=args.batch, timeout=args.timeout, warm_start=args.warm_start)
     for name, r in results.items():
         best = f"{r.best_seconds * 1e3:.3f} ms" if r.best_seconds else "no valid candidate"
         print(f"  {name}: best {best} after {len(r.history)} records")

@@ -182,8 +182,22 @@ def _np_eval(e: PrimExpr, env: dict):
     raise ValueError(f"cannot evaluate {e}")
 
 
+#: one-to-one maps checked already: (buffer shape, map text) -> new shape. Enumerating the
+#: map costs ~0.1 s on a conv weight, and a tuning search applies the same map to every point
+_CHECKED_SHAPES: dict = {}
+
+
 def new_shape(ctx: Context, realize: BlockRealize, buf: Buffer, imap: IndexMap) -> tuple:
     """The shape holding the map's image; refuses maps that are not one-to-one."""
+    key = (tuple(str(d) for d in buf.shape), imap.text())
+    if key not in _CHECKED_SHAPES:
+        if len(_CHECKED_SHAPES) > 512:
+            _CHECKED_SHAPES.clear()
+        _CHECKED_SHAPES[key] = _enumerate_shape(ctx, realize, buf, imap)
+    return _CHECKED_SHAPES[key]
+
+
+def _enumerate_shape(ctx: Context, realize: BlockRealize, buf: Buffer, imap: IndexMap) -> tuple:
     size = int(np.prod(buf.shape))
     label = f"block {realize.block.name!r}"
     if size > ENUMERATION_LIMIT:

@@ -16,10 +16,10 @@ from .database import Database, Record, apply_best, workload_key
 from .errors import DatabaseError, SpaceError, TuneArgumentError
 from .features import FEATURE_NAMES, features
 from .measure import Job, LocalExecutor, Measurer, MeasureResult
-from .search import TuneResult, tune
+from .search import TaskSearch, TuneResult, tune
 from .space import Knobs, Point, Space
 
-__all__ = ["Space", "Point", "Knobs", "tune", "TuneResult", "Database", "Record", "apply_best",
-           "workload_key", "features", "FEATURE_NAMES", "XGBModel", "RandomModel",
+__all__ = ["Space", "Point", "Knobs", "tune", "TaskSearch", "TuneResult", "Database", "Record",
+           "apply_best", "workload_key", "features", "FEATURE_NAMES", "XGBModel", "RandomModel",
            "AnalyticModel", "Measurer", "Job", "MeasureResult", "LocalExecutor",
            "SpaceError", "TuneArgumentError", "DatabaseError"]

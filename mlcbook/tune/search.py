@@ -5,18 +5,26 @@ a batch of the most promising unmeasured points each round (AutoTVM's loop).
     >>> result.best_seconds, result.best.decisions
     >>> result.curve()                        # best seconds after each trial
 
-Each round:
+The state of one kernel's search (the cost model, every measurement, each point's features)
+lives in a :class:`TaskSearch`, which a whole model's tuning keeps per task across its
+batches (:mod:`.tasks`), so a batch costs the same however many came before. Each round:
 
 1. anneal: start from the best points measured so far and random ones, mutate one knob
    at a time, keep a change if the model scores it higher, or with probability
    ``exp(delta / temperature)`` if lower, the temperature falling each step. Proposals are
    built without the schedule's legality checks (``Space.point(..., checks=False)``, several
-   times faster) and their features are computed once per point;
+   times faster) and their features are computed once per point per search;
 2. pick the ``batch`` best-scored points never measured, each built again with checks (an
    illegal one is dropped), of which a share ``epsilon`` are replaced by random points (so
    the model also learns where it is wrong);
 3. measure them (:mod:`.measure`), record them (:mod:`.database`), refit the model on
    every measurement so far.
+
+**Warm start**: before anything is measured, a model that has not learned yet ranks by its
+prior (the analytic model for XGBoost); the first round then scores ``warm_start`` random
+points with it, measures its best ones (and the best the chains reach from them), so the
+search starts from the analytic model's picks rather than from chance; XGBoost takes over
+from the second round, once it has measurements to learn from.
 
 With ``model="random"`` the annealing is skipped: every point is drawn at random.
 """
@@ -68,12 +76,17 @@ class TuneResult:
         return [0.0 if s is None else self.flops / s / 1e9 for s in self.curve()]
 
 
-class _Scorer:
-    """Features and scores of points, each point's features computed once."""
+class Scorer:
+    """Features and scores of points, each point's features computed once (keyed by its
+    decisions: equal decisions, equal program)."""
 
     def __init__(self, model: CostModel):
         self.model = model
         self._features: dict = {}
+
+    def __len__(self) -> int:
+        """How many points' features it holds."""
+        return len(self._features)
 
     def features(self, p: Point) -> np.ndarray:
         if p.key not in self._features:
@@ -103,10 +116,11 @@ def _mutate(space: Space, p: Point, rng: random.Random) -> Optional[Point]:
         return None
 
 
-def anneal(space: Space, scorer: _Scorer, starts: list, measured: set, rng: random.Random,
-           steps: int = 4, temperature: float = 1.0) -> list:
-    """Points visited by annealing chains from ``starts``, never measured ones, best first."""
-    seen: dict = {}
+def anneal(space: Space, scorer: Scorer, starts: list, measured: set, rng: random.Random,
+           steps: int = 4, temperature: float = 1.0, seen: Optional[dict] = None) -> list:
+    """Points visited by annealing chains from ``starts`` (and those of ``seen``, a dict
+    ``{key: (score, point)}`` of points scored before), never measured ones, best first."""
+    seen = dict(seen or {})
     chain = [p for p in starts if p is not None]
     scores = list(scorer.scores(chain))
     for p, s in zip(chain, scores):
@@ -127,93 +141,13 @@ def anneal(space: Space, scorer: _Scorer, starts: list, measured: set, rng: rand
     return [p for _, p in ranked if p.key not in measured]
 
 
-def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=None,
-         space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
-         batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
-         seed: int = 0, timeout: float = 60.0, repeat: int = 3, progress: bool = True,
-         name: str = "", baseline: bool = False) -> TuneResult:
-    """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
-
-    ``database`` (a path or a :class:`Database`) is read first (its points are not measured
-    again) and receives every new record; ``measurer`` or ``executor`` say where candidates
-    run (default: one local worker process with ``timeout``). With ``baseline`` the default
-    schedule is measured too (once per database, not counted as a trial) and recorded with
-    :data:`DEFAULT_TRACE`, so that records never make the kernel slower than untuned.
-    """
-    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
-        raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
-    if not isinstance(batch, int) or batch < 1 or not 0 <= epsilon <= 1:
-        raise TuneArgumentError(f"batch must be a positive int and epsilon in [0, 1], got "
-                                f"{batch!r} and {epsilon!r}")
-    space = space or Space(func, target)
-    db = database if isinstance(database, Database) else Database(database)
-    cost = make_model(model, seed)
-    scorer = _Scorer(cost)
-    rng = random.Random(seed)
-    key = workload_key(func, space.target)
-    result = TuneResult(func, key, flop_count(func))
-    X, y, measured, good = [], [], set(), []
-    for r in db.records(key):  # resume: learn from what earlier runs measured
-        if r.trace == DEFAULT_TRACE:
-            if r.seconds is not None:
-                result.default_seconds = min(r.seconds, result.default_seconds or r.seconds)
-            continue
-        measured.add(r.key)
-        result.history.append(r.seconds)
-        try:
-            p = space.point(r.decisions)
-        except ScheduleError:
-            continue
-        X.append(scorer.features(p))
-        y.append(0.0 if r.seconds is None else 1.0 / r.seconds)
-        if r.seconds is not None:
-            good.append((r.seconds, p))
-    own = measurer is None
-    measurer = measurer or Measurer(executor=executor, timeout=timeout)
-    bar = _progress(trials, progress, name or func.name)
-    try:
-        if baseline and trials and result.default_seconds is None:
-            untuned = default_schedule(func, space.target)
-            m, = measurer.measure([Job.of(func, untuned, space.target, repeat=repeat,
-                                          seed=seed)])
-            db.add(Record(key, {}, DEFAULT_TRACE, m.seconds, m.error, name))
-            result.default_seconds = m.seconds
-        done = 0
-        while done < trials:
-            n = min(batch, trials - done)
-            cost.fit(np.array(X), np.array(y)) if X else None
-            picks = _propose(space, scorer, good, measured, rng, n, epsilon, population, steps)
-            if not picks:
-                break  # the space has no unmeasured point left that we can find
-            results = measurer.measure([Job.of(func, p.func, space.target, repeat=repeat,
-                                               seed=seed) for p in picks])
-            for p, m in zip(picks, results):
-                measured.add(p.key)
-                db.add(Record(key, p.decisions, p.trace.as_json(), m.seconds, m.error, name))
-                result.history.append(m.seconds)
-                X.append(scorer.features(p))
-                y.append(0.0 if m.seconds is None else 1.0 / m.seconds)
-                if m.seconds is not None:
-                    good.append((m.seconds, p))
-            done += len(picks)
-            if bar is not None:
-                bar.update(len(picks))
-                best = min((s for s, _ in good), default=None)
-                if best:
-                    bar.set_postfix_str(f"best {best * 1e3:.3f} ms, "
-                                        f"{result.flops / best / 1e9:.1f} GFLOP/s")
-    finally:
-        if bar is not None:
-            bar.close()
-        if own:
-            measurer.close()
-    if good:
-        result.best_seconds, result.best = min(good, key=lambda sp: sp[0])
-    return result
-
-
-def _propose(space, scorer, good, measured, rng, n, epsilon, population, steps) -> list:
-    """``n`` unmeasured points: the best-scored of an annealing run plus ``epsilon`` random."""
+def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random.Random,
+            n: int, epsilon: float = 0.2, population: int = 8, steps: int = 4,
+            warm_start: int = 0) -> list:
+    """``n`` unmeasured, checked points: the best-scored of an annealing run plus a share
+    ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured points;
+    while it is empty, the chains start from the best-scored of ``warm_start`` random
+    points, which are candidates themselves."""
     picks: list = []
     keys: set = set()
 
@@ -233,10 +167,18 @@ def _propose(space, scorer, good, measured, rng, n, epsilon, population, steps) 
         # chains sized to the batch they feed (at most two per pick): a batch of one
         # should not pay for a population's worth of proposals
         population = max(2, min(population, 2 * (n - n_random)))
-        elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
-        starts = elite + [_random_point(space, rng, checks=False)
-                          for _ in range(population - len(elite))]
-        for p in anneal(space, scorer, starts, measured, rng, steps):
+        seen: dict = {}
+        if good or not warm_start:
+            elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
+            starts = elite + [_random_point(space, rng, checks=False)
+                              for _ in range(population - len(elite))]
+        else:
+            pool = {p.key: p for p in (_random_point(space, rng, checks=False)
+                                       for _ in range(warm_start)) if p is not None}
+            pool_points = list(pool.values())
+            seen = {p.key: (s, p) for p, s in zip(pool_points, scorer.scores(pool_points))}
+            starts = [p for _, p in sorted(seen.values(), key=lambda sp: -sp[0])[:population]]
+        for p in anneal(space, scorer, starts, measured, rng, steps, seen=seen):
             if len(picks) >= n - n_random:
                 break
             take(p, checked=False)
@@ -247,11 +189,157 @@ def _propose(space, scorer, good, measured, rng, n, epsilon, population, steps) 
     return picks
 
 
-def _progress(total: int, enabled: bool, name: str):
+class TaskSearch:
+    """One kernel's search, kept across batches: its space, cost model, the features of
+    every point seen, and every measurement (read back from ``database`` first: its points
+    are not measured again, and each new record goes to it).
+
+        >>> search = TaskSearch(func, model="xgboost", database="records.jsonl")
+        >>> search.step(measurer, 8)          # one round: 8 points proposed and measured
+        >>> search.result.best_seconds
+    """
+
+    def __init__(self, func: PrimFunc, *, model="xgboost", database=None, target=None,
+                 space: Optional[Space] = None, epsilon: float = 0.2, population: int = 8,
+                 steps: int = 4, warm_start: int = 32, seed: int = 0, name: str = ""):
+        if not 0 <= epsilon <= 1 or not isinstance(warm_start, int) or warm_start < 0:
+            raise TuneArgumentError(f"epsilon must be in [0, 1] and warm_start a non-negative "
+                                    f"int, got {epsilon!r} and {warm_start!r}")
+        self.func, self.name, self.seed = func, name or func.name, seed
+        self.space = space or Space(func, target)
+        self.db = database if isinstance(database, Database) else Database(database)
+        self.model = make_model(model, seed)
+        self.scorer = Scorer(self.model)
+        self.rng = random.Random(seed)
+        self.options = dict(epsilon=epsilon, population=population, steps=steps,
+                            warm_start=warm_start)
+        key = workload_key(func, self.space.target)
+        self.result = TuneResult(func, key, flop_count(func))
+        self._X: list = []
+        self._y: list = []
+        self._fitted = 0
+        self._measured: set = set()
+        self._good: list = []
+        self._exhausted = False
+        self._resume()
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the last round found no unmeasured point to propose."""
+        return self._exhausted
+
+    def _resume(self) -> None:
+        for r in self.db.records(self.result.workload):
+            if r.trace == DEFAULT_TRACE:
+                if r.seconds is not None:
+                    d = self.result.default_seconds
+                    self.result.default_seconds = min(r.seconds, d or r.seconds)
+                continue
+            self._measured.add(r.key)
+            self.result.history.append(r.seconds)
+            try:
+                p = self.space.point(r.decisions)
+            except ScheduleError:
+                continue
+            self._learn(p, r.seconds)
+
+    def _learn(self, p: Point, seconds: Optional[float]) -> None:
+        self._X.append(self.scorer.features(p))
+        self._y.append(0.0 if seconds is None else 1.0 / seconds)
+        if seconds is not None:
+            self._good.append((seconds, p))
+            if self.result.best_seconds is None or seconds < self.result.best_seconds:
+                self.result.best_seconds, self.result.best = seconds, p
+
+    def baseline(self, measurer: Measurer, repeat: int = 3) -> None:
+        """Measure the default schedule once per database (not a trial), recorded with
+        :data:`DEFAULT_TRACE`, so that records never make the kernel slower than untuned."""
+        if self.result.default_seconds is not None:
+            return
+        untuned = default_schedule(self.func, self.space.target)
+        m, = measurer.measure([Job.of(self.func, untuned, self.space.target, repeat=repeat,
+                                      seed=self.seed)])
+        self.db.add(Record(self.result.workload, {}, DEFAULT_TRACE, m.seconds, m.error,
+                           self.name))
+        self.result.default_seconds = m.seconds
+
+    def step(self, measurer: Measurer, n: int, repeat: int = 3) -> int:
+        """One round: refit the model if it has new measurements, propose ``n`` points,
+        measure and record them; how many were measured (0: the space looks exhausted)."""
+        if len(self._X) > self._fitted:
+            self.model.fit(np.array(self._X), np.array(self._y))
+            self._fitted = len(self._X)
+        picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
+                        **self.options)
+        self._exhausted = not picks
+        if not picks:
+            return 0
+        target = self.space.target
+        results = measurer.measure([Job.of(self.func, p.func, target, repeat=repeat,
+                                           seed=self.seed) for p in picks])
+        for p, m in zip(picks, results):
+            self._measured.add(p.key)
+            self.db.add(Record(self.result.workload, p.decisions, p.trace.as_json(),
+                               m.seconds, m.error, self.name))
+            self.result.history.append(m.seconds)
+            self._learn(p, m.seconds)
+        return len(picks)
+
+
+def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=None,
+         space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
+         batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
+         warm_start: int = 32, seed: int = 0, timeout: float = 60.0, repeat: int = 3,
+         progress: bool = True, name: str = "", baseline: bool = False) -> TuneResult:
+    """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
+
+    ``database`` (a path or a :class:`Database`) is read first (its points are not measured
+    again) and receives every new record; ``measurer`` or ``executor`` say where candidates
+    run (default: one local worker process with ``timeout``). With ``baseline`` the default
+    schedule is measured too (once per database, not counted as a trial; see
+    :meth:`TaskSearch.baseline`). ``warm_start`` random points are ranked by the model's
+    prior for the first round (0: none).
+    """
+    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
+        raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if not isinstance(batch, int) or batch < 1 or not 0 <= epsilon <= 1:
+        raise TuneArgumentError(f"batch must be a positive int and epsilon in [0, 1], got "
+                                f"{batch!r} and {epsilon!r}")
+    search = TaskSearch(func, model=model, database=database, target=target, space=space,
+                        epsilon=epsilon, population=population, steps=steps,
+                        warm_start=warm_start, seed=seed, name=name)
+    own = measurer is None
+    measurer = measurer or Measurer(executor=executor, timeout=timeout)
+    bar = progress_bar(trials, progress, name or func.name)
+    try:
+        if baseline and trials:
+            search.baseline(measurer, repeat)
+        done = 0
+        while done < trials:
+            got = search.step(measurer, min(batch, trials - done), repeat)
+            if not got:
+                break  # the space has no unmeasured point left that we can find
+            done += got
+            if bar is not None:
+                bar.update(got)
+                best = search.result.best_seconds
+                if best:
+                    bar.set_postfix_str(f"best {best * 1e3:.3f} ms, "
+                                        f"{search.result.flops / best / 1e9:.1f} GFLOP/s")
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            measurer.close()
+    return search.result
+
+
+def progress_bar(total: int, enabled: bool, name: str):
+    """A tqdm bar over ``total`` trials, or None when disabled (or nothing to do)."""
     if not enabled or total == 0:
         return None
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=f"tune {name}", unit="trial")
 
 
-__all__ = ["tune", "anneal", "TuneResult"]
+__all__ = ["tune", "anneal", "propose", "Scorer", "TaskSearch", "TuneResult", "progress_bar"]

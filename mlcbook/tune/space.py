@@ -71,6 +71,8 @@ class Point:
     decisions: dict
     trace: Trace
     func: PrimFunc
+    #: knobs that had a single value to choose from here: redrawing them changes nothing
+    fixed: frozenset = frozenset()
 
     @property
     def key(self) -> str:
@@ -90,6 +92,9 @@ class Knobs:
     fixed: dict = field(default_factory=dict)
     lenient: bool = False
     chosen: dict = field(default_factory=dict)
+    single: set = field(default_factory=set)
+    #: ``(name, decision)``: the knob a mutation redraws, and the value it should leave
+    redraw: Optional[tuple] = None
 
     def _sample(self, name: str, draw: Callable[[Any], Any]):
         if name in self.chosen:
@@ -107,12 +112,20 @@ class Knobs:
 
     def tile(self, name: str, loop, n: int, max_innermost: int) -> list[int]:
         """``n`` factors of the loop's extent, the last at most ``max_innermost``."""
+        extent = self.sch.get(loop).extent
+        if isinstance(extent, Const) and extent.value == 1:
+            self.single.add(name)
         return self._sample(name, lambda d: self.sch.sample_perfect_tile(
             loop, n=n, max_innermost_factor=max_innermost, decision=d))
 
     def choice(self, name: str, candidates: list, probs: Optional[list] = None) -> int:
         """One of ``candidates`` (equally likely unless ``probs`` says otherwise)."""
-        probs = probs or [1.0] * len(candidates)
+        probs = list(probs or [1.0] * len(candidates))
+        if len(candidates) == 1:
+            self.single.add(name)
+        elif self.redraw is not None and self.redraw[0] == name \
+                and isinstance(self.redraw[1], int) and 0 <= self.redraw[1] < len(probs):
+            probs[self.redraw[1]] = 0.0  # a mutation draws another value than before
         return self._sample(name, lambda d: self.sch.sample_categorical(
             list(candidates), list(probs), decision=d))
 
@@ -142,7 +155,7 @@ class Space:
 
     # --- points ------------------------------------------------------------------------
     def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False,
-              checks: bool = True) -> Point:
+              checks: bool = True, redraw: Optional[tuple] = None) -> Point:
         """The point with these decisions (missing ones drawn with ``seed``); raises a
         ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew).
 
@@ -150,9 +163,9 @@ class Space:
         faster): a proposal to score, which must be built again with checks before it is
         measured (the search does)."""
         sch = Schedule(self.func, seed=seed, checks=checks)
-        knobs = Knobs(sch, dict(decisions), lenient)
+        knobs = Knobs(sch, dict(decisions), lenient, redraw=redraw)
         self._generate(knobs)
-        return Point(dict(knobs.chosen), sch.trace, sch.func)
+        return Point(dict(knobs.chosen), sch.trace, sch.func, frozenset(knobs.single))
 
     def sample(self, seed: int, checks: bool = True) -> Point:
         """A random point."""
@@ -160,13 +173,15 @@ class Space:
 
     def mutate(self, p: Point, rng: random.Random, checks: bool = True) -> Point:
         """``p`` with one knob drawn again (knobs that depend on it are redrawn if needed)."""
-        if not p.decisions:
+        names = [n for n in sorted(p.decisions) if n not in p.fixed]
+        if not names:
             return p
         q = p
         for _ in range(8):  # a redraw may land on the same value: draw again
-            name = rng.choice(sorted(p.decisions))
+            name = rng.choice(names)
             fixed = {k: v for k, v in p.decisions.items() if k != name}
-            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True, checks=checks)
+            q = self.point(fixed, seed=rng.randrange(2**31), lenient=True, checks=checks,
+                           redraw=(name, p.decisions[name]))
             if q.key != p.key:
                 break
         return q

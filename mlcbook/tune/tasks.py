@@ -8,22 +8,26 @@ where they buy the most latency.
 A task is a PrimFunc of ``mb.compile``'s fused, legalized module (before scheduling);
 kernels that are the same program (equal workload keys) are one task whose ``calls``
 add up. Each task's default schedule is measured once too (``tune(..., baseline=True)``),
-so that ``mb.compile`` keeps it where no point found beats it. The scheduler first gives
-every task one batch, then each next batch to the task
+so that ``mb.compile`` keeps it where no point found beats it. Each task keeps its search
+state (cost model, measurements, features) from batch to batch, so a batch costs the same
+however many came before. The scheduler first gives every task one batch, then each next
+batch to the task
 with the largest ``calls x best seconds`` (its share of the model's latency) times how
 much its last batch improved it (plus a floor, so a stalled task can be picked again).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Optional
 
 from ..graph.compile import kernel_calls
 from ..tir.function import PrimFunc
 from .database import Database, workload_key
 from .errors import TuneArgumentError
 from .measure import Measurer
-from .search import TuneResult, tune
+from .search import TaskSearch, progress_bar
 
 
 @dataclass
@@ -53,38 +57,60 @@ def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
 
 def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
                batch: int = 8, executor=None, timeout: float = 60.0, seed: int = 0,
-               progress: bool = True, tasks=None) -> dict:
-    """Tune every task of ``mod`` with ``trials`` measurements in all; ``{task name:
-    TuneResult}`` (each result's history covers its task's trials)."""
+               progress: bool = True, tasks=None, warm_start: int = 32,
+               seconds: Optional[float] = None) -> dict:
+    """Tune every task of ``mod`` with ``trials`` measurements in all, or fewer if
+    ``seconds`` (wall time) run out first: no batch starts after that; ``{task name:
+    TuneResult}`` (each result's history covers its task's trials). Each task keeps one
+    :class:`~.search.TaskSearch` (model, measurements, features) across its batches."""
     if not isinstance(trials, int) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise TuneArgumentError(f"seconds must be a positive wall-time budget or None, got "
+                                f"{seconds!r}")
+    stop = None if seconds is None else time.monotonic() + seconds
     tasks = tasks if tasks is not None else extract_tasks(mod, target)
     db = database if isinstance(database, Database) else Database(database)
-    results: dict[str, TuneResult] = {}
+    searches: dict[str, TaskSearch] = {}
     gain = {t.name: 1.0 for t in tasks}
     spent = 0
+    bar = progress_bar(trials, progress, "model")
     with Measurer(executor=executor, timeout=timeout) as measurer:
         order = list(tasks)
-        while spent < trials and tasks:
+        live = list(tasks)
+        while spent < trials and live and (stop is None or time.monotonic() < stop):
             if order:
                 task = order.pop(0)
             else:
-                task = max(tasks, key=lambda t: _priority(t, results.get(t.name), gain[t.name]))
-            n = min(batch, trials - spent)
-            before = results[task.name].best_seconds if task.name in results else None
-            r = tune(task.func, n, model=model, database=db, target=target,
-                     measurer=measurer, batch=n, seed=seed + spent, progress=progress,
-                     name=task.name, baseline=True)
-            results[task.name] = r
-            if before and r.best_seconds:
-                gain[task.name] = max(before / r.best_seconds - 1.0, 0.02)
-            spent += n
-    return results
+                task = max(live, key=lambda t: _priority(t, searches[t.name].result,
+                                                         gain[t.name]))
+            if task.name not in searches:
+                searches[task.name] = TaskSearch(
+                    task.func, model=model, database=db, target=target,
+                    warm_start=warm_start, seed=seed + len(searches), name=task.name)
+                searches[task.name].baseline(measurer)
+            search = searches[task.name]
+            before = search.result.best_seconds
+            got = search.step(measurer, min(batch, trials - spent))
+            if not got:
+                live.remove(task)  # nothing left to propose for this kernel
+                continue
+            after = search.result.best_seconds
+            if before and after:
+                gain[task.name] = max(before / after - 1.0, 0.02)
+            spent += got
+            if bar is not None:
+                bar.update(got)
+                if after:
+                    bar.set_postfix_str(f"{task.name}: best {after * 1e3:.3f} ms")
+    if bar is not None:
+        bar.close()
+    return {name: s.result for name, s in searches.items()}
 
 
 def _priority(task: Task, result, gain: float) -> float:
-    if result is None or result.best_seconds is None:
-        return float("inf")
+    if result.best_seconds is None:
+        return 0.0  # nothing valid found yet: let the others go first
     return task.calls * result.best_seconds * gain
 
 

@@ -13,7 +13,7 @@ def test_tune_then_compile_with_records(tmp_path, capsys):
     onnx.save(examples.mlp(batch=2), tmp_path / "mlp.onnx")
     records = tmp_path / "r.jsonl"
     assert main(["tune", str(tmp_path / "mlp.onnx"), "--trials", "3", "--batch", "1",
-                 "--cost-model", "analytic", "-o", str(records)]) == 0
+                 "--cost-model", "analytic", "--warm-start", "2", "-o", str(records)]) == 0
     lines = [json.loads(x) for x in records.read_text().splitlines()]
     trials = [x for x in lines if x["trace"] != {"default_schedule": True}]
     assert len(trials) == 3 and "records in" in capsys.readouterr().out

@@ -14,5 +14,6 @@ def test_tuning_runs_on_a_local_cluster():
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        r = tune(matmul(32), 3, model="analytic", executor=client, batch=3, progress=False)
+        r = tune(matmul(32), 3, model="analytic", executor=client, batch=3, progress=False,
+                 warm_start=4)
     assert len(r.history) == 3 and r.best_seconds is not None
