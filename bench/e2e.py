@@ -64,8 +64,8 @@ TUNING_FILE = "tuning.json"
 
 def trials_in(records, names) -> dict:
     """Per model with records in directory ``records``: (trials measured, tuning seconds),
-    the trials counted from its records (the default schedule's not counted), the seconds
-    read from ``records/tuning.json`` (NaN when that file does not know the model)."""
+    both read from ``records/tuning.json``; without it the trials are counted from the
+    records (the default schedule's not counted) and the seconds are NaN."""
     from mlcbook.tune.database import DEFAULT_TRACE, Database
     timing = Path(records) / TUNING_FILE
     seconds = json.loads(timing.read_text()) if timing.exists() else {}
@@ -73,8 +73,10 @@ def trials_in(records, names) -> dict:
     for name in names:
         path = records_path(records, name)
         if path is not None:
-            out[name] = (sum(r.trace != DEFAULT_TRACE for r in Database(str(path)).records()),
-                         float(seconds.get(name, {}).get("seconds", float("nan"))))
+            counted = sum(r.trace != DEFAULT_TRACE for r in Database(str(path)).records())
+            run = seconds.get(name, {})
+            # re-measured records hold a few per kernel: the tuning run's count is the truth
+            out[name] = (int(run.get("trials", counted)), float(run.get("seconds", float("nan"))))
     return out
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -94,7 +95,9 @@ def curve_kernels(smoke: bool) -> dict:
             "batched matmul 4x64^3": _bmm(4, 64)}
 
 
-def _time(programs: dict, func, rounds: int) -> dict:
+def _time(programs: dict, func, rounds: int, threads=None) -> dict:
+    """Medians of ``programs`` (same inputs, outputs checked equal) in interleaved rounds;
+    with ``threads``, ``{n: medians at n threads}`` for each count, built once."""
     args = random_inputs(func, 0)
     calls = {name: (mb.build(f), *args) for name, f in programs.items()}
     want = None
@@ -104,7 +107,13 @@ def _time(programs: dict, func, rounds: int) -> dict:
         if want is None:
             want = out
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3, err_msg=name)
-    return mb.runtime.time_interleaved(calls, rounds=rounds)
+    if threads is None:
+        return mb.runtime.time_interleaved(calls, rounds=rounds)
+    out = {}
+    for n in threads:
+        with mb.runtime.num_threads(n):
+            out[n] = mb.runtime.time_interleaved(calls, rounds=rounds)
+    return out
 
 
 def chosen(programs: dict, keep) -> dict:
@@ -283,7 +292,8 @@ def remeasure(args) -> str:
     this process (outputs checked against the default's), written as fresh records to
     DIR_remeasured/<model>.jsonl. Records measured on a busy machine are noisy, and the
     fastest of many noisy timings is biased to luck; this picks among the few best on a
-    quiet one, without new trials."""
+    quiet one, without new trials. A record's seconds are the geometric mean of its
+    medians at each of bench/e2e.py's thread counts, so the pick serves all of them."""
     import e2e
     from mlcbook.schedule import Trace
     from mlcbook.tune.database import DEFAULT_TRACE, Database, Record, workload_key
@@ -313,12 +323,14 @@ def remeasure(args) -> str:
             progs = {"default": default_schedule(task.func)}
             progs.update({str(k): Trace.from_json(r.trace).apply(task.func).func
                           for k, r in enumerate(top)})
-            res = _time(progs, task.func, args.rounds)
-            fresh.add(Record(key, {}, DEFAULT_TRACE, res["default"].median, None, task.name))
+            # a record serves every thread count the model runs at: rank by the geometric
+            # mean over e2e's counts, or a 2-thread winner can lose at 1 thread
+            at = _time(progs, task.func, args.rounds, threads=e2e.THREADS)
+            res = {p: math.prod(at[n][p].median for n in at) ** (1 / len(at)) for p in progs}
+            fresh.add(Record(key, {}, DEFAULT_TRACE, res["default"], None, task.name))
             for k, r in enumerate(top):
-                fresh.add(Record(key, r.decisions, r.trace, res[str(k)].median, None,
-                                 task.name))
-            changed += min(res, key=lambda k: res[k].median) != "0"   # top[0]: the old best
+                fresh.add(Record(key, r.decisions, r.trace, res[str(k)], None, task.name))
+            changed += min(res, key=res.get) != "0"   # top[0]: the old best
         lines.append(f"{name}: {changed} kernels' best changed on re-measuring; records in "
                      f"{out_dir / (name + '.jsonl')}")
     return "\n".join(lines)
