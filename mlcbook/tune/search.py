@@ -220,13 +220,7 @@ class TaskSearch:
         self._fitted = 0
         self._measured: set = set()
         self._good: list = []
-        self._exhausted = False
         self._resume()
-
-    @property
-    def exhausted(self) -> bool:
-        """Whether the last round found no unmeasured point to propose."""
-        return self._exhausted
 
     def _resume(self) -> None:
         for r in self.db.records(self.result.workload):
@@ -271,7 +265,6 @@ class TaskSearch:
             self._fitted = len(self._X)
         picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
                         **self.options)
-        self._exhausted = not picks
         if not picks:
             return 0
         target = self.space.target
