@@ -250,8 +250,8 @@ def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> 
     return r, c
 
 
-def row_tile(rows: tuple[int, ...], cols: int, target=None,
-             dtype: str = "float32") -> tuple[tuple[int, ...], int]:
+def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float32",
+             ragged: bool = False) -> tuple[tuple[int, ...], int]:
     """(rows per axis, columns) of the register tile of a tiled reduction whose output
     has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
     vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
@@ -269,6 +269,14 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None,
 
         >>> row_tile((14, 14), 16, "llvm -mcpu=znver3")
         ((2, 2), 16)
+
+    ``ragged`` also weighs row sizes that do not divide their extent (the last tile is
+    predicated), at the fraction of their rows that is useful, and breaks ties by fewer
+    loads per useful FMA: a 7x7 map gets 4 pixels (4 + 3) of 2 ymm, 6 loads a step,
+    rather than 7 pixels of 1 ymm, 8 loads a step.
+
+        >>> row_tile((7, 7), 16, "llvm -mcpu=znver3", ragged=True)
+        ((4, 1), 16)
     """
     t = Target(target or "llvm")
     lanes, regs = t.vector_lanes(dtype), t.vector_registers
@@ -276,25 +284,27 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None,
     for c in _column_widths(cols, lanes, regs - 2):
         v = -(-c // lanes)
         most = max(1, (regs - v - 1) // v)
-        for sizes in _row_sizes(rows, most):
+        for sizes in _row_sizes(rows, most, ragged):
             r = math.prod(sizes)
             acc = r * v
-            useful = r * c / lanes    # full vectors' worth: a partial vector does less
+            filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
+            useful = r * c / lanes * filled    # full vectors' worth: a partial one does less
             speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
-            key = (speed, useful, r, sizes)
+            key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
             if best_key is None or key > best_key:
                 best, best_key = (sizes, c), key
     return best
 
 
-def _row_sizes(rows: tuple[int, ...], most: int):
-    """Every tuple of divisors of ``rows`` whose product is at most ``most``."""
+def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
+    """Every tuple of divisors of ``rows`` (``ragged``: of sizes up to them) whose product
+    is at most ``most``."""
     if not rows:
         yield ()
         return
     for d in range(1, min(rows[0], most) + 1):
-        if rows[0] % d == 0:
-            for rest in _row_sizes(rows[1:], most // d):
+        if rows[0] % d == 0 or ragged:
+            for rest in _row_sizes(rows[1:], most // d, ragged):
                 yield (d,) + rest
 
 
@@ -322,23 +332,30 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
     outer = spatial[:-1]
+    # a reduction over several loops (a conv's channel blocks, taps and channels) feeds
+    # its tiles from cache (see _panel_loops), so a ragged last tile costs little
     sizes, bj = row_tile(tuple(_extent(sch, outer[a]) for a in rows_at) or (1,),
-                         _extent(sch, j), target, dtype)
+                         _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
     jo, ji = sch.split(j, [None, bj])
     inner = {}
     for a, bi in zip(rows_at, sizes):
         if bi > 1:
             outer[a], inner[a] = sch.split(outer[a], [None, bi])
+    panel = _panel_loops(sch, outer, rows_at, dict(zip(rows_at, sizes)), reduce_, bj, dtype)
     inner = [inner[a] for a in sorted(inner)]     # in the order of the output's axes
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
-    sch.reorder(jo, *outer, *reduce_, *inner, ji)
+    if panel:
+        outer, under = panel
+        sch.reorder(jo, *outer, reduce_[0], *under, *reduce_[1:], *inner, ji)
+    else:
+        sch.reorder(jo, *outer, *reduce_, *inner, ji)
     lanes = _split_tile_row(sch, ji)
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
     # the parallel loop: all tile loops, or the first `at` when producers go under them
-    at, producers = _own_producers_level(sch, name, tile_loops)
+    at, producers = _own_producers_level(sch, name, tile_loops) if not panel else (0, [])
     head, rest = (tile_loops[:at], tile_loops[at:]) if at else (tile_loops, [])
     fused = sch.fuse(*head) if len(head) > 1 else head[0]
     tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
@@ -355,6 +372,57 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     for lp in (sch.get_loops(init)[-1], wb_lanes, lanes):
         sch.vectorize(lp)
     return fused
+
+
+#: bytes of L1 data cache a core's panel of the vector operand should stay within
+#: (32 KiB on Zen 3 and Skylake), and the most that a block of register tiles may
+#: accumulate in cache instead of registers beside it (see _panel_loops)
+L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
+
+
+def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, reduce_: list,
+                 cols: int, dtype: str):
+    """``(outer, under)`` when the tiles of a reduction over several loops should share
+    each step of its outermost reduce loop, else None. A 3x3 conv's register tile reads
+    all the weights of its output channels over its reduction (128 channels in: 72 KiB),
+    more than L1 holds, so each tile streamed them from L2. Taking the outermost reduce
+    loop (the input-channel blocks) above a block of tiles (a whole output row, and as
+    many rows as :data:`PANEL_ACC_BYTES` of accumulators hold while the parallel loop
+    keeps at least :data:`PRODUCER_CHUNKS` chunks) lets them all use that channel block's
+    9 KiB of weights from L1; the tiles accumulate in cache, and in registers only over
+    the rest of the reduction. ``under`` are the tile loops taken below the reduce loop,
+    ``outer`` those left above it (the row axis split if only part of it goes under);
+    ``sizes`` maps each of ``rows_at`` to its register tile's size."""
+    item = _dtype_bytes(dtype)
+    steps = math.prod(_extent(sch, lp) for lp in reduce_)
+    if len(reduce_) < 2 or _extent(sch, reduce_[0]) < 2 or steps * cols * item <= L1_BYTES \
+            or not rows_at:
+        return None
+    x = rows_at[0]
+    row = _extent(sch, outer[x]) * sizes.get(x, 1) * cols * item   # one row of tiles
+    if row > PANEL_ACC_BYTES:
+        return None
+    outer = list(outer)
+    under = [outer[x]]
+    if len(rows_at) > 1:
+        y = rows_at[1]
+        ey = _extent(sch, outer[y])
+        chunks = math.prod(_extent(sch, lp) for a, lp in enumerate(outer) if a not in (x, y))
+        d = max((d for d in range(1, ey + 1) if ey % d == 0
+                 and row * sizes.get(y, 1) * d <= PANEL_ACC_BYTES
+                 and (d == 1 or chunks * (ey // d) >= PRODUCER_CHUNKS)), default=1)
+        if d == ey:
+            under.insert(0, outer[y])
+            outer[y] = None
+        elif d > 1:
+            outer[y], yi = sch.split(outer[y], [None, d])
+            under.insert(0, yi)
+    outer[x] = None
+    return [lp for lp in outer if lp is not None], under
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return max(1, int("".join(ch for ch in dtype if ch.isdigit()) or 32) // 8)
 
 
 def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[int, list[str]]:
