@@ -270,9 +270,9 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
         >>> row_tile((14, 14), 16, "llvm -mcpu=znver3")
         ((2, 2), 16)
 
-    ``ragged`` also weighs row sizes that do not divide their extent (the last tile is
-    predicated), at the fraction of their rows that is useful, and breaks ties by fewer
-    loads per useful FMA: a 7x7 map gets 4 pixels (4 + 3) of 2 ymm, 6 loads a step,
+    ``ragged`` also weighs, along an axis that has no divisor that fits (a prime width),
+    sizes that do not divide it (the last tile is predicated), at the fraction of their
+    rows that is useful, and breaks ties by fewer loads per useful FMA: a 7x7 map gets 4 pixels (4 + 3) of 2 ymm, 6 loads a step,
     rather than 7 pixels of 1 ymm, 8 loads a step.
 
         >>> row_tile((7, 7), 16, "llvm -mcpu=znver3", ragged=True)
@@ -297,13 +297,15 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
 
 
 def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
-    """Every tuple of divisors of ``rows`` (``ragged``: of sizes up to them) whose product
-    is at most ``most``."""
+    """Every tuple of divisors of ``rows`` whose product is at most ``most``; ``ragged``:
+    along an axis with no divisor from 2 to ``most`` (a prime width), of any size."""
     if not rows:
         yield ()
         return
-    for d in range(1, min(rows[0], most) + 1):
-        if rows[0] % d == 0 or ragged:
+    top = min(rows[0], most)
+    any_size = ragged and not any(rows[0] % d == 0 for d in range(2, top + 1))
+    for d in range(1, top + 1):
+        if rows[0] % d == 0 or any_size:
             for rest in _row_sizes(rows[1:], most // d, ragged):
                 yield (d,) + rest
 
@@ -378,6 +380,10 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
 #: (32 KiB on Zen 3 and Skylake), and the most that a block of register tiles may
 #: accumulate in cache instead of registers beside it (see _panel_loops)
 L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
+#: fewest reduction steps a register tile takes between loading its accumulators from
+#: cache and storing them back (a 3x3 conv in NCHW16c: 144; in NCHW only its 9 taps,
+#: which ran 1.4-1.7x slower hoisted)
+PANEL_STEPS = 64
 
 
 def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, reduce_: list,
@@ -390,13 +396,13 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
     many rows as :data:`PANEL_ACC_BYTES` of accumulators hold while the parallel loop
     keeps at least :data:`PRODUCER_CHUNKS` chunks) lets them all use that channel block's
     9 KiB of weights from L1; the tiles accumulate in cache, and in registers only over
-    the rest of the reduction. ``under`` are the tile loops taken below the reduce loop,
+    the rest of the reduction, at least :data:`PANEL_STEPS` of it. ``under`` are the tile loops taken below the reduce loop,
     ``outer`` those left above it (the row axis split if only part of it goes under);
     ``sizes`` maps each of ``rows_at`` to its register tile's size."""
     item = _dtype_bytes(dtype)
     steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    if len(reduce_) < 2 or _extent(sch, reduce_[0]) < 2 or steps * cols * item <= L1_BYTES \
-            or not rows_at:
+    if len(reduce_) < 2 or not rows_at or steps * cols * item <= L1_BYTES \
+            or steps // _extent(sch, reduce_[0]) < PANEL_STEPS:
         return None
     x = rows_at[0]
     row = _extent(sch, outer[x]) * sizes.get(x, 1) * cols * item   # one row of tiles
