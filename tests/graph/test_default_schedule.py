@@ -101,6 +101,15 @@ def test_row_tile_takes_rows_from_a_second_axis_when_the_row_is_short():
     assert row_tile((14, 14), 16, AVX2)[0] == row_tile((14, 14, 1), 16, AVX2)[0][:2]
 
 
+def test_a_ragged_row_tile_splits_a_prime_width_and_leaves_divisible_ones_alone():
+    # 7 pixels of 2 ymm: 4 + 3 (the last tile predicated) loads 6 registers a step where
+    # 7 x 1 ymm loads 8; a 17-pixel row had only 1-pixel tiles
+    assert row_tile((7, 7), 16, AVX2, ragged=True) == ((4, 1), 16)
+    assert row_tile((17, 17), 16, AVX2, ragged=True) == ((6, 1), 16)
+    for rows in [(14, 14), (28, 28), (56, 56), (5, 5)]:
+        assert row_tile(rows, 16, AVX2, ragged=True) == row_tile(rows, 16, AVX2)
+
+
 def _conv_numpy(x, w, pad, groups=1):
     """NCHW conv of stride 1, by shifted slices (independent of mlcbook)."""
     n, c, h, wd = x.shape
@@ -130,6 +139,41 @@ def test_blocked_conv_of_a_short_map_tiles_rows_and_pixels_and_computes_the_same
     y = np.zeros((1, 2, 14, 14, 16), "float32")
     mb.build(g)(xb, wb, y)
     np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 1), 16), rtol=1e-4, atol=1e-4)
+
+
+def _conv_loops(func, name="conv_nchwc"):
+    sch = mb.Schedule(func)
+    return [(sch.get(lp).loop_var.name, sch.get(lp).kind)
+            for lp in sch.get_loops(sch.get_block(name))]
+
+
+@pytest.mark.parametrize("size,stride", [(7, 1), (13, 2)])
+def test_blocked_conv_shares_each_channel_block_among_ragged_pixel_tiles(size, stride):
+    # 64 channels in: a tile's weights over the whole reduction (36 KiB) exceed L1, so the
+    # channel blocks go above the pixel tiles (4 + 3 of a 7-pixel row, one predicated)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 64, size, size)).astype("float32")
+    w = rng.standard_normal((32, 64, 3, 3)).astype("float32")
+    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
+    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
+                                       {"pads": (1,) * 4, "strides": (stride,) * 2}), AVX2)
+    names = [n for n, _ in _conv_loops(g)]
+    assert names.index("rc") < names.index("x_0") < names.index("ry")
+    assert ("x_1", "unrolled") in _conv_loops(g) and "T.where" in str(g)
+    y = np.zeros((1, 2, 7, 7, 16), "float32")
+    mb.build(g)(xb, wb, y)
+    want = _conv_numpy(x, w, 1)[:, :, ::stride, ::stride]
+    np.testing.assert_allclose(y, blocked(want, 16), rtol=1e-4, atol=1e-4)
+
+
+def test_a_conv_whose_channel_step_is_short_keeps_its_whole_reduction_in_registers():
+    # in NCHW one input channel is only 9 taps: accumulators through cache every 9 FMAs
+    # ran slower, so the tiles keep the reduction innermost
+    g = default_schedule(legalize_call("conv", [T((1, 64, 8, 8)), T((16, 64, 3, 3))],
+                                       {"pads": (1,) * 4}), AVX2)
+    kinds = [kind for _, kind in _conv_loops(g, "conv")]
+    assert kinds[:4] == ["parallel", "serial", "serial", "serial"]   # tiles, rc, taps
+    assert "serial" not in kinds[4:]
 
 
 def test_depthwise_conv_pads_each_channel_just_before_its_tiles():
