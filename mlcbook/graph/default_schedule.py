@@ -16,7 +16,11 @@ Blocks are scheduled by what they are, read from their iteration variables:
   (``reverse_compute_at``); ``decompose_reduction`` zeroes it before the reduce loops
   instead of testing inside them. An elementwise epilogue of the result (gemm's bias) is
   folded into that write-back (``reverse_compute_inline``), so the result is written once,
-  finished.
+  finished. When one tile's share of the vector operand over its reduction overflows L1
+  (a 3x3 conv's weights over 64 or more input channels), the outermost reduce loop goes
+  above a block of tiles, which then use each input-channel block's weights from L1
+  (:func:`_panel_loops`); a prime-width output row (7x7 maps) is then tiled raggedly,
+  4 + 3 pixels, the last tile predicated (``row_tile(..., ragged=True)``).
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -29,11 +33,12 @@ from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..tir.analysis import collect_blocks, free_vars
-from ..tir.expr import BufferLoad, PrimExpr
+from ..tir.expr import BufferLoad, PrimExpr, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
+from .tile_size import register_tile, row_tile  # noqa: F401 - register_tile: its old home
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -221,95 +226,6 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return axes[0] if axes else None
 
 
-#: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
-#: later alike): two vector FMAs and two vector loads issue per cycle, and an FMA's result
-#: is ready four cycles later
-FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
-
-
-def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
-    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
-    its divisors in whole vectors, else in half, else in quarter ones (so no lane is
-    wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
-    for step in [s for s in (lanes, lanes // 2, lanes // 4) if s]:
-        widths = [c for c in range(step, min(extent, most * lanes) + 1, step) if extent % c == 0]
-        if widths:
-            return widths
-    return [extent] if -(-extent // lanes) <= most else [lanes]
-
-
-def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
-    """(rows, columns) of the register tile of a tiled reduction whose output has ``rows``
-    along its reuse axis (1 if none) and ``cols`` along its vectorized axis: the
-    one-axis case of :func:`row_tile`.
-
-        >>> register_tile(64, 512, "llvm -mcpu=znver3")        # 8 of 16 ymm accumulate
-        (4, 16)
-    """
-    (r,), c = row_tile((rows,), cols, target, dtype)
-    return r, c
-
-
-def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float32",
-             ragged: bool = False) -> tuple[tuple[int, ...], int]:
-    """(rows per axis, columns) of the register tile of a tiled reduction whose output
-    has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
-    vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
-    in all (the product over the axes) of ``v`` vectors needs ``r*v`` accumulators, ``v``
-    registers for the vector operand and one for the broadcast, all within
-    ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles that fit,
-    the one taken does the most useful FMA lanes per cycle, estimated from its
-    accumulators against its loads (``r + v``) and the FMA latency (fewer than
-    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
-    work per tile, then more rows, then more of them along the inner axes.
-
-    Taking rows from a second axis keeps a short output row in wide tiles: a 14x14 map
-    of 16 channels has no 4 to 6 pixel divisor of its row, but 2 x 2 pixels of 2 ymm
-    each make 8 accumulators that share every broadcast twice.
-
-        >>> row_tile((14, 14), 16, "llvm -mcpu=znver3")
-        ((2, 2), 16)
-
-    ``ragged`` also weighs, along an axis that has no divisor that fits (a prime width),
-    sizes that do not divide it (the last tile is predicated), at the fraction of their
-    rows that is useful, and breaks ties by fewer loads per useful FMA: a 7x7 map gets 4 pixels (4 + 3) of 2 ymm, 6 loads a step,
-    rather than 7 pixels of 1 ymm, 8 loads a step.
-
-        >>> row_tile((7, 7), 16, "llvm -mcpu=znver3", ragged=True)
-        ((4, 1), 16)
-    """
-    t = Target(target or "llvm")
-    lanes, regs = t.vector_lanes(dtype), t.vector_registers
-    best, best_key = ((1,) * len(rows), lanes), None
-    for c in _column_widths(cols, lanes, regs - 2):
-        v = -(-c // lanes)
-        most = max(1, (regs - v - 1) // v)
-        for sizes in _row_sizes(rows, most, ragged):
-            r = math.prod(sizes)
-            acc = r * v
-            filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
-            useful = r * c / lanes * filled    # full vectors' worth: a partial one does less
-            speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
-            key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
-            if best_key is None or key > best_key:
-                best, best_key = (sizes, c), key
-    return best
-
-
-def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
-    """Every tuple of divisors of ``rows`` whose product is at most ``most``; ``ragged``:
-    along an axis with no divisor from 2 to ``most`` (a prime width), of any size."""
-    if not rows:
-        yield ()
-        return
-    top = min(rows[0], most)
-    any_size = ragged and not any(rows[0] % d == 0 for d in range(2, top + 1))
-    for d in range(1, top + 1):
-        if rows[0] % d == 0 or any_size:
-            for rest in _row_sizes(rows[1:], most // d, ragged):
-                yield (d,) + rest
-
-
 def _split_tile_row(sch: Schedule, loop):
     """Split the columns of a tile row into registers (unrolled) when they split evenly;
     returns the loop of one register's lanes, to vectorize."""
@@ -396,10 +312,11 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
     many rows as :data:`PANEL_ACC_BYTES` of accumulators hold while the parallel loop
     keeps at least :data:`PRODUCER_CHUNKS` chunks) lets them all use that channel block's
     9 KiB of weights from L1; the tiles accumulate in cache, and in registers only over
-    the rest of the reduction, at least :data:`PANEL_STEPS` of it. ``under`` are the tile loops taken below the reduce loop,
-    ``outer`` those left above it (the row axis split if only part of it goes under);
-    ``sizes`` maps each of ``rows_at`` to its register tile's size."""
-    item = _dtype_bytes(dtype)
+    the rest of the reduction, at least :data:`PANEL_STEPS` of it. ``under`` are the tile
+    loops taken below the reduce loop, ``outer`` those left above it (the row axis split
+    if only part of it goes under); ``sizes`` maps each of ``rows_at`` to its register
+    tile's size."""
+    item = max(1, bits(dtype) // 8)
     steps = math.prod(_extent(sch, lp) for lp in reduce_)
     if len(reduce_) < 2 or not rows_at or steps * cols * item <= L1_BYTES \
             or steps // _extent(sch, reduce_[0]) < PANEL_STEPS:
@@ -425,10 +342,6 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
             under.insert(0, yi)
     outer[x] = None
     return [lp for lp in outer if lp is not None], under
-
-
-def _dtype_bytes(dtype: str) -> int:
-    return max(1, int("".join(ch for ch in dtype if ch.isdigit()) or 32) // 8)
 
 
 def _own_producers_level(sch: Schedule, name: str, tile_loops: list) -> tuple[int, list[str]]:

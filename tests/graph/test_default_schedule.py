@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule, register_tile, row_tile
+from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.ops.layout import blocked, blocked_weight
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
@@ -67,47 +67,6 @@ def test_tiled_reduction_vectorizes_and_parallelizes(target, lanes, rows):
     text = str(g)
     assert "T.parallel" in text and f"T.vectorized({lanes})" in text
     assert f"T.unroll({rows})" in text
-
-
-@pytest.mark.parametrize("target", [AVX2, AVX512])
-@pytest.mark.parametrize("rows,cols", [(64, 512), (64, 10), (1, 200), (7, 16), (28, 16),
-                                       (6, 1000), (3, 7)])
-def test_register_tile_fits_the_vector_registers_and_divides_the_output(target, rows, cols):
-    t = mb.Target(target)
-    r, c = register_tile(rows, cols, target)
-    v = -(-c // t.vector_lanes())
-    assert rows % r == 0 and cols % c == 0
-    assert r * v + (v if r > 1 else 0) + 1 <= t.vector_registers
-
-
-def test_register_tile_of_the_mlp_layer_is_sized_for_avx2_not_avx512():
-    # 4 rows of 64 columns are 16 zmm accumulators but 32 ymm ones: more than AVX2 has
-    assert register_tile(64, 512, AVX2) == (4, 16)
-    assert register_tile(64, 512, AVX512) == (8, 32)
-
-
-def test_register_tile_narrows_the_columns_when_few_rows_divide():
-    # a 7-pixel row of 16 channels: 7 x 2 ymm do not fit with their operands, 1 x 2 idles
-    # the FMA units; 7 x 1 ymm (two column tiles) keeps 7 accumulators busy
-    assert register_tile(7, 16, AVX2) == (7, 8)
-
-
-def test_row_tile_takes_rows_from_a_second_axis_when_the_row_is_short():
-    # 14 pixels of 16 channels: 14 x 1 ymm broadcasts once per FMA; 2 rows x 2 pixels x
-    # 2 ymm broadcast once per two FMAs, in 8 + 2 + 1 registers
-    assert row_tile((14, 14), 16, AVX2) == ((2, 2), 16)
-    assert row_tile((56, 56), 16, AVX2) == ((4, 1), 16)   # a long row: one axis is enough
-    assert row_tile((7, 7), 16, AVX2) == ((7, 1), 8)      # 7 is prime: as register_tile
-    assert row_tile((14, 14), 16, AVX2)[0] == row_tile((14, 14, 1), 16, AVX2)[0][:2]
-
-
-def test_a_ragged_row_tile_splits_a_prime_width_and_leaves_divisible_ones_alone():
-    # 7 pixels of 2 ymm: 4 + 3 (the last tile predicated) loads 6 registers a step where
-    # 7 x 1 ymm loads 8; a 17-pixel row had only 1-pixel tiles
-    assert row_tile((7, 7), 16, AVX2, ragged=True) == ((4, 1), 16)
-    assert row_tile((17, 17), 16, AVX2, ragged=True) == ((6, 1), 16)
-    for rows in [(14, 14), (28, 28), (56, 56), (5, 5)]:
-        assert row_tile(rows, 16, AVX2, ragged=True) == row_tile(rows, 16, AVX2)
 
 
 def _conv_numpy(x, w, pad, groups=1):

@@ -1,0 +1,105 @@
+"""Sizes of register tiles: how many output rows and vector columns one tile of a tiled
+reduction (matmul, conv) accumulates in registers, from the target's vector registers
+and a core's FMA and load throughput. :mod:`mlcbook.graph.default_schedule` tiles with
+them, and :mod:`mlcbook.graph.weight_layout` packs weights to their column width.
+
+    >>> register_tile(64, 512, "llvm -mcpu=znver3")
+    (4, 16)
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..codegen.target import Target
+
+#: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
+#: later alike): two vector FMAs and two vector loads issue per cycle, and an FMA's result
+#: is ready four cycles later
+FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
+
+
+def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
+    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
+    its divisors in whole vectors, else in half, else in quarter ones (so no lane is
+    wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
+    for step in [s for s in (lanes, lanes // 2, lanes // 4) if s]:
+        widths = [c for c in range(step, min(extent, most * lanes) + 1, step) if extent % c == 0]
+        if widths:
+            return widths
+    return [extent] if -(-extent // lanes) <= most else [lanes]
+
+
+def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
+    """(rows, columns) of the register tile of a tiled reduction whose output has ``rows``
+    along its reuse axis (1 if none) and ``cols`` along its vectorized axis: the
+    one-axis case of :func:`row_tile`.
+
+        >>> register_tile(64, 512, "llvm -mcpu=znver3")        # 8 of 16 ymm accumulate
+        (4, 16)
+    """
+    (r,), c = row_tile((rows,), cols, target, dtype)
+    return r, c
+
+
+def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float32",
+             ragged: bool = False) -> tuple[tuple[int, ...], int]:
+    """(rows per axis, columns) of the register tile of a tiled reduction whose output
+    has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
+    vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
+    in all (the product over the axes) of ``v`` vectors needs ``r*v`` accumulators, ``v``
+    registers for the vector operand and one for the broadcast, all within
+    ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles that fit,
+    the one taken does the most useful FMA lanes per cycle, estimated from its
+    accumulators against its loads (``r + v``) and the FMA latency (fewer than
+    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
+    work per tile, then more rows, then more of them along the inner axes.
+
+    Taking rows from a second axis keeps a short output row in wide tiles: a 14x14 map
+    of 16 channels has no 4 to 6 pixel divisor of its row, but 2 x 2 pixels of 2 ymm
+    each make 8 accumulators that share every broadcast twice.
+
+        >>> row_tile((14, 14), 16, "llvm -mcpu=znver3")
+        ((2, 2), 16)
+
+    ``ragged`` also weighs, along an axis that has no divisor that fits (a prime width),
+    sizes that do not divide it (the last tile is predicated), at the fraction of their
+    rows that is useful, and breaks ties by fewer loads per useful FMA: a 7x7 map gets
+    4 pixels (4 + 3) of 2 ymm, 6 loads a step, rather than 7 pixels of 1 ymm, 8 loads.
+
+        >>> row_tile((7, 7), 16, "llvm -mcpu=znver3", ragged=True)
+        ((4, 1), 16)
+    """
+    t = Target(target or "llvm")
+    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    best, best_key = ((1,) * len(rows), lanes), None
+    for c in _column_widths(cols, lanes, regs - 2):
+        v = -(-c // lanes)
+        most = max(1, (regs - v - 1) // v)
+        for sizes in _row_sizes(rows, most, ragged):
+            r = math.prod(sizes)
+            acc = r * v
+            filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
+            useful = r * c / lanes * filled    # full vectors' worth: a partial one does less
+            speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
+            key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
+            if best_key is None or key > best_key:
+                best, best_key = (sizes, c), key
+    return best
+
+
+def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
+    """Every tuple of divisors of ``rows`` whose product is at most ``most``; ``ragged``:
+    along an axis with no divisor from 2 to ``most`` (a prime width), of any size."""
+    if not rows:
+        yield ()
+        return
+    top = min(rows[0], most)
+    any_size = ragged and not any(rows[0] % d == 0 for d in range(2, top + 1))
+    for d in range(1, top + 1):
+        if rows[0] % d == 0 or any_size:
+            for rest in _row_sizes(rows[1:], most // d, ragged):
+                yield (d,) + rest
+
+
+__all__ = ["register_tile", "row_tile", "FMA_PORTS", "LOAD_PORTS", "FMA_LATENCY"]
