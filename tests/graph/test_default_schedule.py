@@ -125,6 +125,22 @@ def test_blocked_conv_shares_each_channel_block_among_ragged_pixel_tiles(size, s
     np.testing.assert_allclose(y, blocked(want, 16), rtol=1e-4, atol=1e-4)
 
 
+def test_blocked_1x1_conv_of_a_7_pixel_row_tiles_it_4_plus_3_in_registers():
+    # a short reduction (16 channels) stays innermost; only the pixel tile is ragged
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 16, 7, 7)).astype("float32")
+    w = rng.standard_normal((32, 16, 1, 1)).astype("float32")
+    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
+    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
+                                       {"pads": (0,) * 4, "strides": (1, 1)}), AVX2)
+    loops = _conv_loops(g)
+    assert "x_0" in loops[0][0] and loops[1][0] == "rc"   # pixel tiles above the sum
+    assert ("x_1", "unrolled") in loops and "T.where" in str(g)
+    y = np.zeros((1, 2, 7, 7, 16), "float32")
+    mb.build(g)(xb, wb, y)
+    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 0), 16), rtol=1e-4, atol=1e-4)
+
+
 def test_a_conv_whose_channel_step_is_short_keeps_its_whole_reduction_in_registers():
     # in NCHW one input channel is only 9 taps: accumulators through cache every 9 FMAs
     # ran slower, so the tiles keep the reduction innermost
