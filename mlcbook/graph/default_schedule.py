@@ -250,8 +250,8 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     work = math.prod(_extent(sch, lp) for lp in loops)
     j = spatial[-1]
     outer = spatial[:-1]
-    # a reduction over several loops (a conv's channel blocks, taps and channels) feeds
-    # its tiles from cache (see _panel_loops), so a ragged last tile costs little
+    # a reduction over several loops (a conv) may tile a prime-width row raggedly; a
+    # matmul keeps divisor tiles, the width weight_layout packs its weights to
     sizes, bj = row_tile(tuple(_extent(sch, outer[a]) for a in rows_at) or (1,),
                          _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
     jo, ji = sch.split(j, [None, bj])
