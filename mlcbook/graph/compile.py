@@ -36,7 +36,7 @@ from .fused_kernels import legalize_fused
 from .fusion import fuse_ops
 from .interpret import main_function
 from .legalize import legalize
-from .memory_plan import plan_memory
+from .memory_plan import elide_concats, plan_memory
 from .passes import PassContext, optimize
 from .plan import make_plan
 from .records import Database, apply_best
@@ -86,7 +86,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     from ..runtime import build
     t0 = time.perf_counter()
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
-    lmod, func, inplace_names, n_ops = _legalized(mod, opt_level, ctx)
+    lmod, func, (inplace_names, concat_axes), n_ops = _legalized(mod, opt_level, ctx)
     used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
     records = _records(tuning_records)
     prims, tuned = {}, 0
@@ -106,8 +106,10 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
     if opt_level >= 2:
         calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
-        inplace_steps = {k for k, n in enumerate(calls) if n.name in inplace_names}
-        mp = plan_memory(plan, inplace_steps)
+        plan, kept, parts = elide_concats(plan, {k: concat_axes[n.name] for k, n in
+                                                  enumerate(calls) if n.name in concat_axes})
+        inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
+        mp = plan_memory(plan, inplace_steps, parts)
         plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "kernels": len(kernels), "tuned_kernels": tuned, "calls": len(plan.steps),
@@ -126,7 +128,8 @@ def _compile_batch(mod: SymbolicBatchModule, dump_dir, options: dict,
 
 def _legalized(mod, opt_level: int, ctx: PassContext):
     """The graph passes, fusion and legalization: (module of graph + PrimFuncs, its main
-    graph function, names of kernels that may run in place, ops in the input)."""
+    graph function, (names of the calls that may run in place, {name of a call that is one
+    concat of distinct values: its axis}), ops in the input)."""
     func, _ = main_function(mod)
     check_sizes(func)
     n_ops = len(func.calls())
@@ -134,16 +137,23 @@ def _legalized(mod, opt_level: int, ctx: PassContext):
     others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
               if k != func.name}
     inplace_names: set[str] = set()
+    concat_axes: dict[str, int] = {}
     if opt_level >= 2:
         fusion = fuse_ops(func)
         lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
         inplace_names = {g.name for g in fusion.groups
                          if g.kind <= OpKind.BROADCAST and all(
                              get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
+        names = [g.name for g in fusion.groups]
+        # calls are matched to groups by name: only a name no other group has is certain
+        concat_axes = {g.name: int(g.output.attrs["axis"]) for g in fusion.groups
+                       if len(g.calls) == 1 and g.output.op == "concat"
+                       and len({id(a) for a in g.output.args}) == len(g.output.args)
+                       and names.count(g.name) == 1}
     else:
         lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
     func, _ = main_function(lmod)
-    return lmod, func, inplace_names, n_ops
+    return lmod, func, (inplace_names, concat_axes), n_ops
 
 
 def kernel_calls(mod, opt_level: int = 3) -> list:
