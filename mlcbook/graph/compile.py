@@ -87,7 +87,17 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     t0 = time.perf_counter()
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
     lmod, func, (inplace_names, concat_axes), n_ops = _legalized(mod, opt_level, ctx)
-    used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
+    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
+              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
+    plan, consts = make_plan(func, bounds)
+    unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
+    if opt_level >= 2:
+        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
+        plan, kept, parts = _elide_concats(plan, calls, concat_axes)
+        inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
+        mp = plan_memory(plan, inplace_steps, parts)
+        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
+    used = {name for name, _ in plan.steps}   # an elided concat's kernel is never built
     records = _records(tuning_records)
     prims, tuned = {}, 0
     for name, f in lmod.items():
@@ -100,17 +110,6 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     if prims:
         lib = build(IRModule(prims), target=target, fastmath=fastmath)
         kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
-    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
-              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
-    plan, consts = make_plan(func, bounds)
-    unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
-    if opt_level >= 2:
-        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
-        plan, kept, parts = elide_concats(plan, {k: concat_axes[n.name] for k, n in
-                                                  enumerate(calls) if n.name in concat_axes})
-        inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
-        mp = plan_memory(plan, inplace_steps, parts)
-        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "kernels": len(kernels), "tuned_kernels": tuned, "calls": len(plan.steps),
              "ops": n_ops,
@@ -156,6 +155,13 @@ def _legalized(mod, opt_level: int, ctx: PassContext):
     return lmod, func, (inplace_names, concat_axes), n_ops
 
 
+def _elide_concats(plan, calls: list, concat_axes: dict):
+    """:func:`~.memory_plan.elide_concats` of the steps that call one concat (``calls``: the
+    CallTIR of each step; ``concat_axes``: by call name, the axis of each such call)."""
+    return elide_concats(plan, {k: concat_axes[n.name] for k, n in enumerate(calls)
+                                if n.name in concat_axes})
+
+
 def kernel_calls(mod, opt_level: int = 3) -> list:
     """``[(name, PrimFunc, calls per run)]`` of the kernels ``mb.compile`` would build for
     ``mod``, before scheduling: what tuning tasks are made of.
@@ -167,11 +173,13 @@ def kernel_calls(mod, opt_level: int = 3) -> list:
             f"the module has the symbolic batch size {mod.batch_dim!r}, and kernels are made "
             "for static shapes. Instead: pick the batch size to tune for with "
             "mod.specialize(n), or import with mb.from_onnx(..., batch_size=n)")
-    lmod, func, _, _ = _legalized(mod, opt_level, PassContext())
+    lmod, func, (_, concat_axes), _ = _legalized(mod, opt_level, PassContext())
+    calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
+    if concat_axes:   # a concat that costs no copy is no task
+        calls = [calls[k] for k in _elide_concats(make_plan(func)[0], calls, concat_axes)[1]]
     counts: dict = {}
-    for n in post_order(func.body):
-        if isinstance(n, CallTIR):
-            counts[n.func] = counts.get(n.func, 0) + 1
+    for n in calls:
+        counts[n.func] = counts.get(n.func, 0) + 1
     return [(name, lmod[name], c) for name, c in counts.items()
             if isinstance(lmod[name], PrimFunc)]
 

@@ -5,6 +5,7 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.graph.compile import kernel_calls
 from mlcbook.graph.memory_plan import elide_concats, plan_memory
 from mlcbook.graph.plan import Plan, Slot
 from mlcbook.ops.types import TensorType
@@ -41,6 +42,7 @@ def test_branches_write_into_their_slice_and_the_concat_step_is_gone(opt_level):
     f = _module(1)
     exe = mb.compile(f, opt_level=opt_level)
     assert not any(k.startswith("concat") for k, _ in exe.plan.steps)
+    assert not any(k.startswith("concat") for k in exe.kernels)   # not even built
     # the branch outputs, read by no step, lie end to end in the slot the consumer reads
     spans = _spans(exe)
     read = {a for _, args in exe.plan.steps for a in args[:-1]}
@@ -52,6 +54,13 @@ def test_branches_write_into_their_slice_and_the_concat_step_is_gone(opt_level):
     assert any(spans.get(a) == whole for a in read)
     x, = inputs(f)
     np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_concat_that_costs_no_copy_is_no_tuning_task():
+    names = [name for name, _, _ in kernel_calls(_module(1))]
+    assert names and not any(n.startswith("concat") for n in names)
+    names = [name for name, _, _ in kernel_calls(_module(2))]
+    assert any(n.startswith("concat") for n in names)
 
 
 def test_a_concat_of_a_batch_of_two_is_still_copied():
