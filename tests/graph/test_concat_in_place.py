@@ -4,32 +4,12 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph import Constant, Function, Var, op
 from mlcbook.graph.compile import kernel_calls
 from mlcbook.graph.memory_plan import elide_concats, plan_memory
 from mlcbook.graph.plan import Plan, Slot
 from mlcbook.ops.types import TensorType
 
-from ._models import inputs
-
-
-def _module(batch: int, channels=(16, 16, 16), opt_level: int = 3):
-    """An Inception-style module: 1x1 conv, 3x3 conv and 3x3/1 max pool then 1x1 conv,
-    concatenated on the channels, then a 1x1 conv reads the concatenation."""
-    rng = np.random.default_rng(0)
-    x = Var("x", TensorType((batch, 16, 6, 6)))
-
-    def conv(v, c_in, c_out, k):
-        w = Constant((rng.standard_normal((c_out, c_in, k, k)) * 0.2).astype("float32"))
-        b = Constant(rng.standard_normal(c_out).astype("float32"))
-        return op.relu(op.conv(v, w, b, pads=(k // 2,) * 4))
-
-    a, b, c = channels
-    b1 = conv(x, 16, a, 1)
-    b2 = conv(x, 16, b, 3)
-    b3 = conv(op.max_pool(x, kernel_shape=(3, 3), strides=(1, 1), pads=(1, 1, 1, 1)), 16, c, 1)
-    y = op.concat(b1, b2, b3, axis=1)
-    return Function([x], conv(y, a + b + c, 16, 1))
+from ._models import inception_module, inputs
 
 
 def _spans(exe):
@@ -39,7 +19,7 @@ def _spans(exe):
 
 @pytest.mark.parametrize("opt_level", [2, 3])
 def test_branches_write_into_their_slice_and_the_concat_step_is_gone(opt_level):
-    f = _module(1)
+    f = inception_module(1)
     exe = mb.compile(f, opt_level=opt_level)
     assert not any(k.startswith("concat") for k, _ in exe.plan.steps)
     assert not any(k.startswith("concat") for k in exe.kernels)   # not even built
@@ -56,16 +36,25 @@ def test_branches_write_into_their_slice_and_the_concat_step_is_gone(opt_level):
     np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-5)
 
 
+def test_a_saved_executable_keeps_its_branches_in_their_slices(tmp_path):
+    f = inception_module(1)
+    exe = mb.compile(f)
+    back = mb.load(exe.save(tmp_path / "m.mlcb"))   # the loader checks the plan's offsets
+    assert back.plan.offsets == exe.plan.offsets
+    x, = inputs(f, seed=1)
+    np.testing.assert_array_equal(back(x), exe(x))
+
+
 def test_a_concat_that_costs_no_copy_is_no_tuning_task():
-    names = [name for name, _, _ in kernel_calls(_module(1))]
+    names = [name for name, _, _ in kernel_calls(inception_module(1))]
     assert names and not any(n.startswith("concat") for n in names)
-    names = [name for name, _, _ in kernel_calls(_module(2))]
+    names = [name for name, _, _ in kernel_calls(inception_module(2))]
     assert any(n.startswith("concat") for n in names)
 
 
 def test_a_concat_of_a_batch_of_two_is_still_copied():
     # the slices of (2, C, H, W) along C are not contiguous
-    f = _module(2)
+    f = inception_module(2)
     exe = mb.compile(f)
     assert any(k.startswith("concat") for k, _ in exe.plan.steps)
     x, = inputs(f)
@@ -74,7 +63,7 @@ def test_a_concat_of_a_batch_of_two_is_still_copied():
 
 def test_a_slice_not_64_byte_aligned_is_still_copied():
     # NCHW (opt_level 2) with 3 x 6 x 6 floats = 432 bytes before the second slice
-    f = _module(1, channels=(3, 16, 16))
+    f = inception_module(1, channels=(3, 16, 16))
     exe = mb.compile(f, opt_level=2)
     assert any(k.startswith("concat") for k, _ in exe.plan.steps)
     x, = inputs(f)
