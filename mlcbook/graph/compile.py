@@ -44,6 +44,10 @@ from .records import Database, apply_best
 
 #: most elements of one tensor: loop variables and indices are int32
 MAX_ELEMENTS = 2**31 - 1
+#: at opt_level >= 2, the inputs of a concat are written straight into its output where they
+#: can be (see :func:`~.memory_plan.elide_concats`); ``bench/concat_in_place.py`` turns it
+#: off to time the copying concat beside it in one process
+CONCAT_IN_PLACE = True
 
 def check_sizes(func: Function) -> None:
     for n in list(func.params) + list(post_order(func.body)):
@@ -146,7 +150,7 @@ def _legalized(mod, opt_level: int, ctx: PassContext):
         names = [g.name for g in fusion.groups]
         # calls are matched to groups by name: only a name no other group has is certain
         concat_axes = {g.name: int(g.output.attrs["axis"]) for g in fusion.groups
-                       if len(g.calls) == 1 and g.output.op == "concat"
+                       if CONCAT_IN_PLACE and len(g.calls) == 1 and g.output.op == "concat"
                        and len({id(a) for a in g.output.args}) == len(g.output.args)
                        and names.count(g.name) == 1}
     else:

@@ -1,5 +1,7 @@
 """A concat whose slices are contiguous costs no copy: its inputs' producers write straight
 into their slice of its output (mlcbook.graph.memory_plan.elide_concats)."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,16 @@ def test_branches_write_into_their_slice_and_the_concat_step_is_gone(opt_level):
     assert all(p[1] == q[0] for p, q in zip(branches, branches[1:]))
     whole = (branches[0][0], branches[-1][1])
     assert any(spans.get(a) == whole for a in read)
+    x, = inputs(f)
+    np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-5)
+
+
+def test_concat_in_place_off_keeps_the_copying_concat(monkeypatch):
+    monkeypatch.setattr(importlib.import_module("mlcbook.graph.compile"), "CONCAT_IN_PLACE",
+                        False)
+    f = inception_module(1)
+    exe = mb.compile(f)
+    assert any(k.startswith("concat") for k, _ in exe.plan.steps)
     x, = inputs(f)
     np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-5)
 
