@@ -36,7 +36,7 @@ from .fused_kernels import legalize_fused
 from .fusion import fuse_ops
 from .interpret import main_function
 from .legalize import legalize
-from .memory_plan import plan_memory
+from .memory_plan import elide_concats, plan_memory
 from .passes import PassContext, optimize
 from .plan import make_plan
 from .records import Database, apply_best
@@ -44,6 +44,10 @@ from .records import Database, apply_best
 
 #: most elements of one tensor: loop variables and indices are int32
 MAX_ELEMENTS = 2**31 - 1
+#: at opt_level >= 2, the inputs of a concat are written straight into its output where they
+#: can be (see :func:`~.memory_plan.elide_concats`); ``bench/concat_in_place.py`` turns it
+#: off to time the copying concat beside it in one process
+CONCAT_IN_PLACE = True
 
 def check_sizes(func: Function) -> None:
     for n in list(func.params) + list(post_order(func.body)):
@@ -86,8 +90,18 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     from ..runtime import build
     t0 = time.perf_counter()
     ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
-    lmod, func, inplace_names, n_ops = _legalized(mod, opt_level, ctx)
-    used = {n.func for n in post_order(func.body) if isinstance(n, CallTIR)}
+    lmod, func, (inplace_names, concat_axes), n_ops = _legalized(mod, opt_level, ctx)
+    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
+              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
+    plan, consts = make_plan(func, bounds)
+    unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
+    if opt_level >= 2:
+        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
+        plan, kept, parts = _elide_concats(plan, calls, concat_axes)
+        inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
+        mp = plan_memory(plan, inplace_steps, parts)
+        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
+    used = {name for name, _ in plan.steps}   # an elided concat's kernel is never built
     records = _records(tuning_records)
     prims, tuned = {}, 0
     for name, f in lmod.items():
@@ -100,15 +114,6 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
     if prims:
         lib = build(IRModule(prims), target=target, fastmath=fastmath)
         kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
-    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
-              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
-    plan, consts = make_plan(func, bounds)
-    unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
-    if opt_level >= 2:
-        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
-        inplace_steps = {k for k, n in enumerate(calls) if n.name in inplace_names}
-        mp = plan_memory(plan, inplace_steps)
-        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
              "kernels": len(kernels), "tuned_kernels": tuned, "calls": len(plan.steps),
              "ops": n_ops,
@@ -126,7 +131,8 @@ def _compile_batch(mod: SymbolicBatchModule, dump_dir, options: dict,
 
 def _legalized(mod, opt_level: int, ctx: PassContext):
     """The graph passes, fusion and legalization: (module of graph + PrimFuncs, its main
-    graph function, names of kernels that may run in place, ops in the input)."""
+    graph function, (names of the calls that may run in place, {name of a call that is one
+    concat of distinct values: its axis}), ops in the input)."""
     func, _ = main_function(mod)
     check_sizes(func)
     n_ops = len(func.calls())
@@ -134,16 +140,30 @@ def _legalized(mod, opt_level: int, ctx: PassContext):
     others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
               if k != func.name}
     inplace_names: set[str] = set()
+    concat_axes: dict[str, int] = {}
     if opt_level >= 2:
         fusion = fuse_ops(func)
         lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
         inplace_names = {g.name for g in fusion.groups
                          if g.kind <= OpKind.BROADCAST and all(
                              get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
+        names = [g.name for g in fusion.groups]
+        # calls are matched to groups by name: only a name no other group has is certain
+        concat_axes = {g.name: int(g.output.attrs["axis"]) for g in fusion.groups
+                       if CONCAT_IN_PLACE and len(g.calls) == 1 and g.output.op == "concat"
+                       and len({id(a) for a in g.output.args}) == len(g.output.args)
+                       and names.count(g.name) == 1}
     else:
         lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
     func, _ = main_function(lmod)
-    return lmod, func, inplace_names, n_ops
+    return lmod, func, (inplace_names, concat_axes), n_ops
+
+
+def _elide_concats(plan, calls: list, concat_axes: dict):
+    """:func:`~.memory_plan.elide_concats` of the steps that call one concat (``calls``: the
+    CallTIR of each step; ``concat_axes``: by call name, the axis of each such call)."""
+    return elide_concats(plan, {k: concat_axes[n.name] for k, n in enumerate(calls)
+                                if n.name in concat_axes})
 
 
 def kernel_calls(mod, opt_level: int = 3) -> list:
@@ -157,11 +177,13 @@ def kernel_calls(mod, opt_level: int = 3) -> list:
             f"the module has the symbolic batch size {mod.batch_dim!r}, and kernels are made "
             "for static shapes. Instead: pick the batch size to tune for with "
             "mod.specialize(n), or import with mb.from_onnx(..., batch_size=n)")
-    lmod, func, _, _ = _legalized(mod, opt_level, PassContext())
+    lmod, func, (_, concat_axes), _ = _legalized(mod, opt_level, PassContext())
+    calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
+    if concat_axes:   # a concat that costs no copy is no task
+        calls = [calls[k] for k in _elide_concats(make_plan(func)[0], calls, concat_axes)[1]]
     counts: dict = {}
-    for n in post_order(func.body):
-        if isinstance(n, CallTIR):
-            counts[n.func] = counts.get(n.func, 0) + 1
+    for n in calls:
+        counts[n.func] = counts.get(n.func, 0) + 1
     return [(name, lmod[name], c) for name, c in counts.items()
             if isinstance(lmod[name], PrimFunc)]
 

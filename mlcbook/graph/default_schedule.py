@@ -128,8 +128,19 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
+    if len(loops) > 1 and _extent(sch, loops[-1]) < 4:
+        _unroll_short_inner(sch, loops, work)
+        return
     rest = _vectorize_inner(sch, loops[-1])
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
+
+
+def _unroll_short_inner(sch: Schedule, loops, work: int) -> None:
+    """An innermost loop too short for a vector (the 3 channels of an RGB image going to
+    NHWC-like blocks) is unrolled and kept out of the fused parallel loop: fused, every
+    element paid a division and a remainder by it to recover its indices."""
+    sch.unroll(loops[-1])
+    _parallel_outer(sch, list(loops[:-1]), work)
 
 
 def _schedule_row_reduction(sch: Schedule, block, n_spatial: int) -> None:

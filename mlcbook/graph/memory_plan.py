@@ -13,14 +13,25 @@ would waste more than they save.
 **In place**: a step whose kernel is elementwise (out[i] needs only in[i]) may write its
 output over an input that dies at that step, when both have the same shape and dtype.
 
-    >>> mp = plan_memory(plan, inplace_steps={3})
+**Concatenation without copies**: when the slices of a concat's output are contiguous (all
+axes before the concat axis have extent 1, e.g. the channels of a batch-1 NCHW or NCHW16c
+tensor) and every input is an intermediate of its own, each input's producer can write
+straight into its slice: :func:`elide_concats` drops the concat step, and the planner
+places the output once, for the whole life of it and its inputs, with each input at its
+slice's offset (the branches of an Inception module never leave the output they are
+concatenated into).
+
+    >>> plan, kept, parts = elide_concats(plan, {5: 1})   # step 5 concatenates on axis 1
+    >>> mp = plan_memory(plan, inplace_steps={3}, parts=parts)
     >>> mp.arena_bytes, mp.unplanned_bytes
     (1605632, 4014080)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 import numpy as np
 
@@ -100,9 +111,70 @@ class _Arena:
         self._give(off, size)
 
 
-def plan_memory(plan, inplace_steps=frozenset()) -> MemoryPlan:
-    """Offsets of every temp slot of ``plan`` in one arena (see the module docstring)."""
+def elide_concats(plan, concats: Mapping[int, int]):
+    """``plan`` without the concat steps whose inputs can be written in place into their
+    output (``concats``: step -> concat axis, steps whose kernel is one concat of distinct
+    values): ``(new plan, old index of each kept step, {input slot: (output slot, byte
+    offset)})``. A concat stays a step when a slice is not contiguous or not 64-byte
+    aligned, when an input is not an intermediate written by a step (a model input, a weight,
+    a view), when an input is also concatenated elsewhere, or when a step passes the output
+    and one of its inputs together (they would overlap)."""
+    producer = {}   # slot -> the step that writes it: the first to touch it
+    for k, (_, args) in enumerate(plan.steps):
+        for a in args:
+            producer.setdefault(a, k)
+    parts: dict[int, tuple[int, int]] = {}
+    dropped = set()
+    for k, axis in sorted(concats.items()):
+        found = _slices(plan, k, axis, producer)
+        if found is None or any(p in parts for p in found):
+            continue
+        out = plan.steps[k][1][-1]
+        if any(out in args and any(p in args for p in found)
+               for j, (_, args) in enumerate(plan.steps) if j != k):
+            continue
+        parts.update({p: (out, off) for p, off in found.items()})
+        dropped.add(k)
+    kept = [k for k in range(len(plan.steps)) if k not in dropped]
+    new_index = {old: new for new, old in enumerate(kept)}
+    checks = [(new_index[c[0]], *c[1:]) for c in plan.checks]
+    return (replace(plan, steps=[plan.steps[k] for k in kept], checks=checks), kept, parts)
+
+
+def _slices(plan, step: int, axis: int, producer) -> dict[int, int] | None:
+    """{input slot: byte offset in the output} of concat step ``step``, or None when its
+    inputs cannot be its output's slices (see :func:`elide_concats`)."""
+    args = plan.steps[step][1]
+    ins, out = args[:-1], plan.slots[args[-1]]
+    axis %= len(out.shape)
+    if plan.slots[args[-1]].kind != "temp" or math.prod(out.shape[:axis]) != 1 \
+            or len(set(ins)) != len(ins):
+        return None
+    found, off = {}, 0
+    for a in ins:
+        s = plan.slots[a]
+        if s.kind != "temp" or producer.get(a, step) >= step or s.dtype != out.dtype \
+                or off % ALIGN or len(s.shape) != len(out.shape) \
+                or any(d != e for i, (d, e) in enumerate(zip(s.shape, out.shape)) if i != axis):
+            return None
+        found[a] = off
+        off += s.nbytes
+    return found if off == out.nbytes else None
+
+
+def plan_memory(plan, inplace_steps=frozenset(),
+                parts: Mapping[int, tuple[int, int]] | None = None) -> MemoryPlan:
+    """Offsets of every temp slot of ``plan`` in one arena (see the module docstring);
+    ``parts``: slots that live inside another, ``{slot: (owner slot, byte offset)}`` (from
+    :func:`elide_concats`)."""
+    parts = dict(parts or {})
     life = lifetimes(plan)
+    for p, (owner, _) in parts.items():
+        if p in life:   # the owner lives from its first part's write to its last read
+            a, b = life.pop(p)
+            first, last = life.get(owner, (a, b))
+            life[owner] = (min(a, first), max(b, last))
+    owners = {owner for owner, _ in parts.values()}
     size = {s: _nbytes(plan.slots[s].shape, plan.slots[s].dtype) for s in life}
     by_step: dict[int, list[int]] = {}
     for s, (first, _) in life.items():
@@ -116,7 +188,7 @@ def plan_memory(plan, inplace_steps=frozenset()) -> MemoryPlan:
         dying = [s for s in dies.get(k, []) if s not in outs]
         for s in outs:
             reuse = None
-            if k in inplace_steps:
+            if k in inplace_steps and s not in owners:
                 reuse = next((d for d in dying if _same(plan, d, s)), None)
             if reuse is not None:
                 dying.remove(reuse)
@@ -129,6 +201,8 @@ def plan_memory(plan, inplace_steps=frozenset()) -> MemoryPlan:
         for s in outs:  # an output nothing reads dies at once
             if life[s][1] == k:
                 arena.give(offsets[s], size[s])
+    for p, (owner, off) in parts.items():
+        offsets[p] = offsets[owner] + off
     return MemoryPlan(offsets, arena.end, sum(size.values()), life, inplace)
 
 

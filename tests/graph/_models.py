@@ -77,3 +77,22 @@ def random_graph(seed: int, n_ops: int = 8) -> Function:
         outs.append(values[1 + rng.integers(len(values) - 2)])
     body = outs[0] if len(outs) == 1 else mb.graph.Tuple(outs)
     return Function([x], body)
+
+
+def inception_module(batch: int, channels=(16, 16, 16)) -> Function:
+    """An Inception-style module: 1x1 conv, 3x3 conv and 3x3/1 max pool then 1x1 conv,
+    concatenated on the channels, then a 1x1 conv reads the concatenation."""
+    rng = np.random.default_rng(0)
+    x = Var("x", mb.graph.TensorType((batch, 16, 6, 6)))
+
+    def conv(v, c_in, c_out, k):
+        w = Constant((rng.standard_normal((c_out, c_in, k, k)) * 0.2).astype("float32"))
+        b = Constant(rng.standard_normal(c_out).astype("float32"))
+        return op.relu(op.conv(v, w, b, pads=(k // 2,) * 4))
+
+    a, b, c = channels
+    b1 = conv(x, 16, a, 1)
+    b2 = conv(x, 16, b, 3)
+    b3 = conv(op.max_pool(x, kernel_shape=(3, 3), strides=(1, 1), pads=(1, 1, 1, 1)), 16, c, 1)
+    y = op.concat(b1, b2, b3, axis=1)
+    return Function([x], conv(y, a + b + c, 16, 1))

@@ -361,3 +361,16 @@ def test_grid_sample_computes_each_points_coordinates_and_weights_once():
     assert [r.block.name for r in collect_blocks(func.body)][1:] == [
         "grid_sample_coord0", "grid_sample_coord1", "grid_sample_coord0_weight",
         "grid_sample_coord1_weight", "grid_sample"]
+
+
+def test_a_loop_too_short_for_a_vector_is_unrolled_outside_the_parallel_loop():
+    # an RGB image into 3-channel blocks: fused, each element paid a // and a % by 3
+    f = legalize_call("to_blocked", [T((1, 3, 112, 112))], {"block": 3})
+    g = default_schedule(f)
+    mb.tir.verify(g)
+    text = str(g)
+    assert "T.unroll(3)" in text and "% 3" not in text and "T.parallel" in text
+    x = np.random.default_rng(0).standard_normal((1, 3, 112, 112)).astype("float32")
+    y = np.zeros((1, 1, 112, 112, 3), "float32")
+    mb.build(g)(x, y)
+    np.testing.assert_array_equal(y, x.transpose(0, 2, 3, 1)[:, None])

@@ -17,6 +17,8 @@ from mlcbook import models
 from mlcbook.errors import ExportError
 from mlcbook.frontend import examples
 
+from ..graph._models import inception_module
+
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
 
 # reads the one input from argv[1], runs, writes the one output to argv[2]; argv[3] == "null"
@@ -101,6 +103,15 @@ def test_a_larger_cnn_runs_from_c_as_it_does_in_python(tmp_path):
     lib = exe.export(tmp_path, name="cnn")
     x = np.random.default_rng(0).standard_normal((8, 1, 28, 28)).astype(np.float32)
     y = _run_c(_caller(lib.folder, "cnn"), x, (8, 10), np.float32)
+    np.testing.assert_array_equal(y, exe(x))
+
+
+def test_branches_written_into_their_concat_run_from_c_as_in_python(tmp_path):
+    exe = mb.compile(inception_module(1))
+    assert not any(k.startswith("concat") for k, _ in exe.plan.steps)
+    lib = exe.export(tmp_path, name="incep")
+    x = np.random.default_rng(0).standard_normal((1, 16, 6, 6)).astype(np.float32)
+    y = _run_c(_caller(lib.folder, "incep"), x, (1, 16, 6, 6), np.float32)
     np.testing.assert_array_equal(y, exe(x))
 
 
