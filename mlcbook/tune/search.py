@@ -26,6 +26,12 @@ points with it, measures its best ones (and the best the chains reach from them)
 search starts from the analytic model's picks rather than from chance; XGBoost takes over
 from the second round, once it has measurements to learn from.
 
+**From the default**: before the model's picks, a fresh search measures the space's
+default point (each knob at its rule's hint: the default schedule's decisions) and its
+neighbours in one categorical knob (repack, loop order, vector width, parallel...), so that
+tuning starts where the untuned program is and the model first learns what each of those
+decisions does there (TVM's custom of putting the default among the first candidates).
+
 With ``model="random"`` the annealing is skipped: every point is drawn at random.
 """
 
@@ -143,11 +149,12 @@ def anneal(space: Space, scorer: Scorer, starts: list, measured: set, rng: rando
 
 def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random.Random,
             n: int, epsilon: float = 0.2, population: int = 8, steps: int = 4,
-            warm_start: int = 0) -> list:
-    """``n`` unmeasured, checked points: the best-scored of an annealing run plus a share
-    ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured points;
-    while it is empty, the chains start from the best-scored of ``warm_start`` random
-    points, which are candidates themselves."""
+            warm_start: int = 0, first: Optional[list] = None) -> list:
+    """``n`` unmeasured, checked points: those of ``first`` (points to measure before
+    any the model picks, in order), the best-scored of an annealing run, and a share
+    ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured
+    points; while it is empty, the chains start from the best-scored of ``warm_start``
+    random points, which are candidates themselves."""
     picks: list = []
     keys: set = set()
 
@@ -163,10 +170,14 @@ def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random
         keys.add(p.key)
 
     n_random = n if isinstance(scorer.model, RandomModel) else int(round(epsilon * n))
-    if n - n_random > 0:
+    for p in first or ():
+        if len(picks) >= n - n_random:
+            break
+        take(p)
+    if n - n_random - len(picks) > 0:
         # chains sized to the batch they feed (at most two per pick): a batch of one
         # should not pay for a population's worth of proposals
-        population = max(2, min(population, 2 * (n - n_random)))
+        population = max(2, min(population, 2 * (n - n_random - len(picks))))
         seen: dict = {}
         if good or not warm_start:
             elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
@@ -201,7 +212,8 @@ class TaskSearch:
 
     def __init__(self, func: PrimFunc, *, model="xgboost", database=None, target=None,
                  space: Optional[Space] = None, epsilon: float = 0.2, population: int = 8,
-                 steps: int = 4, warm_start: int = 32, seed: int = 0, name: str = ""):
+                 steps: int = 4, warm_start: int = 32, seed: int = 0, name: str = "",
+                 from_default: bool = True):
         if not 0 <= epsilon <= 1 or not isinstance(warm_start, int) or warm_start < 0:
             raise TuneArgumentError(f"epsilon must be in [0, 1] and warm_start a non-negative "
                                     f"int, got {epsilon!r} and {warm_start!r}")
@@ -221,6 +233,19 @@ class TaskSearch:
         self._measured: set = set()
         self._good: list = []
         self._resume()
+        self._first = self._default_neighbourhood() if from_default else []
+
+    def _default_neighbourhood(self) -> list:
+        """The space's default point and its neighbours, measured before anything the model
+        picks, when nothing is measured yet and a model guides the search (random search
+        stays random)."""
+        if self._measured or isinstance(self.model, RandomModel):
+            return []
+        try:
+            start = self.space.default_point()
+        except ScheduleError:
+            return []  # the hints do not make a legal point here: start from the model's
+        return [start, *self.space.neighbours(start)]
 
     def _resume(self) -> None:
         for r in self.db.records(self.result.workload):
@@ -264,9 +289,11 @@ class TaskSearch:
             self.model.fit(np.array(self._X), np.array(self._y))
             self._fitted = len(self._X)
         picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
-                        **self.options)
+                        first=self._first, **self.options)
         if not picks:
             return 0
+        chosen = {p.key for p in picks}
+        self._first = [p for p in self._first if p.key not in chosen]
         target = self.space.target
         results = measurer.measure([Job.of(self.func, p.func, target, repeat=repeat,
                                            seed=self.seed) for p in picks])
@@ -283,7 +310,8 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
          space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
          batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
          warm_start: int = 32, seed: int = 0, timeout: float = 60.0, repeat: int = 3,
-         progress: bool = True, name: str = "", baseline: bool = False) -> TuneResult:
+         progress: bool = True, name: str = "", baseline: bool = False,
+         from_default: bool = True) -> TuneResult:
     """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
 
     ``database`` (a path or a :class:`Database`) is read first (its points are not measured
@@ -291,7 +319,10 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     run (default: one local worker process with ``timeout``). With ``baseline`` the default
     schedule is measured too (once per database, not counted as a trial; see
     :meth:`TaskSearch.baseline`). ``warm_start`` random points are ranked by the model's
-    prior for the first round (0: none).
+    prior for the first round (0: none). With ``from_default`` (and a model other than
+    random) a fresh search measures the space's default point and its neighbours first
+    (:meth:`Space.default_point`, :meth:`Space.neighbours`), so the tuned result starts
+    where the default schedule is.
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
@@ -300,7 +331,8 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
                                 f"{batch!r} and {epsilon!r}")
     search = TaskSearch(func, model=model, database=database, target=target, space=space,
                         epsilon=epsilon, population=population, steps=steps,
-                        warm_start=warm_start, seed=seed, name=name)
+                        warm_start=warm_start, seed=seed, name=name,
+                        from_default=from_default)
     own = measurer is None
     measurer = measurer or Measurer(executor=executor, timeout=timeout)
     bar = progress_bar(trials, progress, name or func.name)

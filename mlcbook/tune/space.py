@@ -49,8 +49,9 @@ from typing import Any, Callable, Optional
 
 from ..codegen.target import Target
 from ..errors import ScheduleError
-from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
+from ..graph.default_schedule import (LANES, PARALLEL_WORK, inline_intermediates, loop_nest,
                                       reuse_axis, root_stmts, tiled_blocks)
+from ..graph.default_schedule import row_tile as default_row_tile
 from ..schedule import Schedule, Trace
 from ..schedule.errors import SamplingError
 from ..tir.analysis import free_vars
@@ -73,6 +74,8 @@ class Point:
     func: PrimFunc
     #: knobs that had a single value to choose from here: redrawing them changes nothing
     fixed: frozenset = frozenset()
+    #: how many candidates each categorical knob had here (its decision is an index)
+    categories: dict = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -86,7 +89,9 @@ class Knobs:
 
     ``fixed`` gives decisions to take instead of drawing; with ``lenient`` a fixed
     decision that no longer fits (an earlier knob changed the loop it tiles) is drawn
-    again instead of rejected."""
+    again instead of rejected. With ``hinted`` a knob that ``fixed`` does not decide takes
+    its rule's ``hint`` (the default schedule's choice) when the rule gives one that fits,
+    instead of a random draw."""
 
     sch: Schedule
     fixed: dict = field(default_factory=dict)
@@ -95,39 +100,54 @@ class Knobs:
     single: set = field(default_factory=set)
     #: ``(name, decision)``: the knob a mutation redraws, and the value it should leave
     redraw: Optional[tuple] = None
+    hinted: bool = False
+    categories: dict = field(default_factory=dict)
 
-    def _sample(self, name: str, draw: Callable[[Any], Any]):
+    def _sample(self, name: str, draw: Callable[[Any], Any], hint=None):
         if name in self.chosen:
             raise TuneArgumentError(f"two knobs of the space are called {name!r}; "
                                     "Instead: give every knob a unique name")
         decision = self.fixed.get(name)
+        lenient = self.lenient
+        if decision is None and self.hinted and hint is not None:
+            decision, lenient = hint, True  # a hint that does not fit here is drawn instead
         try:
             out = draw(decision)
         except SamplingError:
-            if not self.lenient or decision is None:
+            if not lenient or decision is None:
                 raise
             out = draw(None)
         self.chosen[name] = self.sch.trace[-1].decision
         return out
 
-    def tile(self, name: str, loop, n: int, max_innermost: int) -> list[int]:
-        """``n`` factors of the loop's extent, the last at most ``max_innermost``."""
+    def tile(self, name: str, loop, n: int, max_innermost: int,
+             hint: Optional[int] = None) -> list[int]:
+        """``n`` factors of the loop's extent, the last at most ``max_innermost``; ``hint``:
+        the innermost factor the default schedule takes (the others: the extent's rest
+        outermost, ones between)."""
         extent = self.sch.get(loop).extent
         if isinstance(extent, Const) and extent.value == 1:
             self.single.add(name)
+        factors = None
+        if hint is not None and isinstance(extent, Const) and extent.value % hint == 0:
+            factors = [extent.value // hint] + [1] * (n - 2) + [hint]
         return self._sample(name, lambda d: self.sch.sample_perfect_tile(
-            loop, n=n, max_innermost_factor=max_innermost, decision=d))
+            loop, n=n, max_innermost_factor=max_innermost, decision=d), factors)
 
-    def choice(self, name: str, candidates: list, probs: Optional[list] = None) -> int:
-        """One of ``candidates`` (equally likely unless ``probs`` says otherwise)."""
+    def choice(self, name: str, candidates: list, probs: Optional[list] = None,
+               hint=None) -> int:
+        """One of ``candidates`` (equally likely unless ``probs`` says otherwise); ``hint``:
+        the candidate the default schedule takes."""
         probs = list(probs or [1.0] * len(candidates))
+        self.categories[name] = len(candidates)
+        index = candidates.index(hint) if hint in candidates else None
         if len(candidates) == 1:
             self.single.add(name)
         elif self.redraw is not None and self.redraw[0] == name \
                 and isinstance(self.redraw[1], int) and 0 <= self.redraw[1] < len(probs):
             probs[self.redraw[1]] = 0.0  # a mutation draws another value than before
         return self._sample(name, lambda d: self.sch.sample_categorical(
-            list(candidates), list(probs), decision=d))
+            list(candidates), list(probs), decision=d), index)
 
 
 #: a rule schedules one block: ``rule(knobs, block_name, space)``
@@ -155,17 +175,45 @@ class Space:
 
     # --- points ------------------------------------------------------------------------
     def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False,
-              checks: bool = True, redraw: Optional[tuple] = None) -> Point:
-        """The point with these decisions (missing ones drawn with ``seed``); raises a
-        ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew).
+              checks: bool = True, redraw: Optional[tuple] = None,
+              hinted: bool = False) -> Point:
+        """The point with these decisions (missing ones drawn with ``seed``, or with
+        ``hinted`` taken from the rules' hints); raises a ScheduleError if they do not fit
+        (unless ``lenient``: then they are drawn anew).
 
         ``checks=False`` builds it without the schedule's legality checks (several times
         faster): a proposal to score, which must be built again with checks before it is
         measured (the search does)."""
         sch = Schedule(self.func, seed=seed, checks=checks)
-        knobs = Knobs(sch, dict(decisions), lenient, redraw=redraw)
+        knobs = Knobs(sch, dict(decisions), lenient, redraw=redraw, hinted=hinted)
         self._generate(knobs)
-        return Point(dict(knobs.chosen), sch.trace, sch.func, frozenset(knobs.single))
+        return Point(dict(knobs.chosen), sch.trace, sch.func, frozenset(knobs.single),
+                     dict(knobs.categories))
+
+    def default_point(self) -> Point:
+        """The point whose every knob takes its rule's hint: the default schedule's
+        decisions where the space can express them (the tiled rule: the register tile of
+        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, column tiles
+        outermost, the reduction not unrolled, the tiles in parallel when the work is
+        large, no repack); a knob without a hint is drawn with seed 0."""
+        return self.point({}, hinted=True)
+
+    def neighbours(self, p: Point) -> list:
+        """The points that differ from ``p`` in one categorical knob (each other candidate
+        of each): the knobs that depend on it take their hints, or are drawn if they
+        have none. Those that the rules reject are left out."""
+        out = []
+        for name in sorted(p.categories):
+            for k in range(p.categories[name]):
+                if k == p.decisions.get(name) or name in p.fixed:
+                    continue
+                try:
+                    q = self.point({**p.decisions, name: k}, lenient=True, hinted=True)
+                except ScheduleError:
+                    continue
+                if q.key != p.key:
+                    out.append(q)
+        return out
 
     def sample(self, seed: int, checks: bool = True) -> Point:
         """A random point."""
@@ -262,7 +310,7 @@ def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
     big = work >= PARALLEL_WORK
     # favour parallel loops when there is enough work for threads, serial ones otherwise
     probs = [2.0 if (d > 0) == big else 1.0 for d in depths]
-    depth = knobs.choice(f"{name}.depth", depths, probs)
+    depth = knobs.choice(f"{name}.depth", depths, probs, hint=len(loops) if big else 0)
     if depth == 0:
         return
     fused = sch.fuse(*loops[:depth]) if depth > 1 else loops[0]
@@ -285,7 +333,8 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
     if inner <= space.lanes and inner >= 4:
         sch.vectorize(loops[-1])
     elif widths:
-        w = knobs.choice(f"{name}.vector", widths)
+        w = knobs.choice(f"{name}.vector", widths,
+                         hint=max((w for w in widths if w <= LANES), default=widths[0]))
         o, i = sch.split(loops[-1], [None, w])
         sch.vectorize(i)
         outer.append(o)
@@ -345,11 +394,11 @@ def _unroll_and_order_reduce(knobs: Knobs, name: str, reduce_: list) -> list:
     over a block of input channels per kernel tap then)."""
     sch = knobs.sch
     kbig = max(reduce_, key=lambda lp: _extent(sch, lp))
-    k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8))
+    k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8, hint=1))
     if _extent(sch, k1) > 1:
         sch.unroll(k1)
     rest = [lp for lp in reduce_ if lp is not kbig]
-    if rest and knobs.choice(f"{name}.reduce_order", [0, 1]):
+    if rest and knobs.choice(f"{name}.reduce_order", [0, 1], hint=0):
         return [k0, *rest, k1]
     return [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
 
@@ -376,7 +425,9 @@ def _finish_tile(knobs: Knobs, name: str, space: Space, write_back, tile_loops: 
     if wb_loops[-1].var is not sch.get_loops(sch.get_block(name))[0].var:
         _vectorize_row(sch, wb_loops[-1], space.lanes)
     sch.decompose_reduction(sch.get_block(name), reduce_[0])
-    par = knobs.choice(f"{name}.parallel", [1, 0], [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1])
+    par = knobs.choice(f"{name}.parallel", [1, 0],
+                       [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1],
+                       hint=int(work >= 2 * PARALLEL_WORK))
     if par and _extent(sch, fused) > 1:
         sch.parallel(fused)
 
@@ -387,7 +438,7 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     block = sch.get_block(name)
     n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
     channel = _channel_operand(sch, name, n_spatial, space.lanes)
-    if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1]):
+    if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1], hint=0):
         schedule_channel_tiled(knobs, name, space, *channel)
         return
     packed = _panel_operand(sch, name, n_spatial)
@@ -400,16 +451,21 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     j = spatial[-1]
     widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
               if w >= 2 and _extent(sch, j) % w == 0]
-    if widths:
-        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths)])
-    else:
-        jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
     row = reuse_axis(sch, name, n_spatial)
     rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
-    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS) \
-        if rows_loop else None
+    # the default schedule's register tile, the hints of lanes, rows and cols
+    (hint_rows,), hint_width = default_row_tile(
+        (_extent(sch, rows_loop) if rows_loop else 1,), _extent(sch, j), space.target)
+    if widths:
+        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths,
+                                                     hint=space.lanes)])
+    else:
+        jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
+    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS,
+                          hint=hint_rows) if rows_loop else None
     rows = int(row_tile[1]) if row_tile else 1
-    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows)))
+    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows),
+                                        hint=max(1, hint_width // _extent(sch, lanes))))
     _check_tile(name, rows, _extent(sch, cols), limit)
     outer = spatial[:-1]
     inner = []
@@ -419,23 +475,23 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         inner = [i1]
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
         # rows stays in cache while the column tiles pass over it
-        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64))
+        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64, hint=1))
         before = [ia if lp is rows_loop else lp for lp in outer]
-        order = knobs.choice(f"{name}.order", [0, 1, 2])
+        order = knobs.choice(f"{name}.order", [0, 1, 2], hint=0)
         if order == 2:
             tile_loops = before + [j0, ib]
         else:
             outer = [x for lp in outer for x in ((ia, ib) if lp is rows_loop else (lp,))]
     if tile_loops is None:
         if not row_tile:
-            order = knobs.choice(f"{name}.order", [0, 1])
+            order = knobs.choice(f"{name}.order", [0, 1], hint=0)
         tile_loops = [j0] + outer if order == 0 else outer + [j0]
     reduce_ = _unroll_and_order_reduce(knobs, name, reduce_)
     _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, inner + [cols], lanes,
                  work)
     if packed is not None:
         width = int(sch.get(cols).extent.value) * int(sch.get(lanes).extent.value)
-        if knobs.choice(f"{name}.repack", [0, 1]):
+        if knobs.choice(f"{name}.repack", [0, 1], hint=0):
             _repack(sch, name, packed, width, space.lanes)
 
 
