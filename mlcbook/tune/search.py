@@ -233,7 +233,8 @@ class TaskSearch:
         self._measured: set = set()
         self._good: list = []
         self._resume()
-        self._first = self._default_neighbourhood() if from_default else []
+        self._from_default = from_default
+        self._first: Optional[list] = None   # built at the first step (it costs a few builds)
 
     def _default_neighbourhood(self) -> list:
         """The space's default point and its neighbours, measured before anything the model
@@ -288,6 +289,8 @@ class TaskSearch:
         if len(self._X) > self._fitted:
             self.model.fit(np.array(self._X), np.array(self._y))
             self._fitted = len(self._X)
+        if self._first is None:
+            self._first = self._default_neighbourhood() if self._from_default else []
         picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
                         first=self._first, **self.options)
         if not picks:

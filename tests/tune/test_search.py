@@ -88,3 +88,28 @@ def test_a_bad_seconds_budget_is_refused():
     from mlcbook.tune.tasks import tune_model
     with pytest.raises(TuneArgumentError, match="seconds"):
         tune_model(None, 1, seconds=0, progress=False)
+
+
+class _Recorder(_FakeMeasurer):
+    def __init__(self):
+        self.programs = []
+
+    def measure(self, jobs):
+        self.programs += [j.program for j in jobs]
+        return super().measure(jobs)
+
+
+@pytest.mark.parametrize("model", ["analytic", "random"])
+def test_a_fresh_search_measures_the_default_point_and_its_neighbours_first(model):
+    import mlcbook as mb
+    f = matmul(16)
+    rec = _Recorder()
+    task = TaskSearch(f, model=model, warm_start=4, population=2, steps=1, epsilon=0.0)
+    first = [task.space.default_point()] + task.space.neighbours(task.space.default_point())
+    assert len(first) > 3
+    task.step(rec, 3)
+    if model != "random":
+        task.step(rec, len(first) - 3)   # the rest of the neighbourhood
+    same = [mb.tir.structural_equal(a, b.func) for a, b in zip(rec.programs, first)]
+    # random search stays random: its first picks are draws, not the default's neighbourhood
+    assert all(same) if model == "analytic" else not all(same)
