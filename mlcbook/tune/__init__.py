@@ -17,7 +17,8 @@ from .errors import DatabaseError, SpaceError, TuneArgumentError
 from .features import FEATURE_NAMES, features
 from .measure import Job, LocalExecutor, Measurer, MeasureResult
 from .search import TaskSearch, TuneResult, tune
-from .space import Knobs, Point, Space
+from .knobs import Knobs, Point
+from .space import Space
 
 __all__ = ["Space", "Point", "Knobs", "tune", "TaskSearch", "TuneResult", "Database", "Record",
            "apply_best", "workload_key", "features", "FEATURE_NAMES", "XGBModel", "RandomModel",

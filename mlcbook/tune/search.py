@@ -52,7 +52,8 @@ from .database import DEFAULT_TRACE, Database, Record, workload_key
 from .errors import TuneArgumentError
 from .features import features, flop_count
 from .measure import Job, Measurer
-from .space import Point, Space
+from .knobs import Point
+from .space import Space
 
 
 @dataclass

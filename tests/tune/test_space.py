@@ -209,18 +209,6 @@ def test_neighbours_of_the_default_point_change_one_categorical_knob():
     _check(f, repacked)
 
 
-def test_a_hint_that_does_not_fit_is_drawn_instead():
-    from mlcbook.tune.space import Knobs
-    sch = mb.Schedule(matmul(16), seed=0)
-    i, _, _ = sch.get_loops(sch.get_block("C"))
-    knobs = Knobs(sch, hinted=True)
-    assert knobs.tile("a", i, 2, 8, hint=4) == [4, 4]
-    _, inner = knobs.tile("b", sch.get_loops(sch.get_block("C"))[1], 2, 8, hint=3)
-    assert inner in (1, 2, 4, 8)   # 3 does not divide 16: a legal draw
-    assert knobs.choice("c", [5, 6], hint=7) in (5, 6)
-    assert knobs.chosen["c"] in (0, 1)
-
-
 def test_a_categorical_decision_out_of_range_is_rejected():
     with pytest.raises(ScheduleError, match=r"the decision 2 of sample_categorical must be "
                        r"an index in \[0, 2\)"):
