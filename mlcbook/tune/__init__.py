@@ -7,7 +7,7 @@ that ``mb.compile`` reuses.
     >>> exe = mb.compile(mod, tuning_records="records.jsonl")
     >>> mb.tune.tasks.tune_model(mod, trials=200, database="records.jsonl")   # whole models
 
-Modules: :mod:`.space`, :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
+Modules: :mod:`.space`, :mod:`.knobs`, :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
 :mod:`.search`, :mod:`.database`, :mod:`.tasks`, :mod:`.plot`, :mod:`.errors`.
 """
 

@@ -26,11 +26,13 @@ points with it, measures its best ones (and the best the chains reach from them)
 search starts from the analytic model's picks rather than from chance; XGBoost takes over
 from the second round, once it has measurements to learn from.
 
-**From the default**: before the model's picks, a fresh search measures the space's
+**From the default**: beside the model's picks, a fresh search measures the space's
 default point (each knob at its rule's hint: the default schedule's decisions) and its
-neighbours in one categorical knob (repack, loop order, vector width, parallel...), so that
-tuning starts where the untuned program is and the model first learns what each of those
-decisions does there (TVM's custom of putting the default among the first candidates).
+neighbours in one categorical knob (repack, loop order, vector width, parallel...), up to
+half of each round's model share until they are all measured, so that tuning starts where
+the untuned program is and the model learns what each of those decisions does there
+(TVM's custom of putting the default among the first candidates), while the other half
+keeps exploring where the prior or the model points.
 
 With ``model="random"`` the annealing is skipped: every point is drawn at random.
 """
@@ -152,8 +154,8 @@ def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random
             n: int, epsilon: float = 0.2, population: int = 8, steps: int = 4,
             warm_start: int = 0, first: Optional[list] = None) -> list:
     """``n`` unmeasured, checked points: those of ``first`` (points to measure before
-    any the model picks, in order), the best-scored of an annealing run, and a share
-    ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured
+    any the model picks, in order; at most half of the model's share of ``n``), the
+    best-scored of an annealing run, and a share ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured
     points; while it is empty, the chains start from the best-scored of ``warm_start``
     random points, which are candidates themselves."""
     picks: list = []
@@ -171,8 +173,11 @@ def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random
         keys.add(p.key)
 
     n_random = n if isinstance(scorer.model, RandomModel) else int(round(epsilon * n))
+    # ``first`` takes at most half of the model's share: the other half stays with the
+    # model (with the prior's picks in the first round), so a poor default cannot hold the
+    # search back
     for p in first or ():
-        if len(picks) >= n - n_random:
+        if len(picks) >= max(1, (n - n_random + 1) // 2):
             break
         take(p)
     if n - n_random - len(picks) > 0:

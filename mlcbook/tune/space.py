@@ -516,6 +516,6 @@ def _repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
 DEFAULT_RULES: dict = {"tiled": schedule_tiled, "spatial": schedule_spatial,
                        "row_reduction": schedule_row_reduction}
 
-__all__ = ["Space", "Point", "Knobs", "Rule", "DEFAULT_RULES", "classify_block",
+__all__ = ["Space", "Rule", "DEFAULT_RULES", "classify_block",
            "schedule_tiled", "schedule_spatial", "schedule_row_reduction", "fold_epilogue",
            "SPARE_REGISTERS"]
