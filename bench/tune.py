@@ -14,8 +14,9 @@ and tuned whole models.
    bench/_programs.py; a 3x3 conv (64 -> 64 channels, 56 x 56, the graph's ``conv`` op) and
    a batched matmul (8 x 256^3), ``--peer-trials`` each, against their default schedule.
    Figures: medians of interleaved rounds (``mb.runtime.time_interleaved``), all threads.
-   The search starts from the space's default point and its one-knob neighbours (see
-   :mod:`mlcbook.tune.search`); the table says at which trial the tuned schedule was found.
+   The search measures the space's default point and its one-knob neighbours in its first
+   rounds (see :mod:`mlcbook.tune.search`); the table says at which trial the tuned schedule
+   was found.
 2. **XGBoost vs random (vs analytic)**: ``--curve-trials`` measurements on three *small*
    kernels (a 128^3 matmul, a 3x3 conv 16 -> 16 at 14 x 14, a 4 x 64^3 batched matmul:
    small so that a trial costs little more than its compile), ``--seeds`` seeds for XGBoost
@@ -227,8 +228,9 @@ def kernel_report(args) -> str:
                          "trials", "best at trial", "tuning minutes"], rows)
                 + "\n\nThe search measures the space's default point (each knob at the "
                 "default schedule's decision) and its neighbours in one categorical knob "
-                "first (`tune(..., from_default=True)`), then the model's picks; "
-                "\"best at trial\" says which trial the tuned schedule is.")
+                "in its first rounds, beside the model's picks (`tune(..., "
+                "from_default=True)`); \"best at trial\" says which trial the tuned "
+                "schedule is.")
         if args.part in ("all", "curves"):
             t0 = time.perf_counter()
             rows, curves, marks = search_curves(args.curve_trials, args.seeds, args.smoke,

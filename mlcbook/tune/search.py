@@ -153,11 +153,11 @@ def anneal(space: Space, scorer: Scorer, starts: list, measured: set, rng: rando
 def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random.Random,
             n: int, epsilon: float = 0.2, population: int = 8, steps: int = 4,
             warm_start: int = 0, first: Optional[list] = None) -> list:
-    """``n`` unmeasured, checked points: those of ``first`` (points to measure before
-    any the model picks, in order; at most half of the model's share of ``n``), the
-    best-scored of an annealing run, and a share ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured
-    points; while it is empty, the chains start from the best-scored of ``warm_start``
-    random points, which are candidates themselves."""
+    """``n`` unmeasured, checked points: the first of ``first`` (points to measure, in
+    order; at most half of the model's share of ``n``), the best-scored of an annealing
+    run, and a share ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of
+    the measured points; while it is empty, the chains start from the best-scored of
+    ``warm_start`` random points, which are candidates themselves."""
     picks: list = []
     keys: set = set()
 
@@ -243,7 +243,7 @@ class TaskSearch:
         self._first: Optional[list] = None   # built at the first step (it costs a few builds)
 
     def _default_neighbourhood(self) -> list:
-        """The space's default point and its neighbours, measured before anything the model
+        """The space's default point and its neighbours, to measure beside the model's
         picks, when nothing is measured yet and a model guides the search (random search
         stays random)."""
         if self._measured or isinstance(self.model, RandomModel):
@@ -329,9 +329,9 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     schedule is measured too (once per database, not counted as a trial; see
     :meth:`TaskSearch.baseline`). ``warm_start`` random points are ranked by the model's
     prior for the first round (0: none). With ``from_default`` (and a model other than
-    random) a fresh search measures the space's default point and its neighbours first
-    (:meth:`Space.default_point`, :meth:`Space.neighbours`), so the tuned result starts
-    where the default schedule is.
+    random) a fresh search measures the space's default point and its neighbours in its
+    first rounds, beside the model's picks (:meth:`Space.default_point`,
+    :meth:`Space.neighbours`), so the tuned result starts where the default schedule is.
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
