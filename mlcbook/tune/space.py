@@ -371,16 +371,17 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     j = spatial[-1]
     widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
               if w >= 2 and _extent(sch, j) % w == 0]
-    row = reuse_axis(sch, name, n_spatial)
-    rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
-    # the default schedule's register tile, the hints of lanes, rows and cols
-    (hint_rows,), hint_width = default_row_tile(
-        (_extent(sch, rows_loop) if rows_loop else 1,), _extent(sch, j), space.target)
+    extent_j = _extent(sch, j)
     if widths:
         jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths,
                                                      hint=space.lanes)])
     else:
         jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
+    row = reuse_axis(sch, name, n_spatial)
+    rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
+    # the default schedule's register tile: the hints of rows and cols
+    (hint_rows,), hint_width = default_row_tile(
+        (_extent(sch, rows_loop) if rows_loop else 1,), extent_j, space.target)
     row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS,
                           hint=hint_rows) if rows_loop else None
     rows = int(row_tile[1]) if row_tile else 1
