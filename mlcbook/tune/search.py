@@ -28,11 +28,12 @@ from the second round, once it has measurements to learn from.
 
 **From the default**: beside the model's picks, a fresh search measures the space's
 default point (each knob at its rule's hint: the default schedule's decisions) and its
-neighbours in one categorical knob (repack, loop order, vector width, parallel...), up to
-half of each round's model share until they are all measured, so that tuning starts where
-the untuned program is and the model learns what each of those decisions does there
-(TVM's custom of putting the default among the first candidates), while the other half
-keeps exploring where the prior or the model points.
+neighbours in one categorical knob (repack, loop order, vector width, parallel...), then
+the neighbours of the best point measured so far, and so on until the best point's
+neighbours were all measured (a walk that no single categorical change improves), each
+round up to half of its model share: tuning starts where the untuned program is and climbs
+from there (TVM's custom of putting the default among the first candidates), while the
+other half explores where the prior or the model points.
 
 With ``model="random"`` the annealing is skipped: every point is drawn at random.
 """
@@ -241,6 +242,7 @@ class TaskSearch:
         self._resume()
         self._from_default = from_default
         self._first: Optional[list] = None   # built at the first step (it costs a few builds)
+        self._expanded: set = set()          # keys of the points whose neighbours were queued
 
     def _default_neighbourhood(self) -> list:
         """The space's default point and its neighbours, to measure beside the model's
@@ -252,7 +254,18 @@ class TaskSearch:
             start = self.space.default_point()
         except ScheduleError:
             return []  # the hints do not make a legal point here: start from the model's
+        self._expanded.add(start.key)
         return [start, *self.space.neighbours(start)]
+
+    def _next_neighbourhood(self) -> list:
+        """Once the queued neighbours are measured: those of the best point so far, unless
+        they were queued before (then the walk from the default has reached a point that
+        no single categorical change improves, and stops)."""
+        best = self.result.best
+        if best is None or best.key in self._expanded:
+            return []
+        self._expanded.add(best.key)
+        return [q for q in self.space.neighbours(best) if q.key not in self._measured]
 
     def _resume(self) -> None:
         for r in self.db.records(self.result.workload):
@@ -297,6 +310,8 @@ class TaskSearch:
             self._fitted = len(self._X)
         if self._first is None:
             self._first = self._default_neighbourhood() if self._from_default else []
+        elif not self._first and self._expanded:
+            self._first = self._next_neighbourhood()
         picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
                         first=self._first, **self.options)
         if not picks:

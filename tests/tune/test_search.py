@@ -116,3 +116,33 @@ def test_a_fresh_search_measures_the_default_point_and_its_neighbours_first(mode
             task.step(rec, 4)
         measured = {r.key for r in task.db.records(task.result.workload)}
         assert {p.key for p in first} <= measured
+
+
+class _OneFast(_Recorder):
+    """1 ms for every program but ``fast`` (0.5 ms)."""
+
+    def __init__(self, fast):
+        super().__init__()
+        self.fast = fast
+
+    def measure(self, jobs):
+        import mlcbook as mb
+        self.programs += [j.program for j in jobs]
+        return [MeasureResult(5e-4 if mb.tir.structural_equal(j.program, self.fast) else 1e-3)
+                for j in jobs]
+
+
+def test_the_walk_from_the_default_goes_on_from_the_best_neighbour():
+    import mlcbook as mb
+    task = TaskSearch(matmul(16), model="analytic", warm_start=4, population=2, steps=1,
+                      epsilon=0.0)
+    space = task.space
+    first = [space.default_point()] + space.neighbours(space.default_point())
+    rec = _OneFast(first[1].func)
+    for _ in range(len(first)):   # one of the neighbourhood per round of two
+        task.step(rec, 2)
+    assert task.result.best.key == first[1].key
+    measured = {r.key for r in task.db.records(task.result.workload)}
+    after = [q for q in space.neighbours(first[1]) if q.key not in measured]
+    task.step(rec, 2)
+    assert after and mb.tir.structural_equal(rec.programs[-2], after[0].func)
