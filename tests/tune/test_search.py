@@ -102,18 +102,19 @@ class _Recorder(_FakeMeasurer):
 @pytest.mark.parametrize("model", ["analytic", "random"])
 def test_a_fresh_search_measures_the_default_point_and_its_neighbours_first(model):
     import mlcbook as mb
-    f = matmul(16)
+    space = _tiny_space()
     rec = _Recorder()
-    task = TaskSearch(f, model=model, warm_start=4, population=2, steps=1, epsilon=0.0)
-    first = [task.space.default_point()] + task.space.neighbours(task.space.default_point())
-    assert len(first) > 3
+    task = TaskSearch(space.func, space=space, model=model, warm_start=4, population=2,
+                      steps=1, epsilon=0.0)
+    first = [space.default_point()] + space.neighbours(space.default_point())
+    assert len(first) == 5   # the other parallel choice, the three other unrolls
     task.step(rec, 4)   # half of a round for the neighbourhood, half for the model
     same = [mb.tir.structural_equal(a, b.func) for a, b in zip(rec.programs, first[:2])]
     # random search stays random: its first picks are draws, not the default's neighbourhood
     assert all(same) if model == "analytic" else not all(same)
     if model == "analytic":
-        for _ in range(len(first) // 2):
-            task.step(rec, 4)
+        task.step(rec, 4)
+        task.step(rec, 2)
         measured = {r.key for r in task.db.records(task.result.workload)}
         assert {p.key for p in first} <= measured
 
@@ -134,15 +135,15 @@ class _OneFast(_Recorder):
 
 def test_the_walk_from_the_default_goes_on_from_the_best_neighbour():
     import mlcbook as mb
-    task = TaskSearch(matmul(16), model="analytic", warm_start=4, population=2, steps=1,
-                      epsilon=0.0)
-    space = task.space
+    space = _tiny_space()
+    task = TaskSearch(space.func, space=space, model="analytic", warm_start=4, population=2,
+                      steps=1, epsilon=0.0)
     first = [space.default_point()] + space.neighbours(space.default_point())
     rec = _OneFast(first[1].func)
-    for _ in range(len(first)):   # one of the neighbourhood per round of two
-        task.step(rec, 2)
+    for _ in range(len(first)):   # rounds of one: the neighbourhood only
+        task.step(rec, 1)
     assert task.result.best.key == first[1].key
     measured = {r.key for r in task.db.records(task.result.workload)}
     after = [q for q in space.neighbours(first[1]) if q.key not in measured]
-    task.step(rec, 2)
-    assert after and mb.tir.structural_equal(rec.programs[-2], after[0].func)
+    task.step(rec, 1)
+    assert after and mb.tir.structural_equal(rec.programs[-1], after[0].func)
