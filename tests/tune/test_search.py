@@ -18,12 +18,12 @@ from ._util import matmul
 
 def _parallel_and_unroll(knobs, name, space):
     """A tiny space of 2 x 4 points: the row loop in parallel or not, the reduce loop's
-    unrolled part 1, 2, 4 or 8."""
+    unrolled part 1, 2, 4 or 8 (hints: serial, not unrolled, the analytic model's worst)."""
     sch = knobs.sch
     i, j = sch.get_loops(sch.get_block(name))
-    if knobs.choice(f"{name}.parallel", [0, 1]):
+    if knobs.choice(f"{name}.parallel", [0, 1], hint=0):
         sch.parallel(i)
-    j0, j1 = sch.split(j, [None, knobs.choice(f"{name}.unroll", [1, 2, 4, 8])])
+    j0, j1 = sch.split(j, [None, knobs.choice(f"{name}.unroll", [1, 2, 4, 8], hint=1)])
     sch.unroll(j1)
 
 
