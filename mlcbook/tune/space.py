@@ -369,9 +369,9 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     limit = _tile_limit(space)
     # the vector axis: lanes (<= one register), then registers per tile row
     j = spatial[-1]
-    widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
-              if w >= 2 and _extent(sch, j) % w == 0]
     extent_j = _extent(sch, j)
+    widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
+              if w >= 2 and extent_j % w == 0]
     if widths:
         jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths,
                                                      hint=space.lanes)])
