@@ -14,6 +14,9 @@ and tuned whole models.
    bench/_programs.py; a 3x3 conv (64 -> 64 channels, 56 x 56, the graph's ``conv`` op) and
    a batched matmul (8 x 256^3), ``--peer-trials`` each, against their default schedule.
    Figures: medians of interleaved rounds (``mb.runtime.time_interleaved``), all threads.
+   The search measures the space's default point and its one-knob neighbours in its first
+   rounds (see :mod:`mlcbook.tune.search`); the table says at which trial the tuned schedule
+   was found.
 2. **XGBoost vs random (vs analytic)**: ``--curve-trials`` measurements on three *small*
    kernels (a 128^3 matmul, a 3x3 conv 16 -> 16 at 14 x 14, a 4 x 64^3 batched matmul:
    small so that a trial costs little more than its compile), ``--seeds`` seeds for XGBoost
@@ -63,6 +66,7 @@ from mlcbook.tune.features import flop_count
 from mlcbook.tune.measure import Measurer, random_inputs
 from mlcbook.tune.plot import plot_curves
 from mlcbook.tune.search import tune
+from mlcbook.tune.space import Space
 
 import _programs as P
 
@@ -139,10 +143,14 @@ def tuned_vs_peer(trials: int, peer_trials: int, rounds: int, smoke: bool,
             "default schedule", default_schedule(func))
         res = _time({"tuned": r.best.func, peer[0]: peer[1]}, func, rounds)
         flops = flop_count(func)
+        found = min((s, k) for k, s in enumerate(r.history) if s is not None)[1] + 1
+        start = Space(func).default_point()
         rows.append([name, peer[0], f"{flops / res['tuned'].median / 1e9:.1f}",
                      f"{flops / res[peer[0]].median / 1e9:.1f}",
                      f"{res[peer[0]].median / res['tuned'].median:.2f}x",
-                     str(len(r.history)), f"{minutes:.1f}"])
+                     str(len(r.history)), f"{found}"
+                     + (" (the default point)" if r.best.key == start.key else ""),
+                     f"{minutes:.1f}"])
     return rows
 
 
@@ -217,7 +225,12 @@ def kernel_report(args) -> str:
                 f"## Tuned from the generated space vs hand-written / default (XGBoost; "
                 f"{(time.perf_counter() - t0) / 60:.1f} minutes)\n\n"
                 + table(["kernel", "peer", "tuned GFLOP/s", "peer GFLOP/s", "tuned speed-up",
-                         "trials", "tuning minutes"], rows))
+                         "trials", "best at trial", "tuning minutes"], rows)
+                + "\n\nThe search measures the space's default point (each knob at the "
+                "default schedule's decision) and its neighbours in one categorical knob "
+                "in its first rounds, beside the model's picks (`tune(..., "
+                "from_default=True)`); \"best at trial\" says which trial the tuned "
+                "schedule is.")
         if args.part in ("all", "curves"):
             t0 = time.perf_counter()
             rows, curves, marks = search_curves(args.curve_trials, args.seeds, args.smoke,

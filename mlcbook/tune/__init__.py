@@ -7,7 +7,7 @@ that ``mb.compile`` reuses.
     >>> exe = mb.compile(mod, tuning_records="records.jsonl")
     >>> mb.tune.tasks.tune_model(mod, trials=200, database="records.jsonl")   # whole models
 
-Modules: :mod:`.space`, :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
+Modules: :mod:`.space`, :mod:`.knobs`, :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
 :mod:`.search`, :mod:`.database`, :mod:`.tasks`, :mod:`.plot`, :mod:`.errors`.
 """
 
@@ -17,7 +17,8 @@ from .errors import DatabaseError, SpaceError, TuneArgumentError
 from .features import FEATURE_NAMES, features
 from .measure import Job, LocalExecutor, Measurer, MeasureResult
 from .search import TaskSearch, TuneResult, tune
-from .space import Knobs, Point, Space
+from .knobs import Knobs, Point
+from .space import Space
 
 __all__ = ["Space", "Point", "Knobs", "tune", "TaskSearch", "TuneResult", "Database", "Record",
            "apply_best", "workload_key", "features", "FEATURE_NAMES", "XGBModel", "RandomModel",

@@ -26,6 +26,15 @@ points with it, measures its best ones (and the best the chains reach from them)
 search starts from the analytic model's picks rather than from chance; XGBoost takes over
 from the second round, once it has measurements to learn from.
 
+**From the default**: beside the model's picks, a fresh search measures the space's
+default point (each knob at its rule's hint: the default schedule's decisions) and its
+neighbours in one categorical knob (repack, loop order, vector width, parallel...), then
+the neighbours of the best point measured so far, and so on until the best point's
+neighbours were all measured (a walk that no single categorical change improves), each
+round up to half of its model share: tuning starts where the untuned program is and climbs
+from there (TVM's custom of putting the default among the first candidates), while the
+other half explores where the prior or the model points.
+
 With ``model="random"`` the annealing is skipped: every point is drawn at random.
 """
 
@@ -46,7 +55,8 @@ from .database import DEFAULT_TRACE, Database, Record, workload_key
 from .errors import TuneArgumentError
 from .features import features, flop_count
 from .measure import Job, Measurer
-from .space import Point, Space
+from .knobs import Point
+from .space import Space
 
 
 @dataclass
@@ -143,11 +153,12 @@ def anneal(space: Space, scorer: Scorer, starts: list, measured: set, rng: rando
 
 def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random.Random,
             n: int, epsilon: float = 0.2, population: int = 8, steps: int = 4,
-            warm_start: int = 0) -> list:
-    """``n`` unmeasured, checked points: the best-scored of an annealing run plus a share
-    ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of the measured points;
-    while it is empty, the chains start from the best-scored of ``warm_start`` random
-    points, which are candidates themselves."""
+            warm_start: int = 0, first: Optional[list] = None) -> list:
+    """``n`` unmeasured, checked points: the first of ``first`` (points to measure, in
+    order; at most half of the model's share of ``n``), the best-scored of an annealing
+    run, and a share ``epsilon`` of random ones. ``good`` holds ``(seconds, point)`` of
+    the measured points; while it is empty, the chains start from the best-scored of
+    ``warm_start`` random points, which are candidates themselves."""
     picks: list = []
     keys: set = set()
 
@@ -163,10 +174,17 @@ def propose(space: Space, scorer: Scorer, good: list, measured: set, rng: random
         keys.add(p.key)
 
     n_random = n if isinstance(scorer.model, RandomModel) else int(round(epsilon * n))
-    if n - n_random > 0:
+    # ``first`` takes at most half of the model's share: the other half stays with the
+    # model (with the prior's picks in the first round), so a poor default cannot hold the
+    # search back
+    for p in first or ():
+        if len(picks) >= max(1, (n - n_random + 1) // 2):
+            break
+        take(p)
+    if n - n_random - len(picks) > 0:
         # chains sized to the batch they feed (at most two per pick): a batch of one
         # should not pay for a population's worth of proposals
-        population = max(2, min(population, 2 * (n - n_random)))
+        population = max(2, min(population, 2 * (n - n_random - len(picks))))
         seen: dict = {}
         if good or not warm_start:
             elite = [p for _, p in sorted(good, key=lambda sp: sp[0])[:population // 2]]
@@ -201,7 +219,8 @@ class TaskSearch:
 
     def __init__(self, func: PrimFunc, *, model="xgboost", database=None, target=None,
                  space: Optional[Space] = None, epsilon: float = 0.2, population: int = 8,
-                 steps: int = 4, warm_start: int = 32, seed: int = 0, name: str = ""):
+                 steps: int = 4, warm_start: int = 32, seed: int = 0, name: str = "",
+                 from_default: bool = True):
         if not 0 <= epsilon <= 1 or not isinstance(warm_start, int) or warm_start < 0:
             raise TuneArgumentError(f"epsilon must be in [0, 1] and warm_start a non-negative "
                                     f"int, got {epsilon!r} and {warm_start!r}")
@@ -221,6 +240,32 @@ class TaskSearch:
         self._measured: set = set()
         self._good: list = []
         self._resume()
+        self._from_default = from_default
+        self._first: Optional[list] = None   # built at the first step (it costs a few builds)
+        self._expanded: set = set()          # keys of the points whose neighbours were queued
+
+    def _default_neighbourhood(self) -> list:
+        """The space's default point and its neighbours, to measure beside the model's
+        picks, when nothing is measured yet and a model guides the search (random search
+        stays random)."""
+        if self._measured or isinstance(self.model, RandomModel):
+            return []
+        try:
+            start = self.space.default_point()
+        except ScheduleError:
+            return []  # the hints do not make a legal point here: start from the model's
+        self._expanded.add(start.key)
+        return [start, *self.space.neighbours(start)]
+
+    def _next_neighbourhood(self) -> list:
+        """Once the queued neighbours are measured: those of the best point so far, unless
+        they were queued before (then the walk from the default has reached a point that
+        no single categorical change improves, and stops)."""
+        best = self.result.best
+        if best is None or best.key in self._expanded:
+            return []
+        self._expanded.add(best.key)
+        return [q for q in self.space.neighbours(best) if q.key not in self._measured]
 
     def _resume(self) -> None:
         for r in self.db.records(self.result.workload):
@@ -263,10 +308,16 @@ class TaskSearch:
         if len(self._X) > self._fitted:
             self.model.fit(np.array(self._X), np.array(self._y))
             self._fitted = len(self._X)
+        if self._first is None:
+            self._first = self._default_neighbourhood() if self._from_default else []
+        elif not self._first and self._expanded:
+            self._first = self._next_neighbourhood()
         picks = propose(self.space, self.scorer, self._good, self._measured, self.rng, n,
-                        **self.options)
+                        first=self._first, **self.options)
         if not picks:
             return 0
+        chosen = {p.key for p in picks}
+        self._first = [p for p in self._first if p.key not in chosen]
         target = self.space.target
         results = measurer.measure([Job.of(self.func, p.func, target, repeat=repeat,
                                            seed=self.seed) for p in picks])
@@ -283,7 +334,8 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
          space: Optional[Space] = None, measurer: Optional[Measurer] = None, executor=None,
          batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
          warm_start: int = 32, seed: int = 0, timeout: float = 60.0, repeat: int = 3,
-         progress: bool = True, name: str = "", baseline: bool = False) -> TuneResult:
+         progress: bool = True, name: str = "", baseline: bool = False,
+         from_default: bool = True) -> TuneResult:
     """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
 
     ``database`` (a path or a :class:`Database`) is read first (its points are not measured
@@ -291,7 +343,10 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     run (default: one local worker process with ``timeout``). With ``baseline`` the default
     schedule is measured too (once per database, not counted as a trial; see
     :meth:`TaskSearch.baseline`). ``warm_start`` random points are ranked by the model's
-    prior for the first round (0: none).
+    prior for the first round (0: none). With ``from_default`` (and a model other than
+    random) a fresh search measures the space's default point and its neighbours in its
+    first rounds, beside the model's picks (:meth:`Space.default_point`,
+    :meth:`Space.neighbours`), so the tuned result starts where the default schedule is.
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
@@ -300,7 +355,8 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
                                 f"{batch!r} and {epsilon!r}")
     search = TaskSearch(func, model=model, database=database, target=target, space=space,
                         epsilon=epsilon, population=population, steps=steps,
-                        warm_start=warm_start, seed=seed, name=name)
+                        warm_start=warm_start, seed=seed, name=name,
+                        from_default=from_default)
     own = measurer is None
     measurer = measurer or Measurer(executor=executor, timeout=timeout)
     bar = progress_bar(trials, progress, name or func.name)

@@ -36,6 +36,12 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
   tile's write-back instead;
 * **row reductions**: how many spatial loops are fused and run in parallel.
 
+Most knobs carry a **hint**, the decision the default schedule
+(:mod:`mlcbook.graph.default_schedule`) takes there: ``space.default_point()`` is the point
+of every hint (the default schedule as far as the space can express it) and
+``space.neighbours(p)`` the points one categorical knob away from ``p``; a search starts
+from them (:mod:`.search`).
+
 Vector widths and register budgets come from the target (``Target.vector_lanes()``,
 ``Target.vector_registers``), so the same rules make AVX2 and AVX-512 spaces.
 """
@@ -44,90 +50,24 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from ..codegen.target import Target
 from ..errors import ScheduleError
-from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
+from ..graph.default_schedule import (LANES, PARALLEL_WORK, inline_intermediates, loop_nest,
                                       reuse_axis, root_stmts, tiled_blocks)
-from ..schedule import Schedule, Trace
-from ..schedule.errors import SamplingError
+from ..graph.default_schedule import row_tile as default_row_tile
+from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize
 from .errors import SpaceError, TuneArgumentError
+from .knobs import Knobs, Point
 
 #: keep this many vector registers free of accumulators (the broadcast and a weight vector)
 SPARE_REGISTERS = 2
-
-
-@dataclass
-class Point:
-    """One point of a space: its decisions, the schedule's trace, and the program."""
-
-    decisions: dict
-    trace: Trace
-    func: PrimFunc
-    #: knobs that had a single value to choose from here: redrawing them changes nothing
-    fixed: frozenset = frozenset()
-
-    @property
-    def key(self) -> str:
-        """The decisions as a canonical string (equal points, equal keys)."""
-        return repr(sorted(self.decisions.items()))
-
-
-@dataclass
-class Knobs:
-    """What a rule samples through: each knob is one sampling step of the schedule, named.
-
-    ``fixed`` gives decisions to take instead of drawing; with ``lenient`` a fixed
-    decision that no longer fits (an earlier knob changed the loop it tiles) is drawn
-    again instead of rejected."""
-
-    sch: Schedule
-    fixed: dict = field(default_factory=dict)
-    lenient: bool = False
-    chosen: dict = field(default_factory=dict)
-    single: set = field(default_factory=set)
-    #: ``(name, decision)``: the knob a mutation redraws, and the value it should leave
-    redraw: Optional[tuple] = None
-
-    def _sample(self, name: str, draw: Callable[[Any], Any]):
-        if name in self.chosen:
-            raise TuneArgumentError(f"two knobs of the space are called {name!r}; "
-                                    "Instead: give every knob a unique name")
-        decision = self.fixed.get(name)
-        try:
-            out = draw(decision)
-        except SamplingError:
-            if not self.lenient or decision is None:
-                raise
-            out = draw(None)
-        self.chosen[name] = self.sch.trace[-1].decision
-        return out
-
-    def tile(self, name: str, loop, n: int, max_innermost: int) -> list[int]:
-        """``n`` factors of the loop's extent, the last at most ``max_innermost``."""
-        extent = self.sch.get(loop).extent
-        if isinstance(extent, Const) and extent.value == 1:
-            self.single.add(name)
-        return self._sample(name, lambda d: self.sch.sample_perfect_tile(
-            loop, n=n, max_innermost_factor=max_innermost, decision=d))
-
-    def choice(self, name: str, candidates: list, probs: Optional[list] = None) -> int:
-        """One of ``candidates`` (equally likely unless ``probs`` says otherwise)."""
-        probs = list(probs or [1.0] * len(candidates))
-        if len(candidates) == 1:
-            self.single.add(name)
-        elif self.redraw is not None and self.redraw[0] == name \
-                and isinstance(self.redraw[1], int) and 0 <= self.redraw[1] < len(probs):
-            probs[self.redraw[1]] = 0.0  # a mutation draws another value than before
-        return self._sample(name, lambda d: self.sch.sample_categorical(
-            list(candidates), list(probs), decision=d))
 
 
 #: a rule schedules one block: ``rule(knobs, block_name, space)``
@@ -155,17 +95,45 @@ class Space:
 
     # --- points ------------------------------------------------------------------------
     def point(self, decisions: dict, *, seed: int = 0, lenient: bool = False,
-              checks: bool = True, redraw: Optional[tuple] = None) -> Point:
-        """The point with these decisions (missing ones drawn with ``seed``); raises a
-        ScheduleError if they do not fit (unless ``lenient``: then they are drawn anew).
+              checks: bool = True, redraw: Optional[tuple] = None,
+              hinted: bool = False) -> Point:
+        """The point with these decisions (missing ones drawn with ``seed``, or with
+        ``hinted`` taken from the rules' hints); raises a ScheduleError if they do not fit
+        (unless ``lenient``: then they are drawn anew).
 
         ``checks=False`` builds it without the schedule's legality checks (several times
         faster): a proposal to score, which must be built again with checks before it is
         measured (the search does)."""
         sch = Schedule(self.func, seed=seed, checks=checks)
-        knobs = Knobs(sch, dict(decisions), lenient, redraw=redraw)
+        knobs = Knobs(sch, dict(decisions), lenient, redraw=redraw, hinted=hinted)
         self._generate(knobs)
-        return Point(dict(knobs.chosen), sch.trace, sch.func, frozenset(knobs.single))
+        return Point(dict(knobs.chosen), sch.trace, sch.func, frozenset(knobs.single),
+                     dict(knobs.categories))
+
+    def default_point(self) -> Point:
+        """The point whose every knob takes its rule's hint: the default schedule's
+        decisions where the space can express them (the tiled rule: the register tile of
+        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, column tiles
+        outermost, the reduction not unrolled, the tiles in parallel when the work is
+        large, no repack); a knob without a hint is drawn with seed 0."""
+        return self.point({}, hinted=True)
+
+    def neighbours(self, p: Point) -> list:
+        """The points that differ from ``p`` in one categorical knob (each other candidate
+        of each): the knobs that depend on it take their hints, or are drawn if they
+        have none. Those that the rules reject are left out."""
+        out = []
+        for name in sorted(p.categories):
+            for k in range(p.categories[name]):
+                if k == p.decisions.get(name) or name in p.fixed:
+                    continue
+                try:
+                    q = self.point({**p.decisions, name: k}, lenient=True, hinted=True)
+                except ScheduleError:
+                    continue
+                if q.key != p.key:
+                    out.append(q)
+        return out
 
     def sample(self, seed: int, checks: bool = True) -> Point:
         """A random point."""
@@ -262,7 +230,7 @@ def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
     big = work >= PARALLEL_WORK
     # favour parallel loops when there is enough work for threads, serial ones otherwise
     probs = [2.0 if (d > 0) == big else 1.0 for d in depths]
-    depth = knobs.choice(f"{name}.depth", depths, probs)
+    depth = knobs.choice(f"{name}.depth", depths, probs, hint=len(loops) if big else 0)
     if depth == 0:
         return
     fused = sch.fuse(*loops[:depth]) if depth > 1 else loops[0]
@@ -285,7 +253,8 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
     if inner <= space.lanes and inner >= 4:
         sch.vectorize(loops[-1])
     elif widths:
-        w = knobs.choice(f"{name}.vector", widths)
+        w = knobs.choice(f"{name}.vector", widths,
+                         hint=max((w for w in widths if w <= LANES), default=widths[0]))
         o, i = sch.split(loops[-1], [None, w])
         sch.vectorize(i)
         outer.append(o)
@@ -345,11 +314,11 @@ def _unroll_and_order_reduce(knobs: Knobs, name: str, reduce_: list) -> list:
     over a block of input channels per kernel tap then)."""
     sch = knobs.sch
     kbig = max(reduce_, key=lambda lp: _extent(sch, lp))
-    k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8))
+    k0, k1 = sch.split(kbig, knobs.tile(f"{name}.unroll", kbig, 2, 8, hint=1))
     if _extent(sch, k1) > 1:
         sch.unroll(k1)
     rest = [lp for lp in reduce_ if lp is not kbig]
-    if rest and knobs.choice(f"{name}.reduce_order", [0, 1]):
+    if rest and knobs.choice(f"{name}.reduce_order", [0, 1], hint=0):
         return [k0, *rest, k1]
     return [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
 
@@ -376,7 +345,9 @@ def _finish_tile(knobs: Knobs, name: str, space: Space, write_back, tile_loops: 
     if wb_loops[-1].var is not sch.get_loops(sch.get_block(name))[0].var:
         _vectorize_row(sch, wb_loops[-1], space.lanes)
     sch.decompose_reduction(sch.get_block(name), reduce_[0])
-    par = knobs.choice(f"{name}.parallel", [1, 0], [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1])
+    par = knobs.choice(f"{name}.parallel", [1, 0],
+                       [3.0, 1.0] if work >= PARALLEL_WORK else [1, 1],
+                       hint=int(work >= 2 * PARALLEL_WORK))
     if par and _extent(sch, fused) > 1:
         sch.parallel(fused)
 
@@ -387,7 +358,7 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     block = sch.get_block(name)
     n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
     channel = _channel_operand(sch, name, n_spatial, space.lanes)
-    if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1]):
+    if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1], hint=0):
         schedule_channel_tiled(knobs, name, space, *channel)
         return
     packed = _panel_operand(sch, name, n_spatial)
@@ -398,18 +369,24 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     limit = _tile_limit(space)
     # the vector axis: lanes (<= one register), then registers per tile row
     j = spatial[-1]
+    extent_j = _extent(sch, j)
     widths = [w for w in (space.lanes, space.lanes // 2, space.lanes // 4)
-              if w >= 2 and _extent(sch, j) % w == 0]
+              if w >= 2 and extent_j % w == 0]
     if widths:
-        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths)])
+        jo, lanes = sch.split(j, [None, knobs.choice(f"{name}.lanes", widths,
+                                                     hint=space.lanes)])
     else:
         jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
     row = reuse_axis(sch, name, n_spatial)
     rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
-    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS) \
-        if rows_loop else None
+    # the default schedule's register tile: the hints of rows and cols
+    (hint_rows,), hint_width = default_row_tile(
+        (_extent(sch, rows_loop) if rows_loop else 1,), extent_j, space.target)
+    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS,
+                          hint=hint_rows) if rows_loop else None
     rows = int(row_tile[1]) if row_tile else 1
-    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows)))
+    j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows),
+                                        hint=max(1, hint_width // _extent(sch, lanes))))
     _check_tile(name, rows, _extent(sch, cols), limit)
     outer = spatial[:-1]
     inner = []
@@ -419,23 +396,23 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         inner = [i1]
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
         # rows stays in cache while the column tiles pass over it
-        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64))
+        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64, hint=1))
         before = [ia if lp is rows_loop else lp for lp in outer]
-        order = knobs.choice(f"{name}.order", [0, 1, 2])
+        order = knobs.choice(f"{name}.order", [0, 1, 2], hint=0)
         if order == 2:
             tile_loops = before + [j0, ib]
         else:
             outer = [x for lp in outer for x in ((ia, ib) if lp is rows_loop else (lp,))]
     if tile_loops is None:
         if not row_tile:
-            order = knobs.choice(f"{name}.order", [0, 1])
+            order = knobs.choice(f"{name}.order", [0, 1], hint=0)
         tile_loops = [j0] + outer if order == 0 else outer + [j0]
     reduce_ = _unroll_and_order_reduce(knobs, name, reduce_)
     _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, inner + [cols], lanes,
                  work)
     if packed is not None:
         width = int(sch.get(cols).extent.value) * int(sch.get(lanes).extent.value)
-        if knobs.choice(f"{name}.repack", [0, 1]):
+        if knobs.choice(f"{name}.repack", [0, 1], hint=0):
             _repack(sch, name, packed, width, space.lanes)
 
 
@@ -540,6 +517,6 @@ def _repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
 DEFAULT_RULES: dict = {"tiled": schedule_tiled, "spatial": schedule_spatial,
                        "row_reduction": schedule_row_reduction}
 
-__all__ = ["Space", "Point", "Knobs", "Rule", "DEFAULT_RULES", "classify_block",
+__all__ = ["Space", "Rule", "DEFAULT_RULES", "classify_block",
            "schedule_tiled", "schedule_spatial", "schedule_row_reduction", "fold_epilogue",
            "SPARE_REGISTERS"]

@@ -18,12 +18,12 @@ from ._util import matmul
 
 def _parallel_and_unroll(knobs, name, space):
     """A tiny space of 2 x 4 points: the row loop in parallel or not, the reduce loop's
-    unrolled part 1, 2, 4 or 8."""
+    unrolled part 1, 2, 4 or 8 (hints: serial, not unrolled, the analytic model's worst)."""
     sch = knobs.sch
     i, j = sch.get_loops(sch.get_block(name))
-    if knobs.choice(f"{name}.parallel", [0, 1]):
+    if knobs.choice(f"{name}.parallel", [0, 1], hint=0):
         sch.parallel(i)
-    j0, j1 = sch.split(j, [None, knobs.choice(f"{name}.unroll", [1, 2, 4, 8])])
+    j0, j1 = sch.split(j, [None, knobs.choice(f"{name}.unroll", [1, 2, 4, 8], hint=1)])
     sch.unroll(j1)
 
 
@@ -88,3 +88,62 @@ def test_a_bad_seconds_budget_is_refused():
     from mlcbook.tune.tasks import tune_model
     with pytest.raises(TuneArgumentError, match="seconds"):
         tune_model(None, 1, seconds=0, progress=False)
+
+
+class _Recorder(_FakeMeasurer):
+    def __init__(self):
+        self.programs = []
+
+    def measure(self, jobs):
+        self.programs += [j.program for j in jobs]
+        return super().measure(jobs)
+
+
+@pytest.mark.parametrize("model", ["analytic", "random"])
+def test_a_fresh_search_measures_the_default_point_and_its_neighbours_first(model):
+    import mlcbook as mb
+    space = _tiny_space()
+    rec = _Recorder()
+    task = TaskSearch(space.func, space=space, model=model, warm_start=4, population=2,
+                      steps=1, epsilon=0.0)
+    first = [space.default_point()] + space.neighbours(space.default_point())
+    assert len(first) == 5   # the other parallel choice, the three other unrolls
+    task.step(rec, 4)   # half of a round for the neighbourhood, half for the model
+    same = [mb.tir.structural_equal(a, b.func) for a, b in zip(rec.programs, first[:2])]
+    # random search stays random: its first picks are draws, not the default's neighbourhood
+    assert all(same) if model == "analytic" else not all(same)
+    if model == "analytic":
+        task.step(rec, 4)
+        task.step(rec, 2)
+        measured = {r.key for r in task.db.records(task.result.workload)}
+        assert {p.key for p in first} <= measured
+
+
+class _OneFast(_Recorder):
+    """1 ms for every program but ``fast`` (0.5 ms)."""
+
+    def __init__(self, fast):
+        super().__init__()
+        self.fast = fast
+
+    def measure(self, jobs):
+        import mlcbook as mb
+        self.programs += [j.program for j in jobs]
+        return [MeasureResult(5e-4 if mb.tir.structural_equal(j.program, self.fast) else 1e-3)
+                for j in jobs]
+
+
+def test_the_walk_from_the_default_goes_on_from_the_best_neighbour():
+    import mlcbook as mb
+    space = _tiny_space()
+    task = TaskSearch(space.func, space=space, model="analytic", warm_start=4, population=2,
+                      steps=1, epsilon=0.0)
+    first = [space.default_point()] + space.neighbours(space.default_point())
+    rec = _OneFast(first[1].func)
+    for _ in range(len(first)):   # rounds of one: the neighbourhood only
+        task.step(rec, 1)
+    assert task.result.best.key == first[1].key
+    measured = {r.key for r in task.db.records(task.result.workload)}
+    after = [q for q in space.neighbours(first[1]) if q.key not in measured]
+    task.step(rec, 1)
+    assert after and mb.tir.structural_equal(rec.programs[-1], after[0].func)

@@ -172,3 +172,44 @@ def test_batched_matmul_points_can_repack_each_batch_into_panels():
     _check(f, p)
     unpacked = space.point({**p.decisions, "matmul.repack": 0}, checks=False)
     assert "b_packed" not in unpacked.func.script()
+
+
+def _bmm(b=2, m=32):
+    from mlcbook.ops import TensorType as T
+    from mlcbook.ops import legalize_call
+    return legalize_call("matmul", [T((b, m, m)), T((b, m, m))])
+
+
+def test_the_default_point_takes_the_default_schedules_register_tile():
+    from mlcbook.graph.default_schedule import row_tile
+    f = _bmm()
+    space = Space(f)
+    p = space.default_point()
+    (rows,), width = row_tile((32,), 32, space.target)
+    d = p.decisions
+    assert d["matmul.lanes"] == 0 and d["matmul.rows"] == [32 // rows, rows]
+    assert d["matmul.cols"] == [32 // width, width // space.lanes]
+    assert (d["matmul.order"], d["matmul.unroll"], d["matmul.block"][1],
+            d["matmul.repack"]) == (0, [32, 1], 1, 0)
+    assert mb.tir.structural_equal(space.default_point().func, p.func)  # no random draw
+    _check(f, p)
+
+
+def test_neighbours_of_the_default_point_change_one_categorical_knob():
+    f = _bmm()
+    space = Space(f)
+    p = space.default_point()
+    near = space.neighbours(p)
+    changed = [{k for k in p.decisions if q.decisions[k] != p.decisions[k]} for q in near]
+    categorical = set(p.categories)
+    assert all(len(c & categorical) == 1 for c in changed)
+    assert {"matmul.repack"} in changed and {"matmul.order"} in changed
+    repacked = near[changed.index({"matmul.repack"})]
+    assert "b_packed" in repacked.func.script()
+    _check(f, repacked)
+
+
+def test_a_categorical_decision_out_of_range_is_rejected():
+    with pytest.raises(ScheduleError, match=r"the decision 2 of sample_categorical must be "
+                       r"an index in \[0, 2\)"):
+        Space(_bmm()).point({"matmul.repack": 2})
