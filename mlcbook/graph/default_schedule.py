@@ -38,7 +38,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
-from .tile_size import register_tile, row_tile  # noqa: F401 - register_tile: its old home
+from .tile_size import pixel_tile, register_tile, row_tile  # noqa: F401 - register_tile: its old home
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -226,6 +226,17 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return axes[0] if axes else None
 
 
+def _channel_block_axis(sch: Schedule, name: str, n_spatial: int, rows_at: list[int]):
+    """The output axis just outside a conv's map (its output-channel blocks in NCHW16c),
+    which :func:`pixel_tile` may take into a register tile: when ``rows_at`` are the
+    map's columns and rows, adjacent, and the vector operand depends on that axis (each
+    block has its own weights), else None."""
+    if len(rows_at) != 2 or rows_at[1] != rows_at[0] - 1 or rows_at[1] < 1:
+        return None
+    b = rows_at[1] - 1
+    return None if b in reuse_axes(sch, name, n_spatial) else b
+
+
 def _split_tile_row(sch: Schedule, loop):
     """Split the columns of a tile row into registers (unrolled) when they split evenly;
     returns the loop of one register's lanes, to vectorize."""
@@ -252,15 +263,27 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     outer = spatial[:-1]
     # a reduction over several loops (a conv) may tile a prime-width row raggedly; a
     # matmul keeps divisor tiles, the width weight_layout packs its weights to
-    sizes, bj = row_tile(tuple(_extent(sch, outer[a]) for a in rows_at) or (1,),
-                         _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
+    rows = tuple(_extent(sch, outer[a]) for a in rows_at) or (1,)
+    sizes, bj = row_tile(rows, _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
+    b = _channel_block_axis(sch, name, n_spatial, rows_at) if len(reduce_) > 1 else None
+    flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
+                                        target, dtype)
+    if flat:
+        # the map's rows and columns as one axis of pixels, tiled with channel blocks
+        (p, m), (x, y) = flat, rows_at
+        bj = _extent(sch, j)
+        po, pi = sch.split(sch.fuse(outer[y], outer[x]), [None, p])
+        outer[b], bi = sch.split(outer[b], [None, m])
+        outer = outer[:y] + [po]
+        rows_at, sizes, inner = [y], (p * m,), [pi, bi]
     jo, ji = sch.split(j, [None, bj])
-    inner = {}
-    for a, bi in zip(rows_at, sizes):
-        if bi > 1:
-            outer[a], inner[a] = sch.split(outer[a], [None, bi])
+    if not flat:
+        tiled = {}
+        for a, size in zip(rows_at, sizes):
+            if size > 1:
+                outer[a], tiled[a] = sch.split(outer[a], [None, size])
+        inner = [tiled[a] for a in sorted(tiled)]     # in the order of the output's axes
     panel = _panel_loops(sch, outer, rows_at, dict(zip(rows_at, sizes)), reduce_, bj, dtype)
-    inner = [inner[a] for a in sorted(inner)]     # in the order of the output's axes
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     if panel:
@@ -274,6 +297,10 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     tile_loops = [jo] + outer
     # the parallel loop: all tile loops, or the first `at` when producers go under them
     at, producers = _own_producers_level(sch, name, tile_loops) if not panel else (0, [])
+    if flat and not panel:
+        # the pixel tiles stay serial: their writes, through a division by the map's
+        # width, cannot be proved apart (the padding, if any, stays at the root)
+        at, producers = len(tile_loops) - 1, []
     head, rest = (tile_loops[:at], tile_loops[at:]) if at else (tile_loops, [])
     fused = sch.fuse(*head) if len(head) > 1 else head[0]
     tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
