@@ -20,7 +20,9 @@ Blocks are scheduled by what they are, read from their iteration variables:
   (a 3x3 conv's weights over 64 or more input channels), the outermost reduce loop goes
   above a block of tiles, which then use each input-channel block's weights from L1
   (:func:`_panel_loops`); a prime-width output row (7x7 maps) is then tiled raggedly,
-  4 + 3 pixels, the last tile predicated (``row_tile(..., ragged=True)``).
+  4 + 3 pixels, the last tile predicated (``row_tile(..., ragged=True)``), or, when there
+  are output-channel blocks to pair, the map's pixels as one axis in tiles of 2 pixels x
+  2 blocks (:func:`~mlcbook.graph.tile_size.pixel_tile`).
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -265,7 +267,10 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     # matmul keeps divisor tiles, the width weight_layout packs its weights to
     rows = tuple(_extent(sch, outer[a]) for a in rows_at) or (1,)
     sizes, bj = row_tile(rows, _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
-    b = _channel_block_axis(sch, name, n_spatial, rows_at) if len(reduce_) > 1 else None
+    # only under a panel (below): a tile of several blocks of weights over the whole sum
+    # would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower)
+    b = _channel_block_axis(sch, name, n_spatial, rows_at) \
+        if _shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype) else None
     flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
                                         target, dtype)
     if flat:
@@ -297,10 +302,6 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     tile_loops = [jo] + outer
     # the parallel loop: all tile loops, or the first `at` when producers go under them
     at, producers = _own_producers_level(sch, name, tile_loops) if not panel else (0, [])
-    if flat and not panel:
-        # the pixel tiles stay serial: their writes, through a division by the map's
-        # width, cannot be proved apart (the padding, if any, stays at the root)
-        at, producers = len(tile_loops) - 1, []
     head, rest = (tile_loops[:at], tile_loops[at:]) if at else (tile_loops, [])
     fused = sch.fuse(*head) if len(head) > 1 else head[0]
     tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
@@ -329,6 +330,15 @@ L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
 PANEL_STEPS = 64
 
 
+def _shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str) -> bool:
+    """Whether the outermost of a reduction's loops goes above a block of register tiles
+    (see :func:`_panel_loops`): a tile's share of the vector operand over the whole
+    reduction overflows L1, and each step of that loop leaves a tile enough of the rest."""
+    steps = math.prod(_extent(sch, lp) for lp in reduce_)
+    return len(reduce_) >= 2 and steps * cols * max(1, bits(dtype) // 8) > L1_BYTES \
+        and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS
+
+
 def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, reduce_: list,
                  cols: int, dtype: str):
     """``(outer, under)`` when the tiles of a reduction over several loops should share
@@ -343,11 +353,9 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
     loops taken below the reduce loop, ``outer`` those left above it (the row axis split
     if only part of it goes under); ``sizes`` maps each of ``rows_at`` to its register
     tile's size."""
-    item = max(1, bits(dtype) // 8)
-    steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    if len(reduce_) < 2 or not rows_at or steps * cols * item <= L1_BYTES \
-            or steps // _extent(sch, reduce_[0]) < PANEL_STEPS:
+    if not rows_at or not _shares_channel_blocks(sch, reduce_, cols, dtype):
         return None
+    item = max(1, bits(dtype) // 8)
     x = rows_at[0]
     row = _extent(sch, outer[x]) * sizes.get(x, 1) * cols * item   # one row of tiles
     if row > PANEL_ACC_BYTES:
