@@ -40,7 +40,8 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
-from .tile_size import pixel_tile, register_tile, row_tile  # noqa: F401 - register_tile: its old home
+from .tile_size import pixel_tile, row_tile
+from .tile_size import register_tile  # noqa: F401 - its old home
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -231,9 +232,9 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
 def _channel_block_axis(sch: Schedule, name: str, n_spatial: int, rows_at: list[int]):
     """The output axis just outside a conv's map (its output-channel blocks in NCHW16c),
     which :func:`pixel_tile` may take into a register tile: when ``rows_at`` are the
-    map's columns and rows, adjacent, and the vector operand depends on that axis (each
-    block has its own weights), else None."""
-    if len(rows_at) != 2 or rows_at[1] != rows_at[0] - 1 or rows_at[1] < 1:
+    map's columns and rows, adjacent and just outside the vectorized axis, and the vector
+    operand depends on that axis (each block has its own weights), else None."""
+    if rows_at != [n_spatial - 2, n_spatial - 3] or n_spatial < 4:
         return None
     b = rows_at[1] - 1
     return None if b in reuse_axes(sch, name, n_spatial) else b

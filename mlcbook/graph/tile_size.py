@@ -79,13 +79,17 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
         for sizes in _row_sizes(rows, most, ragged):
             r = math.prod(sizes)
             acc = r * v
-            filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
-            useful = r * c / lanes * filled    # full vectors' worth: a partial one does less
+            useful = r * c / lanes * _filled(rows, sizes)  # full vectors
             speed = _speed(useful, acc, r + v)
             key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
             if best_key is None or key > best_key:
                 best, best_key = (sizes, c), key
     return best
+
+
+def _filled(rows, sizes) -> float:
+    """The useful fraction of tiles of ``sizes`` over ``rows`` (the last ones may be short)."""
+    return math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
 
 
 def _speed(useful: float, acc: int, loads: int) -> float:
@@ -101,10 +105,10 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     """``(pixels, channel_blocks)`` of a register tile that takes the output rows
     ``rows`` (a conv's map, innermost first) as one flattened axis of pixels, and
     ``channel_blocks`` of the ``blocks`` output-channel blocks of ``cols`` lanes each
-    (the vector operand differs per block): when that models faster than the best
-    :func:`row_tile`, which is ragged (else None). A 7x7 map tiled 4 + 3 pixels leaves a tail of
-    6 accumulators, too few to hide the FMA latency; its 49 pixels in tiles of 2 pixels
-    x 2 blocks of 16 channels (8 accumulators, 4 weight and 2 broadcast loads a step)
+    (the vector operand differs per block): when the best :func:`row_tile` is ragged and
+    this models faster, else None. A 7x7 map tiled 4 + 3 pixels leaves a tail of 6
+    accumulators, too few to hide the FMA latency; its 49 pixels in tiles of 2 pixels x
+    2 blocks of 16 channels (8 accumulators, 4 weight and 2 broadcast loads a step)
     waste only the last tile's second pixel.
 
         >>> pixel_tile((7, 7), 32, 16, "llvm -mcpu=znver3")
@@ -121,19 +125,16 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     sizes, c = row_tile(rows, cols, target, dtype, ragged=True)
     if all(e % d == 0 for e, d in zip(rows, sizes)):
         return None
-    v = -(-c // lanes)
-    r = math.prod(sizes)
-    filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
-    best, best_speed = None, _speed(r * c / lanes * filled, r * v, r + v)
-    v = -(-cols // lanes)
-    n = math.prod(rows)
+    v, r = -(-c // lanes), math.prod(sizes)
+    best, best_speed = None, _speed(r * c / lanes * _filled(rows, sizes), r * v, r + v)
+    v, n = -(-cols // lanes), math.prod(rows)
     for m in (d for d in range(2, blocks + 1) if blocks % d == 0):
         for p in range(1, regs):
             if p * m * v + m * v + 1 > regs:
                 break
             if n % p not in (0, p - 1):
                 continue
-            useful = p * m * cols / lanes * n / (-(-n // p) * p)
+            useful = p * m * cols / lanes * _filled((n,), (p,))
             speed = _speed(useful, p * m * v, p + m * v)
             if speed > best_speed:
                 best, best_speed = (p, m), speed
