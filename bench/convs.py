@@ -38,6 +38,8 @@ SHAPES = [
     ("3x3/2 256->512 @14", 256, 512, 14, 3, 2, 1),
     ("1x1 64->256 @56", 64, 256, 56, 1, 1, 1),
     ("1x1/2 256->512 @28", 256, 512, 28, 1, 2, 1),
+    # ResNet-18's stage-4 shortcut: a 7x7 map out, like 3x3 512->512 @7
+    ("1x1/2 256->512 @14", 256, 512, 14, 1, 2, 1),
     ("depthwise 3x3 64 @56", 64, 64, 56, 3, 1, 64),
     # shufflenet's grouped 1x1 convs (4 groups), most of its time in the zoo
     ("1x1 272->272 4 groups @14", 272, 272, 14, 1, 1, 4),

@@ -20,7 +20,9 @@ Blocks are scheduled by what they are, read from their iteration variables:
   (a 3x3 conv's weights over 64 or more input channels), the outermost reduce loop goes
   above a block of tiles, which then use each input-channel block's weights from L1
   (:func:`_panel_loops`); a prime-width output row (7x7 maps) is then tiled raggedly,
-  4 + 3 pixels, the last tile predicated (``row_tile(..., ragged=True)``).
+  4 + 3 pixels, the last tile predicated (``row_tile(..., ragged=True)``), or, when there
+  are output-channel blocks to pair, the map's pixels as one axis in tiles of 2 pixels x
+  2 blocks (:func:`~mlcbook.graph.tile_size.pixel_tile`).
 
     >>> func = default_schedule(legalize_call("matmul", [T((64, 784)), T((784, 512))]))
 """
@@ -38,7 +40,8 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
-from .tile_size import register_tile, row_tile  # noqa: F401 - register_tile: its old home
+from .tile_size import pixel_tile, row_tile
+from .tile_size import register_tile  # noqa: F401 - its old home
 
 #: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
 LANES = 16
@@ -237,6 +240,17 @@ def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     return axes[0] if axes else None
 
 
+def _channel_block_axis(sch: Schedule, name: str, n_spatial: int, rows_at: list[int]):
+    """The output axis just outside a conv's map (its output-channel blocks in NCHW16c),
+    which :func:`pixel_tile` may take into a register tile: when ``rows_at`` are the
+    map's columns and rows, adjacent and just outside the vectorized axis, and the vector
+    operand depends on that axis (each block has its own weights), else None."""
+    if rows_at != [n_spatial - 2, n_spatial - 3] or n_spatial < 4:
+        return None
+    b = rows_at[1] - 1
+    return None if b in reuse_axes(sch, name, n_spatial) else b
+
+
 def _split_tile_row(sch: Schedule, loop):
     """Split the columns of a tile row into registers (unrolled) when they split evenly;
     returns the loop of one register's lanes, to vectorize."""
@@ -263,15 +277,30 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     outer = spatial[:-1]
     # a reduction over several loops (a conv) may tile a prime-width row raggedly; a
     # matmul keeps divisor tiles, the width weight_layout packs its weights to
-    sizes, bj = row_tile(tuple(_extent(sch, outer[a]) for a in rows_at) or (1,),
-                         _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
+    rows = tuple(_extent(sch, outer[a]) for a in rows_at) or (1,)
+    sizes, bj = row_tile(rows, _extent(sch, j), target, dtype, ragged=len(reduce_) > 1)
+    # only under a panel (below): a tile of several blocks of weights over the whole sum
+    # would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower)
+    b = _channel_block_axis(sch, name, n_spatial, rows_at) \
+        if _shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype) else None
+    flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
+                                        target, dtype)
+    if flat:
+        # the map's rows and columns as one axis of pixels, tiled with channel blocks
+        (p, m), (x, y) = flat, rows_at
+        bj = _extent(sch, j)
+        po, pi = sch.split(sch.fuse(outer[y], outer[x]), [None, p])
+        outer[b], bi = sch.split(outer[b], [None, m])
+        outer = outer[:y] + [po]
+        rows_at, sizes, inner = [y], (p * m,), [pi, bi]
     jo, ji = sch.split(j, [None, bj])
-    inner = {}
-    for a, bi in zip(rows_at, sizes):
-        if bi > 1:
-            outer[a], inner[a] = sch.split(outer[a], [None, bi])
+    if not flat:
+        tiled = {}
+        for a, size in zip(rows_at, sizes):
+            if size > 1:
+                outer[a], tiled[a] = sch.split(outer[a], [None, size])
+        inner = [tiled[a] for a in sorted(tiled)]     # in the order of the output's axes
     panel = _panel_loops(sch, outer, rows_at, dict(zip(rows_at, sizes)), reduce_, bj, dtype)
-    inner = [inner[a] for a in sorted(inner)]     # in the order of the output's axes
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     if panel:
@@ -313,6 +342,15 @@ L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
 PANEL_STEPS = 64
 
 
+def _shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str) -> bool:
+    """Whether the outermost of a reduction's loops goes above a block of register tiles
+    (see :func:`_panel_loops`): a tile's share of the vector operand over the whole
+    reduction overflows L1, and each step of that loop leaves a tile enough of the rest."""
+    steps = math.prod(_extent(sch, lp) for lp in reduce_)
+    return len(reduce_) >= 2 and steps * cols * max(1, bits(dtype) // 8) > L1_BYTES \
+        and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS
+
+
 def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, reduce_: list,
                  cols: int, dtype: str):
     """``(outer, under)`` when the tiles of a reduction over several loops should share
@@ -327,11 +365,9 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
     loops taken below the reduce loop, ``outer`` those left above it (the row axis split
     if only part of it goes under); ``sizes`` maps each of ``rows_at`` to its register
     tile's size."""
-    item = max(1, bits(dtype) // 8)
-    steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    if len(reduce_) < 2 or not rows_at or steps * cols * item <= L1_BYTES \
-            or steps // _extent(sch, reduce_[0]) < PANEL_STEPS:
+    if not rows_at or not _shares_channel_blocks(sch, reduce_, cols, dtype):
         return None
+    item = max(1, bits(dtype) // 8)
     x = rows_at[0]
     row = _extent(sch, outer[x]) * sizes.get(x, 1) * cols * item   # one row of tiles
     if row > PANEL_ACC_BYTES:

@@ -79,12 +79,65 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
         for sizes in _row_sizes(rows, most, ragged):
             r = math.prod(sizes)
             acc = r * v
-            filled = math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
-            useful = r * c / lanes * filled    # full vectors' worth: a partial one does less
-            speed = useful / max(acc / FMA_PORTS, (r + v) / LOAD_PORTS, FMA_LATENCY)
+            useful = r * c / lanes * _filled(rows, sizes)  # full vectors
+            speed = _speed(useful, acc, r + v)
             key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
             if best_key is None or key > best_key:
                 best, best_key = (sizes, c), key
+    return best
+
+
+def _filled(rows, sizes) -> float:
+    """The useful fraction of tiles of ``sizes`` over ``rows`` (the last ones may be short)."""
+    return math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
+
+
+def _speed(useful: float, acc: int, loads: int) -> float:
+    """Useful FMA lanes per cycle (in full vectors) of a register tile of ``acc``
+    accumulators that loads ``loads`` registers per reduction step: bound by the FMA
+    ports, the load ports, or the FMA latency (fewer than ``FMA_PORTS * FMA_LATENCY``
+    accumulators leave the FMA units idle)."""
+    return useful / max(acc / FMA_PORTS, loads / LOAD_PORTS, FMA_LATENCY)
+
+
+def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
+               dtype: str = "float32") -> tuple[int, int] | None:
+    """``(pixels, channel_blocks)`` of a register tile that takes the output rows
+    ``rows`` (a conv's map, innermost first) as one flattened axis of pixels, and
+    ``channel_blocks`` of the ``blocks`` output-channel blocks of ``cols`` lanes each
+    (the vector operand differs per block): when the best :func:`row_tile` is ragged and
+    this models faster, else None. A 7x7 map tiled 4 + 3 pixels leaves a tail of 6
+    accumulators, too few to hide the FMA latency; its 49 pixels in tiles of 2 pixels x
+    2 blocks of 16 channels (8 accumulators, 4 weight and 2 broadcast loads a step)
+    waste only the last tile's second pixel.
+
+        >>> pixel_tile((7, 7), 32, 16, "llvm -mcpu=znver3")
+        (2, 2)
+        >>> pixel_tile((14, 14), 16, 16, "llvm -mcpu=znver3") is None   # 2 x 2 px divide
+        True
+
+    Only tiles of at least two blocks whose last tile is short by at most one pixel are
+    weighed: the test guarding a short tile's pixels must leave the reduction loops (LLVM
+    unswitches one guarded pixel; several keep their accumulators in memory, 2-3x slower).
+    """
+    t = Target(target or "llvm")
+    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    sizes, c = row_tile(rows, cols, target, dtype, ragged=True)
+    if all(e % d == 0 for e, d in zip(rows, sizes)):
+        return None
+    v, r = -(-c // lanes), math.prod(sizes)
+    best, best_speed = None, _speed(r * c / lanes * _filled(rows, sizes), r * v, r + v)
+    v, n = -(-cols // lanes), math.prod(rows)
+    for m in (d for d in range(2, blocks + 1) if blocks % d == 0):
+        for p in range(1, regs):
+            if p * m * v + m * v + 1 > regs:
+                break
+            if n % p not in (0, p - 1):
+                continue
+            useful = p * m * cols / lanes * _filled((n,), (p,))
+            speed = _speed(useful, p * m * v, p + m * v)
+            if speed > best_speed:
+                best, best_speed = (p, m), speed
     return best
 
 
@@ -102,4 +155,4 @@ def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
                 yield (d,) + rest
 
 
-__all__ = ["register_tile", "row_tile", "FMA_PORTS", "LOAD_PORTS", "FMA_LATENCY"]
+__all__ = ["register_tile", "row_tile", "pixel_tile", "FMA_PORTS", "LOAD_PORTS", "FMA_LATENCY"]

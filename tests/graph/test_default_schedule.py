@@ -109,24 +109,45 @@ def _conv_loops(func, name="conv_nchwc"):
 @pytest.mark.parametrize("size,stride", [(7, 1), (13, 2)])
 def test_blocked_conv_shares_each_channel_block_among_ragged_pixel_tiles(size, stride):
     # 64 channels in: a tile's weights over the whole reduction (36 KiB) exceed L1, so the
-    # channel blocks go above the pixel tiles (4 + 3 of a 7-pixel row, one predicated)
+    # channel blocks go above the pixel tiles (4 + 3 of a 7-pixel row, one predicated);
+    # one block of output channels, so none to take into the register tile
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, size, size)).astype("float32")
-    w = rng.standard_normal((32, 64, 3, 3)).astype("float32")
+    w = rng.standard_normal((16, 64, 3, 3)).astype("float32")
     xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
     g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
                                        {"pads": (1,) * 4, "strides": (stride,) * 2}), AVX2)
     names = [n for n, _ in _conv_loops(g)]
     assert names.index("rc") < names.index("x_0") < names.index("ry")
     assert ("x_1", "unrolled") in _conv_loops(g) and "T.where" in str(g)
-    y = np.zeros((1, 2, 7, 7, 16), "float32")
+    y = np.zeros((1, 1, 7, 7, 16), "float32")
     mb.build(g)(xb, wb, y)
     want = _conv_numpy(x, w, 1)[:, :, ::stride, ::stride]
     np.testing.assert_allclose(y, blocked(want, 16), rtol=1e-4, atol=1e-4)
 
 
+def test_blocked_conv_of_a_7x7_map_tiles_its_pixels_with_two_channel_blocks():
+    # 4 + 3 pixels leave the last tile 6 accumulators; 49 pixels as one axis in tiles of
+    # 2 pixels x 2 blocks of 16 output channels have 8 (the last tile predicated), each
+    # input-channel block's weights of both blocks (18 KiB) shared by all 25 tiles
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 64, 7, 7)).astype("float32")
+    w = rng.standard_normal((32, 64, 3, 3)).astype("float32")
+    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
+    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
+                                       {"pads": (1,) * 4, "strides": (1, 1)}), AVX2)
+    loops = _conv_loops(g)
+    assert ("y_x_fused_1", "unrolled") in loops and ("ko_1", "unrolled") in loops
+    assert [n for n, _ in loops].index("rc") < [n for n, _ in loops].index("y_x_fused_0")
+    assert "y_x_fused_0 * 2 + y_x_fused_1 < 49" in str(g)
+    y = np.zeros((1, 2, 7, 7, 16), "float32")
+    mb.build(g)(xb, wb, y)
+    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 1), 16), rtol=1e-4, atol=1e-4)
+
+
 def test_blocked_1x1_conv_of_a_7_pixel_row_tiles_it_4_plus_3_in_registers():
-    # a short reduction (16 channels) stays innermost; only the pixel tile is ragged
+    # a short reduction (16 channels) stays innermost; only the pixel tile is ragged (its
+    # weights fit L1, so no channel blocks above the tiles, nor two in a tile)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 16, 7, 7)).astype("float32")
     w = rng.standard_normal((32, 16, 1, 1)).astype("float32")

@@ -2,7 +2,7 @@
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.tile_size import register_tile, row_tile
+from mlcbook.graph.tile_size import pixel_tile, register_tile, row_tile
 
 AVX2, AVX512 = "llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"
 
@@ -46,3 +46,17 @@ def test_a_ragged_row_tile_splits_a_prime_width_and_leaves_divisible_ones_alone(
     assert row_tile((17, 17), 16, AVX2, ragged=True) == ((6, 1), 16)
     for rows in [(14, 14), (28, 28), (56, 56), (5, 5)]:
         assert row_tile(rows, 16, AVX2, ragged=True) == row_tile(rows, 16, AVX2)
+
+
+def test_pixel_tile_takes_two_channel_blocks_over_a_7x7_map():
+    # 49 pixels in tiles of 2 px x 2 blocks x 2 ymm: 8 accumulators in every tile, the
+    # last one half predicated; 4 + 3 px of one block leave 6 in every other tile
+    assert pixel_tile((7, 7), 32, 16, AVX2) == (2, 2)
+    assert pixel_tile((7, 7), 2, 16, AVX2) == (2, 2)
+
+
+def test_pixel_tile_leaves_divisible_maps_and_single_blocks_to_row_tile():
+    assert pixel_tile((14, 14), 16, 16, AVX2) is None     # 2 x 2 px divide the map
+    assert pixel_tile((56, 56), 4, 16, AVX2) is None
+    assert pixel_tile((7, 7), 1, 16, AVX2) is None        # one block: nothing to pair
+    assert pixel_tile((7, 7), 3, 16, AVX2) is None        # 3 blocks: 3 x 2 px overflow
