@@ -56,7 +56,7 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.default_schedule import (LANES, PARALLEL_WORK, inline_intermediates, loop_nest,
                                       reuse_axis, root_stmts, tiled_blocks)
-from ..graph.default_schedule import row_tile as default_row_tile
+from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var
