@@ -85,19 +85,31 @@ def _conv_numpy(x, w, pad, groups=1):
     return out
 
 
-def test_blocked_conv_of_a_short_map_tiles_rows_and_pixels_and_computes_the_same():
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((1, 16, 14, 14)).astype("float32")
-    w = rng.standard_normal((32, 16, 3, 3)).astype("float32")
+def _blocked_conv(seed: int, cin: int, cout: int, k: int, size: int, pad: int,
+                  stride: int = 1):
+    """A conv_nchwc of random data scheduled for AVX2, and ``check()``, which builds and
+    runs it and compares it with numpy."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, cin, size, size)).astype("float32")
+    w = rng.standard_normal((cout, cin, k, k)).astype("float32")
     xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
     g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
-                                       {"pads": (1,) * 4, "strides": (1, 1)}), AVX2)
+                                       {"pads": (pad,) * 4, "strides": (stride,) * 2}), AVX2)
+
+    def check():
+        want = blocked(_conv_numpy(x, w, pad)[:, :, ::stride, ::stride], 16)
+        y = np.zeros(want.shape, "float32")
+        mb.build(g)(xb, wb, y)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    return g, check
+
+
+def test_blocked_conv_of_a_short_map_tiles_rows_and_pixels_and_computes_the_same():
+    g, check = _blocked_conv(0, 16, 32, 3, 14, pad=1)
     conv = next(r.block for r in collect_blocks(g.body) if r.block.name == "conv_nchwc")
     assert str(g).count("T.unroll(2)") >= 3    # rows, pixels, the two ymm of 16 channels
     assert conv.writes[0].buffer.scope == "local"
-    y = np.zeros((1, 2, 14, 14, 16), "float32")
-    mb.build(g)(xb, wb, y)
-    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 1), 16), rtol=1e-4, atol=1e-4)
+    check()
 
 
 def _conv_loops(func, name="conv_nchwc"):
@@ -111,55 +123,33 @@ def test_blocked_conv_shares_each_channel_block_among_ragged_pixel_tiles(size, s
     # 64 channels in: a tile's weights over the whole reduction (36 KiB) exceed L1, so the
     # channel blocks go above the pixel tiles (4 + 3 of a 7-pixel row, one predicated);
     # one block of output channels, so none to take into the register tile
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((1, 64, size, size)).astype("float32")
-    w = rng.standard_normal((16, 64, 3, 3)).astype("float32")
-    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
-    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
-                                       {"pads": (1,) * 4, "strides": (stride,) * 2}), AVX2)
+    g, check = _blocked_conv(0, 64, 16, 3, size, pad=1, stride=stride)
     names = [n for n, _ in _conv_loops(g)]
     assert names.index("rc") < names.index("x_0") < names.index("ry")
     assert ("x_1", "unrolled") in _conv_loops(g) and "T.where" in str(g)
-    y = np.zeros((1, 1, 7, 7, 16), "float32")
-    mb.build(g)(xb, wb, y)
-    want = _conv_numpy(x, w, 1)[:, :, ::stride, ::stride]
-    np.testing.assert_allclose(y, blocked(want, 16), rtol=1e-4, atol=1e-4)
+    check()
 
 
 def test_blocked_conv_of_a_7x7_map_tiles_its_pixels_with_two_channel_blocks():
     # 4 + 3 pixels leave the last tile 6 accumulators; 49 pixels as one axis in tiles of
     # 2 pixels x 2 blocks of 16 output channels have 8 (the last tile predicated), each
     # input-channel block's weights of both blocks (18 KiB) shared by all 25 tiles
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((1, 64, 7, 7)).astype("float32")
-    w = rng.standard_normal((32, 64, 3, 3)).astype("float32")
-    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
-    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
-                                       {"pads": (1,) * 4, "strides": (1, 1)}), AVX2)
+    g, check = _blocked_conv(2, 64, 32, 3, 7, pad=1)
     loops = _conv_loops(g)
     assert ("y_x_fused_1", "unrolled") in loops and ("ko_1", "unrolled") in loops
     assert [n for n, _ in loops].index("rc") < [n for n, _ in loops].index("y_x_fused_0")
     assert "y_x_fused_0 * 2 + y_x_fused_1 < 49" in str(g)
-    y = np.zeros((1, 2, 7, 7, 16), "float32")
-    mb.build(g)(xb, wb, y)
-    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 1), 16), rtol=1e-4, atol=1e-4)
+    check()
 
 
 def test_blocked_1x1_conv_of_a_7_pixel_row_tiles_it_4_plus_3_in_registers():
     # a short reduction (16 channels) stays innermost; only the pixel tile is ragged (its
     # weights fit L1, so no channel blocks above the tiles, nor two in a tile)
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((1, 16, 7, 7)).astype("float32")
-    w = rng.standard_normal((32, 16, 1, 1)).astype("float32")
-    xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
-    g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
-                                       {"pads": (0,) * 4, "strides": (1, 1)}), AVX2)
+    g, check = _blocked_conv(1, 16, 32, 1, 7, pad=0)
     loops = _conv_loops(g)
     assert "x_0" in loops[0][0] and loops[1][0] == "rc"   # pixel tiles above the sum
     assert ("x_1", "unrolled") in loops and "T.where" in str(g)
-    y = np.zeros((1, 2, 7, 7, 16), "float32")
-    mb.build(g)(xb, wb, y)
-    np.testing.assert_allclose(y, blocked(_conv_numpy(x, w, 0), 16), rtol=1e-4, atol=1e-4)
+    check()
 
 
 def test_a_conv_whose_channel_step_is_short_keeps_its_whole_reduction_in_registers():
