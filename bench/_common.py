@@ -10,12 +10,20 @@ After a multi-threaded case the harness pauses (``SETTLE`` seconds): OpenBLAS's 
 threads keep spinning for about 0.1 s after each call, and would otherwise take a core
 from whatever is measured next (measured here: a 2-thread kernel right after a 2-thread
 numpy matmul ran 1.6x slower for ~0.1 s).
+
+The host's speed also drifts in phases of about half a second (the same ResNet call takes
+43 ms, then 55 ms, then 43 ms again; onnxruntime's alike), longer than a round of a big
+benchmark. So a ratio is taken *per round* between two cases measured next to each other
+(``measure(..., group=)`` interleaves only the cases of one group), and the figure is the
+median of those paired ratios with a 95% interval (``paired_ratio``): a slow phase then
+slows both sides of a pair instead of one side of the comparison.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -75,11 +83,14 @@ class _Threads:
         self._blas.restore_original_limits()
 
 
-def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
+def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03,
+            group: Callable[[Case], object] | None = None) -> None:
     """Fill ``case.seconds`` with ``rounds`` interleaved measurements
     (``mb.runtime.time_interleaved``: warm-up, untimed calls before each timed batch, order
     rotated per round), each case at its own thread counts. Cases marked ``once`` are called
-    once."""
+    once. With ``group`` (a function of a case), only the cases of one group are interleaved
+    with each other, group after group, so that the cases to be compared (``paired_ratio``)
+    run next to each other in every round."""
     repeated = {}
     for c in cases:
         if c.once:
@@ -88,23 +99,68 @@ def measure(cases: list[Case], rounds: int, min_seconds: float = 0.03) -> None:
                 c.fn()
                 c.seconds.append(time.perf_counter() - t0)
         else:
-            repeated[str(len(repeated))] = c
-    if not repeated:
-        return
+            key = group(c) if group is not None else None
+            repeated.setdefault(key, []).append(c)
+    for members in repeated.values():
+        _interleave(members, rounds, min_seconds)
+
+
+def _interleave(cases: list[Case], rounds: int, min_seconds: float) -> None:
+    named = {str(k): c for k, c in enumerate(cases)}
 
     @contextlib.contextmanager
     def threads_of(name):
-        c = repeated[name]
+        c = named[name]
         with _Threads(c.threads):
             yield
         if c.threads > 1:
             time.sleep(SETTLE)
 
-    results = mb.runtime.time_interleaved({name: c.fn for name, c in repeated.items()},
+    results = mb.runtime.time_interleaved({name: c.fn for name, c in named.items()},
                                           rounds=rounds, min_seconds=min_seconds,
                                           around=threads_of)
-    for name, c in repeated.items():
+    for name, c in named.items():
         c.seconds.extend(results[name].results)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """The median over rounds of ``a``'s time / ``b``'s time in the same round, and a 95%
+    confidence interval of that median (``low``, ``high``; distribution-free, from the order
+    statistics of the per-round ratios)."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+    def __str__(self) -> str:
+        return f"{self.median:.2f}x [{self.low:.2f}, {self.high:.2f}]"
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:
+    """A ``level`` confidence interval of the median of ``values``: the order statistics
+    ``k`` and ``n + 1 - k`` with ``k`` from the binomial(n, 1/2) quantile (normal
+    approximation; for n < 6 it is the whole range).
+
+        >>> median_interval(list(range(1, 21)))
+        (6, 15)
+    """
+    v = sorted(values)
+    n = len(v)
+    z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
+    k = max(1, math.floor((n + 1) / 2 - z * math.sqrt(n) / 2))
+    return v[k - 1], v[n - k]
+
+
+def paired_ratio(a: Case, b: Case) -> Ratio:
+    """``a`` over ``b``, round by round (both measured in the same rounds, see ``measure``)."""
+    if len(a.seconds) != len(b.seconds):
+        raise ValueError(f"{a.key} and {b.key} were measured in different rounds "
+                         f"({len(a.seconds)} vs {len(b.seconds)})")
+    ratios = [x / y for x, y in zip(a.seconds, b.seconds)]
+    low, high = median_interval(ratios)
+    return Ratio(statistics.median(ratios), low, high, len(ratios))
 
 
 def ort_session(model, threads: int | None = None, quiet: bool = False):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, kernel_call, machine, measure, ort_session, table
+from _common import (Case, by_key, kernel_call, machine, measure, ort_session,
+                     paired_ratio, table)
 
 import mlcbook as mb
 from mlcbook.graph.default_schedule import default_schedule
@@ -112,7 +113,11 @@ def report(cs) -> str:
             row = [label, t, f"{gf / ort_s:.1f}"]
             for name in ("mlcbook NCHW", "mlcbook NCHW16c"):
                 case = by.get(((label, name), t))
-                row.append(f"{gf / case.median:.1f} ({ort_s / case.median:.2f}x)" if case else "-")
+                if case is None:
+                    row.append("-")
+                    continue
+                speedup = paired_ratio(by[((label, "onnxruntime"), t)], case)
+                row.append(f"{gf / case.median:.1f} ({speedup})")
             rows.append(row)
     return table(["conv (batch 1)", "threads", "onnxruntime GFLOP/s",
                   "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook NCHW16c GFLOP/s (vs ort)"], rows)
@@ -120,13 +125,16 @@ def report(cs) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=11)
     args = ap.parse_args(argv)
     cs = cases()
-    measure(cs, args.rounds)
+    measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
     text = (f"# Convolutions: mlcbook default schedules vs onnxruntime\n\n"
-            f"Written by `python bench/convs.py` ({args.rounds} interleaved rounds, medians; "
-            f"(vs ort) > 1 means faster than onnxruntime).\n\n{report(cs)}\n\n"
+            f"Written by `python bench/convs.py` ({args.rounds} rounds; each conv's contenders "
+            f"at one thread count interleaved side by side; GFLOP/s from the median time; "
+            f"(vs ort) is the median over rounds of onnxruntime's time / mlcbook's in the same "
+            f"round, with its 95% interval: > 1 means faster than onnxruntime).\n\n"
+            f"{report(cs)}\n\n"
             f"Machine: {machine()}.\n")
     print(text)
     (Path(__file__).resolve().parent / "RESULTS_convs.md").write_text(text)

@@ -18,10 +18,17 @@ default). ``--records DIR`` adds a third contender for every model with tuning r
 ``DIR/<model>.jsonl`` (written by ``python bench/tune.py --models``): the same model
 compiled with ``mb.compile(..., tuning_records=...)``.
 
-Each figure is the median latency of a full call (``exe(x)`` including its input checks;
-``session.run``) over interleaved rounds of one run (see ``_common.measure``); the ratio
-is mlcbook / onnxruntime (lower is better). onnxruntime gets one session per thread count;
-mlcbook's thread pool is set to the same count around each call.
+Each time is the median latency of a full call (``exe(x)`` including its input checks;
+``session.run``) over interleaved rounds (see ``_common.measure``). The contenders of one
+model at one thread count are interleaved with each other only, so each round compares them
+side by side; the ratio is mlcbook / onnxruntime *per round*, and the table gives the median
+of those ratios with its 95% interval (lower is better). onnxruntime gets one session per
+thread count; mlcbook's thread pool is set to the same count around each call.
+
+``--processes N`` runs the whole measurement in N fresh processes one after another and
+pools their rounds: where a process's memory lands (which physical pages, so which cache
+sets) changes a kernel's speed from process to process, and one process can be lucky. The
+table then also lists each process's median ratio.
 """
 
 from __future__ import annotations
@@ -29,11 +36,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, ort_session, table
+from _common import Case, Ratio, by_key, machine, measure, ort_session, paired_ratio, table
 
 MODELS = ("mlp", "cnn", "resnet", "inception")
 THREADS = (1, 2)
@@ -117,59 +128,123 @@ def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], 
     return out, info
 
 
-def report(all_cases: list[Case], info: dict) -> str:
-    by = by_key(all_cases)
+def _ratio(runs: list[dict], key, t: int, peer: str = "onnxruntime") -> tuple[Ratio, list]:
+    """The paired ratio of contender ``key`` over ``peer`` at ``t`` threads, pooled over the
+    runs (each a ``by_key`` dict of one process), and each run's median ratio."""
+    pooled = [Case("e2e", k, t, None, seconds=[s for run in runs for s in run[(k, t)].seconds])
+              for k in (key, (key[0], peer))]
+    return (paired_ratio(*pooled),
+            [paired_ratio(run[(key, t)], run[((key[0], peer), t)]).median for run in runs])
+
+
+def _per_process(medians: list) -> str:
+    return " / ".join(f"{m:.2f}" for m in medians) if len(medians) > 1 else "-"
+
+
+def _pooled(runs: list[dict], key, t: int) -> float:
+    return statistics.median(s for run in runs for s in run[(key, t)].seconds)
+
+
+def report(runs: list[dict], info: dict) -> str:
     rows = []
     for name in info:
         compile_s, calls, ops, arena, unplanned = info[name][:5]
         for t in THREADS:
-            mb_s, ort_s = by[((name, "mlcbook"), t)].median, by[((name, "onnxruntime"), t)].median
-            rows.append([name, t, f"{mb_s * 1e3:.3f}", f"{ort_s * 1e3:.3f}",
-                         f"{mb_s / ort_s:.2f}x", f"{calls} / {ops}",
+            ratio, each = _ratio(runs, (name, "mlcbook"), t)
+            rows.append([name, t, f"{_pooled(runs, (name, 'mlcbook'), t) * 1e3:.3f}",
+                         f"{_pooled(runs, (name, 'onnxruntime'), t) * 1e3:.3f}", str(ratio),
+                         _per_process(each), f"{calls} / {ops}",
                          f"{arena / 2**20:.1f} / {unplanned / 2**20:.1f}", f"{compile_s:.2f}"])
-    return table(["model", "threads", "mlcbook ms", "onnxruntime ms", "ratio",
-                  "kernel calls / ops", "arena / unplanned MiB", "compile s"], rows)
+    return table(["model", "threads", "mlcbook ms", "onnxruntime ms",
+                  "ratio (95% interval)", "ratio per process", "kernel calls / ops",
+                  "arena / unplanned MiB", "compile s"], rows)
 
 
-def report_tuned(all_cases: list[Case], info: dict, tuning: dict) -> str:
+def report_tuned(runs: list[dict], info: dict, tuning: dict) -> str:
     """Tuned vs default vs onnxruntime, for the models with records; ``tuning`` maps a model
     to (trials, tuning seconds) when known."""
-    by = by_key(all_cases)
     rows = []
     for name in info:
-        if ((name, "mlcbook tuned"), THREADS[0]) not in by:
+        if ((name, "mlcbook tuned"), THREADS[0]) not in runs[0]:
             continue
         trials, secs = tuning.get(name, ("?", float("nan")))
         for t in THREADS:
-            tu, de, ort = (by[((name, k), t)].median
+            tu, de, ort = (_pooled(runs, (name, k), t)
                            for k in ("mlcbook tuned", "mlcbook", "onnxruntime"))
+            ratio, each = _ratio(runs, (name, "mlcbook tuned"), t)
             rows.append([name, t, f"{tu * 1e3:.3f}", f"{de * 1e3:.3f}", f"{ort * 1e3:.3f}",
-                         f"{tu / ort:.2f}x", "yes" if tu <= ort else "no",
+                         str(ratio), _per_process(each),
+                         "yes" if ratio.median <= 1 else "no",
                          f"{info[name][5]}", str(trials),
                          "?" if secs != secs else f"{secs / 60:.1f}"])
     return table(["model", "threads", "tuned ms", "default ms", "onnxruntime ms",
-                  "tuned / onnxruntime", "met (<= onnxruntime)", "tuned kernels", "trials",
-                  "tuning minutes"], rows)
+                  "tuned / onnxruntime (95% interval)", "per process", "met (median <= 1)",
+                  "tuned kernels", "trials", "tuning minutes"], rows)
+
+
+def _in_this_process(args) -> tuple[dict, dict]:
+    """Measure here: (``by_key`` of the measured cases, per-model info)."""
+    cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records)
+    measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
+    return by_key(cs), info
+
+
+def _in_processes(args) -> tuple[list[dict], dict]:
+    """Measure in ``args.processes`` fresh processes, one after another."""
+    argv = ["--rounds", str(args.rounds), "--models", args.models,
+            "--opt-level", str(args.opt_level)]
+    if args.records:
+        argv += ["--records", args.records]
+    runs, info = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.processes):
+            raw = Path(tmp) / f"run{k}.json"
+            cmd = [sys.executable, __file__, *argv, "--processes", "1", "--raw", str(raw)]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            data = json.loads(raw.read_text())
+            info = {name: tuple(v) for name, v in data["info"].items()}
+            runs.append({(tuple(c["key"]), c["threads"]):
+                         Case("e2e", tuple(c["key"]), c["threads"], None, seconds=c["seconds"])
+                         for c in data["cases"]})
+            print(f"process {k + 1} of {args.processes} done", file=sys.stderr)
+    return runs, info
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--processes", type=int, default=1,
+                    help="measure in this many fresh processes and pool their rounds")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--opt-level", type=int, default=3)
     ap.add_argument("--records", default=None,
                     help="directory of tuning records <model>.jsonl (bench/tune.py --models "
                     "or `mlcbook tune MODEL.onnx -o DIR/<model>.jsonl`)")
+    ap.add_argument("--raw", default=None, help=argparse.SUPPRESS)   # a child's measurements
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
-    cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records)
-    measure(cs, args.rounds)
+    if args.processes < 1:
+        ap.error(f"--processes must be at least 1, got {args.processes}")
+    if args.processes > 1:
+        runs, info = _in_processes(args)
+    else:
+        run, info = _in_this_process(args)
+        runs = [run]
+        if args.raw:
+            Path(args.raw).write_text(json.dumps({
+                "info": info,
+                "cases": [{"key": list(c.key), "threads": c.threads, "seconds": c.seconds}
+                          for c in run.values()]}))
+            return
     text = (f"# End to end: mlcbook (default schedules) vs onnxruntime\n\n"
-            f"Written by `python bench/e2e.py` ({args.rounds} rounds; each figure the median "
-            f"over interleaved rounds, same thread count for both; opt_level "
-            f"{args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
-            f"{report(cs, info)}\n\nMachine: {machine()}.\n")
+            f"Written by `python bench/e2e.py{' ' + ' '.join(argv) if argv else ''}` "
+            f"({args.rounds} rounds in each of {args.processes} process(es); each time the "
+            f"median over all rounds; each ratio the median of per-round ratios of contenders "
+            f"measured side by side, with its 95% interval; same thread count for both; "
+            f"opt_level {args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
+            f"{report(runs, info)}\n\nMachine: {machine()}.\n")
     if args.records:
-        tuned = report_tuned(cs, info, trials_in(args.records, info))
+        tuned = report_tuned(runs, info, trials_in(args.records, info))
         text += f"\n## Tuned (records in {args.records})\n\n{tuned}\n"
     print(text)
     name = "RESULTS_e2e_tuned.md" if args.records else "RESULTS_e2e.md"

@@ -263,7 +263,7 @@ def kernel_report(args) -> str:
 
 def model_report(args) -> str:
     import e2e
-    from _common import machine, measure
+    from _common import by_key, machine, measure
     from mlcbook.tune.tasks import tune_model
     records = HERE / ("tune_records_smoke" if args.smoke else "tune_records")
     records.mkdir(exist_ok=True)
@@ -285,11 +285,11 @@ def model_report(args) -> str:
         return "\n".join(f"{n}: {t} trials in records, {s / 60:.1f} tuning minutes"
                          for n, (t, s) in tuning.items())
     cs, info = e2e.cases(names, records=records)
-    measure(cs, args.rounds)
+    measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
     text = (f"# Tuned whole models vs default schedules vs onnxruntime\n\nWritten by "
             f"`python bench/tune.py {' '.join(args.argv)}` ({args.rounds} interleaved rounds; "
             f"records in {records.relative_to(HERE.parent)}).\n\n"
-            f"{e2e.report_tuned(cs, info, tuning)}\n\nMachine: {machine()}.\n")
+            f"{e2e.report_tuned([by_key(cs)], info, tuning)}\n\nMachine: {machine()}.\n")
     name = "RESULTS_tune_models_smoke.md" if args.smoke else "RESULTS_tune_models.md"
     (HERE / name).write_text(text)
     return text
