@@ -131,11 +131,26 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
+    loops = _without_unit_inner(sch, loops)
     if len(loops) > 1 and _extent(sch, loops[-1]) < 4:
         _unroll_short_inner(sch, loops, work)
         return
     rest = _vectorize_inner(sch, loops[-1])
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
+
+
+def _without_unit_inner(sch: Schedule, loops) -> list:
+    """``loops`` with the innermost ones of extent 1 (a block of 1 channel, e.g. the padding
+    of a 1-channel image in NCHW1c) fused into the last longer loop: the vector then runs
+    along the pixels of a row rather than the whole nest being fused into one scalar loop of
+    divisions and remainders."""
+    loops = list(loops)
+    k = len(loops)
+    while k > 1 and _extent(sch, loops[k - 1]) == 1:
+        k -= 1
+    if k == len(loops) or _extent(sch, loops[k - 1]) == 1:
+        return loops
+    return loops[:k - 1] + [sch.fuse(*loops[k - 1:])]
 
 
 def _unroll_short_inner(sch: Schedule, loops, work: int) -> None:
