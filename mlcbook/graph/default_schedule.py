@@ -58,7 +58,7 @@ PARALLEL_WORK = 1 << 15
 PRODUCER_CHUNKS = 16
 #: vector registers a conv's register tile leaves free beyond its weights and one
 #: broadcast (see :func:`row_tile`): with none, a tile of one vector of 8 output channels
-#: took 14 pixels, and spilled (CNN conv 1->8 at 28x28: 51 us, 40 us with 4 x 2 pixels)
+#: took 14 pixels, and spilled (the CNN's conv 1->8 at 28x28: 47 us; 40 us with 4 x 2 pixels)
 CONV_SPARE_REGISTERS = 1
 #: a float reduction of at least this many terms is summed in two levels (see _two_level)
 LONG_REDUCTION = 1 << 13

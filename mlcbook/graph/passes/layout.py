@@ -156,14 +156,10 @@ def _from(blocked_value: Call) -> Call:
     return Call("from_blocked", (blocked_value,), Attrs())
 
 
-def is_identity_layout(call: Call) -> bool:
+def _moves_no_element(call: Call) -> bool:
     """Whether ``call``, a ``to_blocked`` or ``from_blocked``, keeps every element where it is
     in memory: a block of 1 channel, or no spatial extent (e.g. after a global pooling),
-    leaves NCHW and NCHW[b]c in the same element order.
-
-        >>> is_identity_layout(Call("to_blocked", (x,), Attrs(block=1)))   # x: (8, 1, 28, 28)
-        True
-    """
+    leaves NCHW and NCHW[b]c in the same element order."""
     nchw, blocked = ((call.args[0], call) if call.op == "to_blocked" else (call, call.args[0]))
     nchw, block = nchw.shape, blocked.shape[-1]
     return block == 1 or math.prod(nchw[2:]) == 1
@@ -174,7 +170,7 @@ class _LayoutsAsViews(ExprMutator):
 
     def visit_Call(self, call: Call):
         new = self.generic_visit(call)
-        if new.op in ("to_blocked", "from_blocked") and is_identity_layout(new):
+        if new.op in ("to_blocked", "from_blocked") and _moves_no_element(new):
             return Call("reshape", new.args, Attrs(shape=tuple(new.shape)), new.name)
         return new
 
