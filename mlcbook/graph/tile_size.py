@@ -43,7 +43,7 @@ def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> 
 
 
 def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float32",
-             ragged: bool = False) -> tuple[tuple[int, ...], int]:
+             ragged: bool = False, spare: int = 0) -> tuple[tuple[int, ...], int]:
     """(rows per axis, columns) of the register tile of a tiled reduction whose output
     has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
     vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
@@ -69,13 +69,20 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
 
         >>> row_tile((7, 7), 16, "llvm -mcpu=znver3", ragged=True)
         ((4, 1), 16)
+
+    ``spare`` registers are left out of the budget: a conv's window loads the broadcast of
+    one pixel for several taps, which the compiler then keeps in registers, so a tile of 14
+    accumulators + 1 weight + 1 broadcast spills; with 1 spare it takes 8:
+
+        >>> row_tile((28, 28), 8, "llvm -mcpu=znver3", ragged=True, spare=1)
+        ((4, 2), 8)
     """
     t = Target(target or "llvm")
     lanes, regs = t.vector_lanes(dtype), t.vector_registers
     best, best_key = ((1,) * len(rows), lanes), None
     for c in _column_widths(cols, lanes, regs - 2):
         v = -(-c // lanes)
-        most = max(1, (regs - v - 1) // v)
+        most = max(1, (regs - v - 1 - spare) // v)
         for sizes in _row_sizes(rows, most, ragged):
             r = math.prod(sizes)
             acc = r * v

@@ -385,3 +385,35 @@ def test_a_loop_too_short_for_a_vector_is_unrolled_outside_the_parallel_loop():
     y = np.zeros((1, 1, 112, 112, 3), "float32")
     mb.build(g)(x, y)
     np.testing.assert_array_equal(y, x.transpose(0, 2, 3, 1)[:, None])
+
+
+def test_the_padding_of_a_1_channel_blocked_image_is_vectorized_along_its_rows():
+    # NCHW1c: the innermost loop (the block's 1 channel) is fused into the row, which is
+    # the vector; it was one scalar loop over the whole tensor with a // and % per element
+    f = legalize_call("conv_nchwc", [T((2, 1, 9, 9, 1)), T((1, 1, 3, 3, 1, 8))],
+                      {"pads": (1,) * 4, "strides": (1, 1)})
+    g = default_schedule(f)
+    mb.tir.verify(g)
+    assert "T.vectorized(11)" in str(g)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 1, 9, 9)).astype("float32")
+    w = rng.standard_normal((8, 1, 3, 3)).astype("float32")
+    y = np.zeros((2, 1, 9, 9, 8), "float32")
+    mb.build(g)(x[..., None], blocked_weight(w, 1, 8), y)
+    xp = np.pad(x[:, 0], ((0, 0), (1, 1), (1, 1)))
+    want = sum(xp[:, None, i:i + 9, j:j + 9] * w[None, :, 0, i, j, None, None]
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(y, blocked(want, 8), rtol=1e-5, atol=1e-5)
+
+
+def test_a_conv_of_8_output_channels_leaves_a_register_spare():
+    # 1 ymm of channels: 14 pixels + 1 weight + 1 broadcast were all 16 registers (it spilled)
+    f = legalize_call("conv_nchwc", [T((1, 1, 2, 14, 1)), T((1, 1, 3, 3, 1, 8))],
+                      {"pads": (1,) * 4, "strides": (1, 1)})
+    text = str(default_schedule(f, AVX2))
+    assert "T.unroll(7)" in text and "T.unroll(14)" not in text
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 1, 2, 14, 1)).astype("float32")
+    w = rng.standard_normal((1, 1, 3, 3, 1, 8)).astype("float32")
+    g = default_schedule(f, AVX2)
+    np.testing.assert_allclose(run(g, [x, w]), run(f, [x, w]), rtol=1e-5, atol=1e-5)

@@ -60,3 +60,14 @@ def test_pixel_tile_leaves_divisible_maps_and_single_blocks_to_row_tile():
     assert pixel_tile((56, 56), 4, 16, AVX2) is None
     assert pixel_tile((7, 7), 1, 16, AVX2) is None        # one block: nothing to pair
     assert pixel_tile((7, 7), 3, 16, AVX2) is None        # 3 blocks: 3 x 2 px overflow
+
+
+def test_a_spare_register_keeps_a_one_vector_conv_tile_from_filling_every_register():
+    # 8 output channels (1 ymm): 14 pixels + 1 weight + 1 broadcast were all 16 registers
+    assert row_tile((28, 28), 8, AVX2, ragged=True) == ((14, 1), 8)
+    assert row_tile((28, 28), 8, AVX2, ragged=True, spare=1) == ((4, 2), 8)
+    # two vectors of columns leave a register free anyway: the same tiles
+    for rows in [(7, 7), (14, 14), (28, 28), (56, 56)]:
+        for target in (AVX2, AVX512):
+            assert row_tile(rows, 16, target, ragged=True, spare=1) == \
+                row_tile(rows, 16, target, ragged=True)

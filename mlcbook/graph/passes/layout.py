@@ -17,6 +17,8 @@ the edges of the network, where the layout really changes.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ops import get as get_op
@@ -154,7 +156,26 @@ def _from(blocked_value: Call) -> Call:
     return Call("from_blocked", (blocked_value,), Attrs())
 
 
+def _moves_no_element(call: Call) -> bool:
+    """Whether ``call``, a ``to_blocked`` or ``from_blocked``, keeps every element where it is
+    in memory: a block of 1 channel, or no spatial extent (e.g. after a global pooling),
+    leaves NCHW and NCHW[b]c in the same element order."""
+    nchw, blocked = ((call.args[0], call) if call.op == "to_blocked" else (call, call.args[0]))
+    nchw, block = nchw.shape, blocked.shape[-1]
+    return block == 1 or math.prod(nchw[2:]) == 1
+
+
+class _LayoutsAsViews(ExprMutator):
+    """Identity layout conversions become reshapes, which the plan makes views: no copy."""
+
+    def visit_Call(self, call: Call):
+        new = self.generic_visit(call)
+        if new.op in ("to_blocked", "from_blocked") and _moves_no_element(new):
+            return Call("reshape", new.args, Attrs(shape=tuple(new.shape)), new.name)
+        return new
+
+
 def convert_layout(func: Function) -> Function:
     """``func`` with convolutions in NCHW16c and the layout kept between them (see the module
-    docstring)."""
-    return _ConvertLayout().visit_function(func)
+    docstring); a conversion that moves no element is a reshape (a view, no kernel)."""
+    return _LayoutsAsViews().visit_function(_ConvertLayout().visit_function(func))
