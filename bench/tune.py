@@ -63,6 +63,7 @@ import mlcbook as mb
 from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
+from mlcbook.runtime.pages import huge_copy
 from mlcbook.tune.features import flop_count
 from mlcbook.tune.measure import Measurer, random_inputs
 from mlcbook.tune.plot import plot_curves
@@ -102,8 +103,10 @@ def curve_kernels(smoke: bool) -> dict:
 
 def _time(programs: dict, func, rounds: int, threads=None) -> dict:
     """Medians of ``programs`` (same inputs, outputs checked equal) in interleaved rounds;
-    with ``threads``, ``{n: medians at n threads}`` for each count, built once."""
-    args = random_inputs(func, 0)
+    with ``threads``, ``{n: medians at n threads}`` for each count, built once. The
+    arguments sit on huge pages, as in the tuner's workers (:func:`mlcbook.tune.measure.run_job`),
+    so a figure does not depend on where this process's pages happen to land."""
+    args = huge_copy(random_inputs(func, 0))
     calls = {name: (mb.build(f), *args) for name, f in programs.items()}
     want = None
     for name, (k, *a) in calls.items():  # every contender computes the same
