@@ -25,7 +25,11 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
   the unrolled part of the longest reduce loop and (several reduce loops) their
   ``reduce_order``, whether the tile loops run in ``parallel``, and (for a weight read as
   ``W[k, j]``, or ``W[b, k, j]`` in a batched matmul) whether it is ``repack``-ed into
-  panels of the tile's width;
+  panels of the tile's width. A reduction over several loops (a conv) also chooses
+  whether its outermost reduce loop (the input channels, or their blocks in NCHW16c) goes
+  above the ``block`` of row tiles, a ``panel`` whose weights the block shares from L1,
+  and, along a prime-width row (a 7x7 map), a ``ragged`` row tile that does not divide
+  it (4 + 3 pixels, the last tile predicated);
 * a conv-like block (a weight ``W[f, c, ky, kx]``) also chooses its ``vector_axis``: along
   the output row as above, or along the output channels ``f``, with the weight repacked
   into blocks ``W[f // lanes, c, ky, kx, f % lanes]``, the accumulators laid out channel
@@ -114,9 +118,10 @@ class Space:
     def default_point(self) -> Point:
         """The point whose every knob takes its rule's hint: the default schedule's
         decisions where the space can express them (the tiled rule: the register tile of
-        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, column tiles
-        outermost, the reduction not unrolled, the tiles in parallel when the work is
-        large, no repack); a knob without a hint is drawn with seed 0."""
+        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, ragged along
+        a conv's prime-width row, column tiles outermost, the reduction not unrolled, a
+        conv's channel panel where a tile's weights overflow L1, the tiles in parallel when
+        the work is large, no repack); a knob without a hint is drawn with seed 0."""
         return self.point({}, hinted=True)
 
     def neighbours(self, p: Point) -> list:
