@@ -133,12 +133,22 @@ def _reference(job: Job) -> _Reference:
     return _REFERENCES[key]
 
 
+def _poison(out: np.ndarray, want: np.ndarray) -> None:
+    """Fill ``out`` with values that differ from ``want`` everywhere (NaN, or its bitwise
+    complement), so that a candidate that leaves some of it unwritten is wrong."""
+    if out.dtype.kind in "fc":
+        out.fill(np.nan)
+    else:
+        np.invert(want, out=out)
+
+
 def run_job(job: Job) -> MeasureResult:
     """Build, check and time one candidate (what a worker runs).
 
     The candidate runs on the same arguments, at the same addresses, as every other
     candidate of its workload in this worker (on huge pages: the same physical layout),
-    its outputs first filled with NaN so that one it does not write is wrong. It is timed
+    its outputs first filled with wrong values (:func:`_poison`) so that an output it
+    does not write is wrong. It is timed
     in ``repeat`` rounds alternating with the reference (the default schedule): the host's
     speed drifts in phases of about half a second, which slows both alike, so the recorded
     time is the median ratio candidate / reference times the reference's time, and
@@ -156,8 +166,8 @@ def run_job(job: Job) -> MeasureResult:
         return MeasureResult(None, f"build failed: {type(err).__name__}: {err}"[:500])
     built = time.perf_counter() - t0
     outs = ref.args[n_in:]
-    for out in outs:
-        out.fill(np.nan if out.dtype.kind == "f" else 0)
+    for out, want in zip(outs, ref.expected):
+        _poison(out, want)
     kernel(*ref.args)
     for got, want in zip(outs, ref.expected):
         scale = float(np.max(np.abs(want))) if want.size else 0.0
@@ -165,7 +175,8 @@ def run_job(job: Job) -> MeasureResult:
             diff = float(np.max(np.abs(got.astype(np.float64) - want)))
             return MeasureResult(None, f"wrong result: differs from the untuned program by "
                                        f"up to {diff:.3g}", built)
-    t = time_interleaved({"candidate": (kernel, *ref.args), "reference": (ref.kernel, *ref.args)},
+    t = time_interleaved({"candidate": (kernel, *ref.args),
+                          "reference": (ref.kernel, *ref.args)},
                          rounds=job.repeat, min_seconds=job.min_seconds)
     ratio = statistics.median(c / r for c, r in zip(t["candidate"].results,
                                                     t["reference"].results))
