@@ -64,7 +64,7 @@ from ..graph.default_schedule import (L1_BYTES, LANES, PANEL_ACC_BYTES, PANEL_ST
 from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad, Const, Var
+from ..tir.expr import BufferLoad, Const, Var, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize
@@ -414,8 +414,10 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         i0, i1 = sch.split(rows_loop, row_tile)
         inner = [i1]
         width = _extent(sch, cols) * _extent(sch, lanes)
+        item = max(1, bits(sch.get(sch.get_block(name)).writes[0].buffer.dtype) // 8)
         panel = len(reduce_) > 1 and knobs.choice(
-            f"{name}.panel", [0, 1], hint=int(_default_panel(sch, reduce_, i0, rows, width)))
+            f"{name}.panel", [0, 1],
+            hint=int(_default_panel(sch, reduce_, i0, rows, width, item)))
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
         # rows stays in cache while the column tiles pass over it; under a panel, the
         # block shares each step of the outermost reduce loop (the default: a whole row)
@@ -450,14 +452,17 @@ def _ragged_sizes(extent: int, most: int) -> list[int]:
     return list(range(2, min(most, extent - 1) + 1))
 
 
-def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: int) -> bool:
+def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: int,
+                   item: int) -> bool:
     """Whether the default schedule takes the outermost reduce loop above a row of register
     tiles (:data:`~mlcbook.graph.default_schedule.PANEL_STEPS`): a tile's share of the
     vector operand over the reduction overflows L1, the rest of the reduction is long
-    enough, and a row of tiles accumulates within ``PANEL_ACC_BYTES``."""
+    enough, and a row of tiles accumulates within ``PANEL_ACC_BYTES`` (``item``: bytes
+    per element)."""
     steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    return steps * width * 4 > L1_BYTES and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS \
-        and _extent(sch, row_tiles) * rows * width * 4 <= PANEL_ACC_BYTES
+    return steps * width * item > L1_BYTES \
+        and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS \
+        and _extent(sch, row_tiles) * rows * width * item <= PANEL_ACC_BYTES
 
 
 def _check_tile(name: str, rows: int, cols: int, limit: int) -> None:

@@ -66,6 +66,9 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
     end each task's ``confirm`` best points are measured again (see :func:`~.search.tune`)."""
     if not isinstance(trials, int) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if not isinstance(confirm, int) or isinstance(confirm, bool) or confirm < 0:
+        raise TuneArgumentError(f"confirm must be a non-negative int (how many of each "
+                                f"task's best points to measure again), got {confirm!r}")
     if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
         raise TuneArgumentError(f"seconds must be a positive wall-time budget or None, got "
                                 f"{seconds!r}")

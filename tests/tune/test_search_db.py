@@ -191,3 +191,9 @@ def test_confirming_measures_the_best_points_again_and_keeps_the_fastest_median(
 def test_confirm_must_be_a_count():
     with pytest.raises(TuneArgumentError, match="confirm must be a non-negative int"):
         tune(matmul(16), 1, confirm=-1)
+
+
+def test_tune_model_confirm_must_be_a_count():
+    from mlcbook.tune.tasks import tune_model
+    with pytest.raises(TuneArgumentError, match="confirm must be a non-negative int"):
+        tune_model(mb.from_onnx(examples.mlp(batch=1)), 1, confirm=1.5)
