@@ -16,8 +16,8 @@ and tuned whole models.
    a batched matmul (8 x 256^3), ``--peer-trials`` each, against their default schedule.
    Figures: medians of interleaved rounds (``mb.runtime.time_interleaved``), all threads.
    The search measures the space's default point and its one-knob neighbours in its first
-   rounds (see :mod:`mlcbook.tune.search`); the table says at which trial the tuned schedule
-   was found.
+   rounds (see :mod:`mlcbook.tune.search`) and its best few points again at the end (the
+   best is the fastest median); the table says at which trial the tuned schedule was found.
 2. **XGBoost vs random (vs analytic)**: ``--curve-trials`` measurements on three *small*
    kernels (a 128^3 matmul, a 3x3 conv 16 -> 16 at 14 x 14, a 4 x 64^3 batched matmul:
    small so that a trial costs little more than its compile), ``--seeds`` seeds for XGBoost
@@ -61,8 +61,10 @@ import numpy as np
 
 import mlcbook as mb
 from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.records import Database
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
+from mlcbook.runtime.pages import huge_copy
 from mlcbook.tune.features import flop_count
 from mlcbook.tune.measure import Measurer, random_inputs
 from mlcbook.tune.plot import plot_curves
@@ -102,8 +104,10 @@ def curve_kernels(smoke: bool) -> dict:
 
 def _time(programs: dict, func, rounds: int, threads=None) -> dict:
     """Medians of ``programs`` (same inputs, outputs checked equal) in interleaved rounds;
-    with ``threads``, ``{n: medians at n threads}`` for each count, built once."""
-    args = random_inputs(func, 0)
+    with ``threads``, ``{n: medians at n threads}`` for each count, built once. The
+    arguments sit on huge pages, as in the tuner's workers (:func:`mlcbook.tune.measure.run_job`),
+    so a figure does not depend on where this process's pages happen to land."""
+    args = huge_copy(random_inputs(func, 0))
     calls = {name: (mb.build(f), *args) for name, f in programs.items()}
     want = None
     for name, (k, *a) in calls.items():  # every contender computes the same
@@ -137,14 +141,17 @@ def tuned_vs_peer(trials: int, peer_trials: int, rounds: int, smoke: bool,
     for name, (func, hand, big) in chosen(kernels(smoke), keep).items():
         n = trials if big else peer_trials
         t0 = time.perf_counter()
+        db = Database(None)
         r = tune(func, n, model="xgboost", batch=16 if n >= 64 else 4, seed=0, name=name,
-                 measurer=measurer)
+                 measurer=measurer, database=db)
         minutes = (time.perf_counter() - t0) / 60
         peer = ("hand-written best", hand) if hand is not None else (
             "default schedule", default_schedule(func))
         res = _time({"tuned": r.best.func, peer[0]: peer[1]}, func, rounds)
         flops = flop_count(func)
-        found = min((s, k) for k, s in enumerate(r.history) if s is not None)[1] + 1
+        # the trial that measured the best point first (a search confirms its best few by
+        # measuring them again after its trials: the best need not be the fastest trial)
+        found = next(k for k, rec in enumerate(db.records()) if rec.key == r.best.key) + 1
         start = Space(func).default_point()
         rows.append([name, peer[0], f"{flops / res['tuned'].median / 1e9:.1f}",
                      f"{flops / res[peer[0]].median / 1e9:.1f}",

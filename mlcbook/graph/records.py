@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 from ..codegen.target import Target
@@ -99,9 +100,17 @@ class Database:
         return sorted({r.workload for r in self._records})
 
     def best(self, workload: str) -> Optional[Record]:
-        """The fastest successful record of ``workload`` (None if it has none)."""
-        ok = [r for r in self.records(workload) if r.seconds is not None]
-        return min(ok, key=lambda r: r.seconds) if ok else None
+        """The fastest successful record of ``workload`` (None if it has none). A point
+        measured several times (a search confirms its best few) counts with the median
+        of its times, so one lucky measurement does not make it the best."""
+        times: dict = {}
+        for r in self.records(workload):
+            if r.seconds is not None:
+                times.setdefault(r.key, []).append(r)
+        if not times:
+            return None
+        runs = min(times.values(), key=lambda rs: statistics.median(r.seconds for r in rs))
+        return replace(runs[0], seconds=statistics.median(r.seconds for r in runs))
 
 
 def apply_best(func: PrimFunc, db: Database, target=None) -> Optional[PrimFunc]:

@@ -7,11 +7,13 @@ program, time it, and record whatever went wrong instead of stopping.
     >>> Measurer(executor=client)                  # any Executor, e.g. a dask distributed.Client
 
 A :class:`Job` carries the untuned program and the candidate. The worker
-(:func:`run_job`) draws random inputs (fixed seed), runs the untuned program compiled with
-the default schedule (once per workload and worker), builds and runs the candidate, and
-compares the outputs: a candidate that disagrees is an error (``"wrong result"``), so a
-miscompile can never win. Then it times the candidate with :func:`mlcbook.time_kernel`
-(warm-up, ``repeat`` measurements, the median).
+(:func:`run_job`) draws random inputs (fixed seed) once per workload, on huge pages
+(:mod:`mlcbook.runtime.pages`: every candidate meets the same physical memory), runs the
+untuned program compiled with the default schedule (the *reference*), builds and runs the
+candidate, and compares the outputs: a candidate that disagrees is an error (``"wrong
+result"``), so a miscompile can never win. Then it times the candidate in rounds
+alternating with the reference and records the median ratio times the reference's time,
+so the host's drifting speed cancels out of the comparison of candidates.
 
 The default executor, :class:`LocalExecutor`, runs one job at a time (timings of
 concurrent jobs would disturb each other) in a child process it supervises: a job that
@@ -26,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import queue
+import statistics
 import threading
 import time
 import traceback
@@ -36,6 +39,7 @@ import numpy as np
 
 from ..codegen.target import Target
 from ..graph.default_schedule import default_schedule
+from ..runtime.pages import huge_copy
 from ..tir.function import PrimFunc
 from ..tir.structural import structural_hash
 from .errors import TuneArgumentError
@@ -90,41 +94,93 @@ def random_inputs(func: PrimFunc, seed: int = 0) -> list:
     return arrays
 
 
-_EXPECTED: dict = {}
+#: how many workloads a worker keeps its reference program and arguments for (a whole
+#: model's tuning alternates between its kernels)
+KEEP_WORKLOADS = 4
 
 
-def _expected(job: Job) -> list:
-    """The untuned program's outputs on the job's inputs (cached in this worker)."""
-    from ..runtime import build  # llvmlite: loaded by the worker that builds, not on import
+@dataclass
+class _Reference:
+    """What a worker keeps per workload: the untuned program built with the default
+    schedule, the job's arguments on huge pages (every candidate runs on the same memory),
+    the inputs' values, the expected outputs, and the reference's own time (``seconds``)."""
+
+    kernel: object
+    args: list
+    inputs: list
+    expected: list
+    seconds: float
+
+
+_REFERENCES: dict = {}
+
+
+def _reference(job: Job) -> _Reference:
+    """The job's :class:`_Reference` (made once per workload and worker)."""
+    from ..runtime import build, time_kernel  # llvmlite: loaded by the worker, not on import
     key = (structural_hash(job.reference), job.seed, job.target)
-    if key not in _EXPECTED:
-        args = random_inputs(job.reference, job.seed)
-        build(default_schedule(job.reference, job.target), target=job.target)(*args)
-        _EXPECTED[key] = args[len(args) - job.reference.num_outputs:]
-    return _EXPECTED[key]
+    if key not in _REFERENCES:
+        fresh = random_inputs(job.reference, job.seed)
+        args = huge_copy(fresh)
+        n_in = len(args) - job.reference.num_outputs
+        kernel = build(default_schedule(job.reference, job.target), target=job.target)
+        kernel(*args)
+        seconds = time_kernel(kernel, *args, repeat=5, min_repeat_seconds=job.min_seconds)
+        while len(_REFERENCES) >= KEEP_WORKLOADS:
+            _REFERENCES.pop(next(iter(_REFERENCES)))
+        _REFERENCES[key] = _Reference(kernel, args, fresh[:n_in],
+                                      [a.copy() for a in args[n_in:]], seconds.median)
+    return _REFERENCES[key]
+
+
+def _poison(out: np.ndarray, want: np.ndarray) -> None:
+    """Fill ``out`` with values that differ from ``want`` everywhere (NaN, or its bitwise
+    complement), so that a candidate that leaves some of it unwritten is wrong."""
+    if out.dtype.kind in "fc":
+        out.fill(np.nan)
+    else:
+        np.invert(want, out=out)
 
 
 def run_job(job: Job) -> MeasureResult:
-    """Build, check and time one candidate (what a worker runs)."""
-    from ..runtime import build, time_kernel
-    expected = _expected(job)
-    args = random_inputs(job.reference, job.seed)
+    """Build, check and time one candidate (what a worker runs).
+
+    The candidate runs on the same arguments, at the same addresses, as every other
+    candidate of its workload in this worker (on huge pages: the same physical layout),
+    its outputs first filled with wrong values (:func:`_poison`) so that an output it
+    does not write is wrong. It is timed
+    in ``repeat`` rounds alternating with the reference (the default schedule): the host's
+    speed drifts in phases of about half a second, which slows both alike, so the recorded
+    time is the median ratio candidate / reference times the reference's time, and
+    candidates measured in a fast and in a slow phase compare as they would side by side.
+    """
+    from ..runtime import build, time_interleaved
+    ref = _reference(job)
+    n_in = len(ref.args) - len(ref.expected)
+    for dst, src in zip(ref.args, ref.inputs):
+        dst[...] = src           # whatever a candidate did to its inputs does not carry over
     t0 = time.perf_counter()
     try:
         kernel = build(job.program, target=job.target)
     except Exception as err:  # noqa: BLE001 - any failure of a candidate is its result
         return MeasureResult(None, f"build failed: {type(err).__name__}: {err}"[:500])
     built = time.perf_counter() - t0
-    kernel(*args)
-    outs = args[len(args) - job.program.num_outputs:]
-    for got, want in zip(outs, expected):
+    outs = ref.args[n_in:]
+    for out, want in zip(outs, ref.expected):
+        _poison(out, want)
+    kernel(*ref.args)
+    for got, want in zip(outs, ref.expected):
         scale = float(np.max(np.abs(want))) if want.size else 0.0
         if not np.allclose(got, want, rtol=1e-4, atol=1e-4 * max(scale, 1.0), equal_nan=True):
             diff = float(np.max(np.abs(got.astype(np.float64) - want)))
             return MeasureResult(None, f"wrong result: differs from the untuned program by "
                                        f"up to {diff:.3g}", built)
-    r = time_kernel(kernel, *args, repeat=job.repeat, min_repeat_seconds=job.min_seconds)
-    return MeasureResult(r.median, None, built)
+    t = time_interleaved({"candidate": (kernel, *ref.args),
+                          "reference": (ref.kernel, *ref.args)},
+                         rounds=job.repeat, min_seconds=job.min_seconds)
+    ratio = statistics.median(c / r for c, r in zip(t["candidate"].results,
+                                                    t["reference"].results))
+    return MeasureResult(ratio * ref.seconds, None, built)
 
 
 def _serve(conn) -> None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -302,6 +303,27 @@ class TaskSearch:
                            self.name))
         self.result.default_seconds = m.seconds
 
+    def confirm(self, measurer: Measurer, top: int, times: int = 2, repeat: int = 3) -> None:
+        """Measure the ``top`` fastest points so far ``times`` more times each (recorded,
+        not trials) and make :attr:`TuneResult.best` the one with the fastest median: the
+        best of many noisy measurements is often a lucky one (the winner's curse)."""
+        ranked = sorted(self._good, key=lambda sp: sp[0])[:top]
+        if len(ranked) < 2:
+            return
+        target = self.space.target
+        again = measurer.measure([Job.of(self.func, p.func, target, repeat=repeat,
+                                          seed=self.seed) for _ in range(times)
+                                  for _, p in ranked])
+        seconds = {p.key: [s] for s, p in ranked}
+        for (_, p), m in zip(ranked * times, again):
+            self.db.add(Record(self.result.workload, p.decisions, p.trace.as_json(),
+                               m.seconds, m.error, self.name))
+            if m.seconds is not None:
+                seconds[p.key].append(m.seconds)
+        best = min(ranked, key=lambda sp: statistics.median(seconds[sp[1].key]))[1]
+        self.result.best = best
+        self.result.best_seconds = statistics.median(seconds[best.key])
+
     def step(self, measurer: Measurer, n: int, repeat: int = 3) -> int:
         """One round: refit the model if it has new measurements, propose ``n`` points,
         measure and record them; how many were measured (0: the space looks exhausted)."""
@@ -335,7 +357,7 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
          batch: int = 8, epsilon: float = 0.2, population: int = 8, steps: int = 4,
          warm_start: int = 32, seed: int = 0, timeout: float = 60.0, repeat: int = 3,
          progress: bool = True, name: str = "", baseline: bool = False,
-         from_default: bool = True) -> TuneResult:
+         from_default: bool = True, confirm: int = 4) -> TuneResult:
     """Tune ``func`` with ``trials`` more measurements; returns a :class:`TuneResult`.
 
     ``database`` (a path or a :class:`Database`) is read first (its points are not measured
@@ -347,9 +369,14 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     random) a fresh search measures the space's default point and its neighbours in its
     first rounds, beside the model's picks (:meth:`Space.default_point`,
     :meth:`Space.neighbours`), so the tuned result starts where the default schedule is.
+    At the end the ``confirm`` fastest points (at most one per 8 trials of this run) are
+    measured twice more and the best is the fastest median (:meth:`TaskSearch.confirm`).
     """
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if not isinstance(confirm, int) or isinstance(confirm, bool) or confirm < 0:
+        raise TuneArgumentError(f"confirm must be a non-negative int (how many of the best "
+                                f"points to measure again), got {confirm!r}")
     if not isinstance(batch, int) or batch < 1 or not 0 <= epsilon <= 1:
         raise TuneArgumentError(f"batch must be a positive int and epsilon in [0, 1], got "
                                 f"{batch!r} and {epsilon!r}")
@@ -375,6 +402,7 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
                 if best:
                     bar.set_postfix_str(f"best {best * 1e3:.3f} ms, "
                                         f"{search.result.flops / best / 1e9:.1f} GFLOP/s")
+        search.confirm(measurer, min(confirm, done // 8), repeat=repeat)
     finally:
         if bar is not None:
             bar.close()

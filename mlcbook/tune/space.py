@@ -25,7 +25,11 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
   the unrolled part of the longest reduce loop and (several reduce loops) their
   ``reduce_order``, whether the tile loops run in ``parallel``, and (for a weight read as
   ``W[k, j]``, or ``W[b, k, j]`` in a batched matmul) whether it is ``repack``-ed into
-  panels of the tile's width;
+  panels of the tile's width. A reduction over several loops (a conv) also chooses
+  whether its outermost reduce loop (the input channels, or their blocks in NCHW16c) goes
+  above the ``block`` of row tiles, a ``panel`` whose weights the block shares from L1,
+  and, along a prime-width row (a 7x7 map), a ``ragged`` row tile that does not divide
+  it (4 + 3 pixels, the last tile predicated);
 * a conv-like block (a weight ``W[f, c, ky, kx]``) also chooses its ``vector_axis``: along
   the output row as above, or along the output channels ``f``, with the weight repacked
   into blocks ``W[f // lanes, c, ky, kx, f % lanes]``, the accumulators laid out channel
@@ -54,12 +58,13 @@ from typing import Callable, Optional
 
 from ..codegen.target import Target
 from ..errors import ScheduleError
-from ..graph.default_schedule import (LANES, PARALLEL_WORK, inline_intermediates, loop_nest,
+from ..graph.default_schedule import (L1_BYTES, LANES, PANEL_ACC_BYTES, PANEL_STEPS,
+                                      PARALLEL_WORK, inline_intermediates, loop_nest,
                                       reuse_axis, root_stmts, tiled_blocks)
 from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad, Const, Var
+from ..tir.expr import BufferLoad, Const, Var, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize
@@ -113,9 +118,10 @@ class Space:
     def default_point(self) -> Point:
         """The point whose every knob takes its rule's hint: the default schedule's
         decisions where the space can express them (the tiled rule: the register tile of
-        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, column tiles
-        outermost, the reduction not unrolled, the tiles in parallel when the work is
-        large, no repack); a knob without a hint is drawn with seed 0."""
+        :func:`~mlcbook.graph.default_schedule.row_tile` along one reuse axis, ragged along
+        a conv's prime-width row, column tiles outermost, the reduction not unrolled, a
+        conv's channel panel where a tile's weights overflow L1, the tiles in parallel when
+        the work is large, no repack); a knob without a hint is drawn with seed 0."""
         return self.point({}, hinted=True)
 
     def neighbours(self, p: Point) -> list:
@@ -331,11 +337,12 @@ def _tile_limit(space: "Space") -> int:
 
 
 def _finish_tile(knobs: Knobs, name: str, space: Space, write_back, tile_loops: list,
-                 reduce_: list, inner: list, lanes, work: int) -> None:
+                 reduce_: list, inner: list, lanes, work: int, under: tuple = ()) -> None:
     """The common end of both tile rules: reorder, unroll the tile, vectorize its lanes, write
-    the accumulators back once per tile, run the tiles in parallel (knob ``parallel``)."""
+    the accumulators back once per tile, run the tiles in parallel (knob ``parallel``).
+    ``under``: tile loops that go below the outermost reduce loop (a panel)."""
     sch = knobs.sch
-    sch.reorder(*tile_loops, *reduce_, *inner, lanes)
+    sch.reorder(*tile_loops, *reduce_[:1], *under, *reduce_[1:], *inner, lanes)
     for lp in inner:
         sch.unroll(lp)
     sch.vectorize(lanes)
@@ -379,11 +386,22 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         jo, lanes = sch.split(j, knobs.tile(f"{name}.lanes", j, 2, space.lanes))
     row = reuse_axis(sch, name, n_spatial)
     rows_loop = spatial[row] if row is not None and _extent(sch, spatial[row]) > 1 else None
-    # the default schedule's register tile: the hints of rows and cols
-    (hint_rows,), hint_width = default_row_tile(
-        (_extent(sch, rows_loop) if rows_loop else 1,), extent_j, space.target)
-    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, space.registers - SPARE_REGISTERS,
+    # the default schedule's register tile: the hints of rows and cols (a reduction over
+    # several loops, a conv, may tile a prime-width row raggedly, as the default does)
+    n_rows = _extent(sch, rows_loop) if rows_loop else 1
+    convlike = len(reduce_) > 1
+    (hint_rows,), hint_width = default_row_tile((n_rows,), extent_j, space.target,
+                                                ragged=convlike)
+    most = space.registers - SPARE_REGISTERS
+    row_tile = knobs.tile(f"{name}.rows", rows_loop, 2, most,
                           hint=hint_rows) if rows_loop else None
+    ragged = _ragged_sizes(n_rows, most) if rows_loop and convlike else []
+    if ragged:
+        # knob "ragged": a row tile that does not divide the row, the last one predicated
+        # (0: the perfect tile of "rows")
+        size = knobs.choice(f"{name}.ragged", [0] + ragged,
+                            hint=hint_rows if hint_rows in ragged else 0)
+        row_tile = [None, size] if size else row_tile
     rows = int(row_tile[1]) if row_tile else 1
     j0, cols = sch.split(jo, knobs.tile(f"{name}.cols", jo, 2, max(1, limit // rows),
                                         hint=max(1, hint_width // _extent(sch, lanes))))
@@ -391,15 +409,25 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
     outer = spatial[:-1]
     inner = []
     tile_loops = None
+    under = []
     if row_tile:
         i0, i1 = sch.split(rows_loop, row_tile)
         inner = [i1]
+        width = _extent(sch, cols) * _extent(sch, lanes)
+        item = max(1, bits(sch.get(sch.get_block(name)).writes[0].buffer.dtype) // 8)
+        panel = len(reduce_) > 1 and knobs.choice(
+            f"{name}.panel", [0, 1],
+            hint=int(_default_panel(sch, reduce_, i0, rows, width, item)))
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
-        # rows stays in cache while the column tiles pass over it
-        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64, hint=1))
+        # rows stays in cache while the column tiles pass over it; under a panel, the
+        # block shares each step of the outermost reduce loop (the default: a whole row)
+        ia, ib = sch.split(i0, knobs.tile(f"{name}.block", i0, 2, 64,
+                                          hint=_extent(sch, i0) if panel else 1))
         before = [ia if lp is rows_loop else lp for lp in outer]
-        order = knobs.choice(f"{name}.order", [0, 1, 2], hint=0)
-        if order == 2:
+        order = 0 if panel else knobs.choice(f"{name}.order", [0, 1, 2], hint=0)
+        if panel:
+            tile_loops, under = [j0] + before, [ib]
+        elif order == 2:
             tile_loops = before + [j0, ib]
         else:
             outer = [x for lp in outer for x in ((ia, ib) if lp is rows_loop else (lp,))]
@@ -409,11 +437,32 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         tile_loops = [j0] + outer if order == 0 else outer + [j0]
     reduce_ = _unroll_and_order_reduce(knobs, name, reduce_)
     _finish_tile(knobs, name, space, write_back, tile_loops, reduce_, inner + [cols], lanes,
-                 work)
+                 work, under)
     if packed is not None:
         width = int(sch.get(cols).extent.value) * int(sch.get(lanes).extent.value)
         if knobs.choice(f"{name}.repack", [0, 1], hint=0):
             _repack(sch, name, packed, width, space.lanes)
+
+
+def _ragged_sizes(extent: int, most: int) -> list[int]:
+    """Row tiles that do not divide ``extent``, offered when it is a prime above 3 (a 7x7
+    or 13x13 map's row): from 2 to ``most`` rows, below the extent."""
+    if extent <= 3 or any(extent % d == 0 for d in range(2, math.isqrt(extent) + 1)):
+        return []
+    return list(range(2, min(most, extent - 1) + 1))
+
+
+def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: int,
+                   item: int) -> bool:
+    """Whether the default schedule takes the outermost reduce loop above a row of register
+    tiles (:data:`~mlcbook.graph.default_schedule.PANEL_STEPS`): a tile's share of the
+    vector operand over the reduction overflows L1, the rest of the reduction is long
+    enough, and a row of tiles accumulates within ``PANEL_ACC_BYTES`` (``item``: bytes
+    per element)."""
+    steps = math.prod(_extent(sch, lp) for lp in reduce_)
+    return steps * width * item > L1_BYTES \
+        and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS \
+        and _extent(sch, row_tiles) * rows * width * item <= PANEL_ACC_BYTES
 
 
 def _check_tile(name: str, rows: int, cols: int, limit: int) -> None:

@@ -58,13 +58,17 @@ def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
 def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
                batch: int = 8, executor=None, timeout: float = 60.0, seed: int = 0,
                progress: bool = True, tasks=None, warm_start: int = 32,
-               seconds: Optional[float] = None) -> dict:
+               seconds: Optional[float] = None, confirm: int = 4) -> dict:
     """Tune every task of ``mod`` with ``trials`` measurements in all, or fewer if
     ``seconds`` (wall time) run out first: no batch starts after that; ``{task name:
     TuneResult}`` (each result's history covers its task's trials). Each task keeps one
-    :class:`~.search.TaskSearch` (model, measurements, features) across its batches."""
+    :class:`~.search.TaskSearch` (model, measurements, features) across its batches; at the
+    end each task's ``confirm`` best points are measured again (see :func:`~.search.tune`)."""
     if not isinstance(trials, int) or trials < 0:
         raise TuneArgumentError(f"trials must be a non-negative int, got {trials!r}")
+    if not isinstance(confirm, int) or isinstance(confirm, bool) or confirm < 0:
+        raise TuneArgumentError(f"confirm must be a non-negative int (how many of each "
+                                f"task's best points to measure again), got {confirm!r}")
     if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
         raise TuneArgumentError(f"seconds must be a positive wall-time budget or None, got "
                                 f"{seconds!r}")
@@ -74,6 +78,7 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
     searches: dict[str, TaskSearch] = {}
     gain = {t.name: 1.0 for t in tasks}
     spent = 0
+    ran: dict[str, int] = {}      # trials per task in this run
     bar = progress_bar(trials, progress, "model")
     with Measurer(executor=executor, timeout=timeout) as measurer:
         order = list(tasks)
@@ -99,10 +104,14 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
             if before and after:
                 gain[task.name] = max(before / after - 1.0, 0.02)
             spent += got
+            ran[task.name] = ran.get(task.name, 0) + got
             if bar is not None:
                 bar.update(got)
                 if after:
                     bar.set_postfix_str(f"{task.name}: best {after * 1e3:.3f} ms")
+        for name, n in ran.items():
+            if stop is None or time.monotonic() < stop:
+                searches[name].confirm(measurer, min(confirm, n // 8))
     if bar is not None:
         bar.close()
     return {name: s.result for name, s in searches.items()}

@@ -6,11 +6,13 @@ import time
 
 import pytest
 
+import mlcbook as mb
+
 from mlcbook.errors import BuildError
 from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.tune.measure import Job, LocalExecutor, Measurer, MeasureResult, run_job
 
-from ._util import add_one, matmul
+from ._util import add_one, half_matmul, matmul
 
 
 def crash_build(job):
@@ -50,6 +52,25 @@ def test_wrong_candidate_is_an_error():
         wrong, right = m.measure([Job.of(f, add_one(64)), Job.of(f, f)])
     assert not wrong.ok and wrong.error.startswith("wrong result")
     assert right.ok
+
+
+def test_a_candidate_that_leaves_outputs_unwritten_is_wrong_after_a_right_one():
+    # every candidate of a workload runs on the same arrays: a candidate that writes only
+    # half of C must not pass on the values its predecessor left there
+    f = matmul(32)
+    right, half = run_job(Job.of(f, default_schedule(f))), run_job(Job.of(f, half_matmul(32)))
+    assert right.ok and right.seconds > 0
+    assert not half.ok and half.error.startswith("wrong result")
+
+
+def test_every_candidate_of_a_workload_runs_on_the_same_arguments():
+    from mlcbook.tune import measure
+    f = matmul(32)
+    run_job(Job.of(f, f))
+    ref = next(r for key, r in measure._REFERENCES.items() if key[0] == mb.tir.structural_hash(f))
+    before = [a.ctypes.data for a in ref.args]
+    run_job(Job.of(f, default_schedule(f)))
+    assert [a.ctypes.data for a in ref.args] == before
 
 
 @pytest.mark.parametrize("worker, error", [(crash_build, "BuildError"), (die, "worker process died")])

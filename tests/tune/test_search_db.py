@@ -143,3 +143,57 @@ def test_proposals_are_unchecked_but_the_picks_are_legal():
         space.point(illegal.decisions)                     # ...but is never picked
     picks = propose(space, Scorer(AnalyticModel()), [], set(), random.Random(0), 2, 0.0, 4, 2)
     assert [p.decisions for p in picks] == [{"S.parallel": 0}]
+
+
+def test_a_point_measured_several_times_counts_with_its_median():
+    db = Database(None)
+    for decisions, seconds in (({"a": 0}, 1.0), ({"a": 1}, 1.5), ({"a": 0}, 2.0),
+                               ({"a": 0}, 2.5)):
+        db.add(Record("w", decisions, {}, seconds))
+    best = db.best("w")
+    assert best.decisions == {"a": 1} and best.seconds == 1.5
+
+
+class _Lucky:
+    """A worker whose first measurement of the program ``lucky`` is fast, later ones slow;
+    every other program takes 1.1 ms."""
+
+    def __init__(self, lucky):
+        self.lucky, self.seen = lucky, 0
+
+    def __call__(self, job):
+        from mlcbook.tune.measure import MeasureResult
+        if mb.tir.structural_equal(job.program, self.lucky):
+            self.seen += 1
+            return MeasureResult(1e-3 if self.seen == 1 else 2e-3)
+        return MeasureResult(1.1e-3)
+
+
+def test_confirming_measures_the_best_points_again_and_keeps_the_fastest_median():
+    import concurrent.futures as cf
+
+    from mlcbook.tune.search import TaskSearch
+    f = matmul(16)
+    search = TaskSearch(f, model="random")
+    p, q = search.space.sample(0), search.space.sample(1)
+    worker = _Lucky(p.func)
+    with cf.ThreadPoolExecutor(1) as pool:
+        m = Measurer(executor=pool, worker=worker)
+        for point in (p, q):
+            search._learn(point, m.measure([mb.tune.measure.Job.of(f, point.func)])[0].seconds)
+        assert search.result.best is p
+        search.confirm(m, top=2)
+    assert search.result.best is q and search.result.best_seconds == pytest.approx(1.1e-3)
+    assert worker.seen == 3 and len(search.db) == 4
+    assert search.db.best(search.result.workload).decisions == q.decisions
+
+
+def test_confirm_must_be_a_count():
+    with pytest.raises(TuneArgumentError, match="confirm must be a non-negative int"):
+        tune(matmul(16), 1, confirm=-1)
+
+
+def test_tune_model_confirm_must_be_a_count():
+    from mlcbook.tune.tasks import tune_model
+    with pytest.raises(TuneArgumentError, match="confirm must be a non-negative int"):
+        tune_model(mb.from_onnx(examples.mlp(batch=1)), 1, confirm=1.5)

@@ -78,9 +78,10 @@ def test_conv_points_vectorize_along_width_or_output_channels(axis):
 
 def test_the_space_holds_the_default_conv_schedule_structure():
     # the default schedule: 8 output channels x one vector of 8 along the width, the taps
-    # innermost in written order, the tiles fused and parallel
+    # innermost in written order (no channel panel above the tiles), the tiles fused and
+    # parallel
     d = {"conv.vector_axis": 0, "conv.lanes": 0, "conv.rows": [8, 8], "conv.cols": [7, 1],
-         "conv.block": [1, 8], "conv.order": 0, "conv.unroll": [64, 1], "conv.reduce_order": 0,
+         "conv.panel": 0, "conv.block": [1, 8], "conv.order": 0, "conv.unroll": [64, 1], "conv.reduce_order": 0,
          "conv.parallel": 0}
     p = Space(_conv(64, 56)).point(d)
     assert {k: p.decisions[k] for k in d} == d
@@ -213,3 +214,51 @@ def test_a_categorical_decision_out_of_range_is_rejected():
     with pytest.raises(ScheduleError, match=r"the decision 2 of sample_categorical must be "
                        r"an index in \[0, 2\)"):
         Space(_bmm()).point({"matmul.repack": 2})
+
+
+def _blocked_conv(cin_blocks: int, cout_blocks: int, size: int):
+    from mlcbook.ops import TensorType as T
+    from mlcbook.ops import legalize_call
+    return legalize_call("conv_nchwc", [T((1, cin_blocks, size, size, 16)),
+                                        T((cout_blocks, cin_blocks, 3, 3, 16, 16))],
+                         {"pads": (1,) * 4, "strides": (1, 1)})
+
+
+def _loop_names(point, block):
+    sch = mb.Schedule(point.func)
+    return [sch.get(lp).loop_var.name for lp in sch.get_loops(sch.get_block(block))]
+
+
+def test_a_conv_whose_tile_weights_overflow_l1_takes_the_channel_panel_by_default():
+    # 64 channels in: a tile's weights over the whole reduction (36 KiB) exceed L1, so the
+    # default point takes the input-channel blocks above the row of tiles, as the default
+    # schedule does; the other value of the knob keeps them below, and both compute right
+    f = _blocked_conv(4, 1, 4)
+    space = Space(f)
+    p = space.default_point()
+    assert p.decisions["conv_nchwc.panel"] == 1
+    names = _loop_names(p, "conv_nchwc")
+    assert names.index("rc") < names.index("x_0_1") < names.index("ry")
+    q = space.point({**p.decisions, "conv_nchwc.panel": 0}, lenient=True, hinted=True)
+    assert "x_0_1" in _loop_names(q, "conv_nchwc")[0]     # fused into the tile loops
+    _check(f, p)
+    _check(f, q)
+
+
+def test_a_conv_whose_weights_fit_l1_keeps_the_panel_knob_off_by_default():
+    p = Space(_blocked_conv(1, 1, 8)).default_point()
+    assert p.decisions["conv_nchwc.panel"] == 0
+
+
+def test_a_prime_width_row_of_a_conv_tiles_raggedly_by_default():
+    # a 7-pixel row has no divisor from 2 to 6: the default point tiles it 4 + 3 (the
+    # last tile predicated), as the default schedule does; other sizes are points too
+    f = _blocked_conv(1, 1, 7)
+    space = Space(f)
+    p = space.default_point()
+    ragged = space.point({**p.decisions, "conv_nchwc.ragged": 0}, lenient=True).decisions
+    assert "T.where" in p.func.script()
+    assert p.categories["conv_nchwc.ragged"] == 1 + len(range(2, 7))
+    assert p.decisions["conv_nchwc.ragged"] == [0, 2, 3, 4, 5, 6].index(4)
+    assert ragged["conv_nchwc.ragged"] == 0
+    _check(f, space.point({**p.decisions, "conv_nchwc.ragged": 5}, lenient=True))
