@@ -35,9 +35,10 @@ from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..tir.analysis import collect_blocks, free_vars
-from ..tir.expr import BufferLoad, PrimExpr, bits
+from ..tir.expr import BufferLoad, PrimExpr, Select, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
+from ..tir.simplify import conjuncts, var_bound
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 from .tile_size import pixel_tile, row_tile
@@ -56,6 +57,9 @@ PARALLEL_WORK = 1 << 15
 #: fewest iterations of the tile loops a producer is computed under (see
 #: _own_producers_level): they become the parallel loop, which needs enough to share
 PRODUCER_CHUNKS = 16
+#: schedule a big pad with its border loop apart (:func:`_schedule_pad`); False fuses it like
+#: any spatial block (bench/pads.py compiles both to compare them)
+PAD_BORDER_LOOPS = True
 #: a float reduction of at least this many terms is summed in two levels (see _two_level)
 LONG_REDUCTION = 1 << 13
 
@@ -131,11 +135,44 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
+    border = _border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
+        else None
+    if border is not None:
+        _schedule_pad(sch, loops, border, work)
+        return
     if len(loops) > 1 and _extent(sch, loops[-1]) < 4:
         _unroll_short_inner(sch, loops, work)
         return
     rest = _vectorize_inner(sch, loops[-1])
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
+
+
+def _border_loop(sch: Schedule, name: str, loops) -> int | None:
+    """For a block whose value selects on its iteration variables against constants (a pad:
+    ``select(y - 1 >= 0 and ..., a[...], 0)``): the position of the innermost loop, not the
+    last, that binds a variable so tested; else None."""
+    realize = next(r for r in _root_realizes(sch.func) if r.block.name == name)
+    tested: set = set()
+    post_order_visit(realize.block.body, lambda n: tested.update(
+        var_bound(p)[0] for p in conjuncts(n.cond)) if isinstance(n, Select) else None)
+    bound = {id(v) for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+             if iv.var in tested}
+    found = [k for k, lp in enumerate(loops[:-1]) if id(sch.get(lp).loop_var) in bound]
+    return found[-1] if found else None
+
+
+def _schedule_pad(sch: Schedule, loops, border: int, work: int) -> None:
+    """A big pad: the loops above its innermost tested one fused and parallel, that one and
+    those below it left apart (the innermost vectorized, or unrolled when short), so that
+    lowering cuts the tested loop at the border (:mod:`~mlcbook.tir.transform.partition_loops`):
+    the interior then copies without tests, where every element of the fused loop paid
+    divisions to recover its indices and a branch on the border."""
+    inner = loops[-1]
+    if _extent(sch, inner) < 4:
+        sch.unroll(inner)
+    else:
+        _vectorize_inner(sch, inner)
+    _parallel_outer(sch, list(loops[:border]), work)
 
 
 def _unroll_short_inner(sch: Schedule, loops, work: int) -> None:
