@@ -5,7 +5,8 @@ trace of a default schedule can be printed and replayed.
 Blocks are scheduled by what they are, read from their iteration variables:
 
 * **spatial** blocks (elementwise, injective, epilogues, padding): the innermost loop is
-  vectorized, the loops around it are fused and parallelized when there is enough work;
+  vectorized, the loops around it are fused and parallelized when there is enough work (a
+  big pad's only above the loop lowering cuts at its border, :func:`_schedule_pad`);
 * **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
   reduce loops stay innermost, the spatial loops are fused and parallelized;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
@@ -35,11 +36,11 @@ from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..tir.analysis import collect_blocks, free_vars
-from ..tir.expr import BufferLoad, PrimExpr, Select, bits
+from ..tir.expr import BufferLoad, PrimExpr, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.simplify import conjuncts, var_bound
 from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
+from .border import border_loop
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 from .tile_size import pixel_tile, row_tile
 from .tile_size import register_tile  # noqa: F401 - its old home
@@ -135,7 +136,7 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
-    border = _border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
+    border = border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
         else None
     if border is not None:
         _schedule_pad(sch, loops, border, work)
@@ -145,20 +146,6 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
         return
     rest = _vectorize_inner(sch, loops[-1])
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
-
-
-def _border_loop(sch: Schedule, name: str, loops) -> int | None:
-    """For a block whose value selects on its iteration variables against constants (a pad:
-    ``select(y - 1 >= 0 and ..., a[...], 0)``): the position of the innermost loop, not the
-    last, that binds a variable so tested; else None."""
-    realize = next(r for r in _root_realizes(sch.func) if r.block.name == name)
-    tested: set = set()
-    post_order_visit(realize.block.body, lambda n: tested.update(
-        var_bound(p)[0] for p in conjuncts(n.cond)) if isinstance(n, Select) else None)
-    bound = {id(v) for iv, v in zip(realize.block.iter_vars, realize.iter_values)
-             if iv.var in tested}
-    found = [k for k, lp in enumerate(loops[:-1]) if id(sch.get(lp).loop_var) in bound]
-    return found[-1] if found else None
 
 
 def _schedule_pad(sch: Schedule, loops, border: int, work: int) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..expr import Const, Select, Var
 from ..functor import Mutator, post_order_visit, substitute
 from ..simplify import conjuncts, simplify, var_bound
-from ..stmt import For, IfThenElse, seq
+from ..stmt import Allocate, For, IfThenElse, seq
 
 #: a loop is cut into at most this many pieces (a pad's left border, interior, right border)
 MAX_PIECES = 3
@@ -49,25 +49,34 @@ class _Partitioner(Mutator):
         return seq(*(self._piece(s, lo, hi) for lo, hi in zip(bounds, bounds[1:])))
 
     def _piece(self, s: For, lo: int, hi: int):
+        # every piece binds loop variables of its own (a variable is bound once per function)
+        body = _FreshLoops().visit(s.body)
         if hi - lo == 1:
-            return simplify(substitute(s.body, {s.loop_var: Const(lo, s.loop_var.dtype)}),
+            return simplify(substitute(body, {s.loop_var: Const(lo, s.loop_var.dtype)}),
                             self.ranges)
         v = Var(s.loop_var.name, s.loop_var.dtype)
-        body = substitute(s.body, {s.loop_var: v + lo}) if lo else substitute(
-            s.body, {s.loop_var: v})
+        body = substitute(body, {s.loop_var: v + lo if lo else v})
         return simplify(For(v, hi - lo, body, s.kind, s.annotations), self.ranges)
+
+
+class _FreshLoops(Mutator):
+    def visit_For(self, s: For):
+        v = Var(s.loop_var.name, s.loop_var.dtype)
+        return For(v, s.extent, substitute(self.visit(s.body), {s.loop_var: v}), s.kind,
+                   s.annotations)
 
 
 def _cuts(s: For) -> list[int]:
     """Where the tests of ``s``'s variable in its body change value, inside the loop; none
-    when the body has loops that are not vectorized or unrolled, or there would be more
-    than :data:`MAX_PIECES` pieces."""
+    when the body has loops that are not vectorized or unrolled, or allocations, or there
+    would be more than :data:`MAX_PIECES` pieces."""
     conds, inner = [], []
 
     def visit(n):
         if isinstance(n, (Select, IfThenElse)):
             conds.append(n.cond)
-        elif isinstance(n, For) and n.kind in ("serial", "parallel"):
+        elif isinstance(n, Allocate) or isinstance(n, For) and n.kind in ("serial",
+                                                                          "parallel"):
             inner.append(n)
     post_order_visit(s.body, visit)
     if inner:
