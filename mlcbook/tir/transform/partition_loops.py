@@ -12,8 +12,9 @@ becomes three loops: ``x = 0`` stores zeros, ``x`` in 1..56 copies with neither 
 on ``x`` nor the clamps, ``x = 57`` stores zeros. Cutting a loop is always correct; it is
 done only where a test of the form ``±x + c <op> const`` (see
 :func:`~mlcbook.tir.simplify.var_bound`) changes value inside the loop, at most
-:data:`MAX_PIECES` pieces, and only for a loop with no serial or parallel loop inside, so
-the code it copies stays small.
+:data:`MAX_PIECES` pieces, only for a loop with no serial or parallel loop inside, so the
+code it copies stays small, and not inside a vectorized loop, whose lanes must run the
+same statements.
 """
 
 from __future__ import annotations
@@ -35,12 +36,18 @@ def partition_loops(stmt):
 class _Partitioner(Mutator):
     def __init__(self):
         self.ranges: dict = {}
+        self.in_vector = 0
 
     def visit_For(self, s: For):
         if isinstance(s.extent, Const):
             self.ranges[s.loop_var] = (0, s.extent.value - 1)
+        self.in_vector += s.kind == "vectorized"
         body = self.visit(s.body)
-        cuts = _cuts(s) if s.kind == "serial" and isinstance(s.extent, Const) else []
+        self.in_vector -= s.kind == "vectorized"
+        # a loop inside a vectorized one runs per lane: cut, its lanes would take different
+        # statements
+        cuts = _cuts(s) if (s.kind == "serial" and isinstance(s.extent, Const)
+                            and not self.in_vector) else []
         self.ranges.pop(s.loop_var, None)
         if not cuts:
             return s if body is s.body else For(s.loop_var, s.extent, body, s.kind,

@@ -80,3 +80,15 @@ def f(a: T.Buffer((6, 3), "float32"), b: T.Buffer((6, 3), "float32")):
 '''
     f, g = cut(src)
     assert str(g) == str(f)
+
+
+def test_a_loop_inside_a_vectorized_loop_is_not_cut():
+    src = '''
+@T.prim_func(root=False)
+def f(a: T.Buffer((6, 8), "float32"), b: T.Buffer((6, 8), "float32")):
+    for j in T.vectorized(8):
+        for x in range(6):
+            b[x, j] = T.select(x >= 1, a[x, j], T.float32(0))
+'''
+    f, g = cut(src)
+    assert str(g) == str(f)
