@@ -53,11 +53,11 @@ class _Partitioner(Mutator):
             return s if body is s.body else For(s.loop_var, s.extent, body, s.kind,
                                                 s.annotations)
         bounds = [0, *cuts, s.extent.value]
-        return seq(*(self._piece(s, lo, hi) for lo, hi in zip(bounds, bounds[1:])))
+        return seq(*(self._piece(s, body, lo, hi) for lo, hi in zip(bounds, bounds[1:])))
 
-    def _piece(self, s: For, lo: int, hi: int):
+    def _piece(self, s: For, body, lo: int, hi: int):
         # every piece binds loop variables of its own (a variable is bound once per function)
-        body = _FreshLoops().visit(s.body)
+        body = _FreshLoops().visit(body)
         if hi - lo == 1:
             return simplify(substitute(body, {s.loop_var: Const(lo, s.loop_var.dtype)}),
                             self.ranges)
