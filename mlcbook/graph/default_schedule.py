@@ -5,7 +5,8 @@ trace of a default schedule can be printed and replayed.
 Blocks are scheduled by what they are, read from their iteration variables:
 
 * **spatial** blocks (elementwise, injective, epilogues, padding): the innermost loop is
-  vectorized, the loops around it are fused and parallelized when there is enough work;
+  vectorized, the loops around it are fused and parallelized when there is enough work (a
+  big pad's only above the loop lowering cuts at its border, :func:`_schedule_pad`);
 * **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
   reduce loops stay innermost, the spatial loops are fused and parallelized;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
@@ -34,11 +35,13 @@ import math
 from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
-from ..tir.analysis import collect_blocks, free_vars
-from ..tir.expr import BufferLoad, PrimExpr, bits
+from ..tir.analysis import free_vars
+from ..tir.expr import BufferLoad, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
+from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize
+from .border import border_loop
+from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 from .tile_size import pixel_tile, row_tile
 from .tile_size import register_tile  # noqa: F401 - its old home
@@ -60,22 +63,11 @@ PRODUCER_CHUNKS = 16
 #: broadcast (see :func:`row_tile`): with none, a tile of one vector of 8 output channels
 #: took 14 pixels, and spilled (the CNN's conv 1->8 at 28x28: 47 us; 40 us with 4 x 2 pixels)
 CONV_SPARE_REGISTERS = 1
+#: schedule a big pad with its border loop apart (:func:`_schedule_pad`); False fuses it like
+#: any spatial block (bench/pads.py compiles both to compare them)
+PAD_BORDER_LOOPS = True
 #: a float reduction of at least this many terms is summed in two levels (see _two_level)
 LONG_REDUCTION = 1 << 13
-
-
-def root_stmts(func: PrimFunc):
-    body = func.body.block.body
-    return list(body.stmts) if isinstance(body, SeqStmt) else [body]
-
-
-def loop_nest(stmt):
-    """(loops, innermost statement) of a perfect loop nest."""
-    loops = []
-    while isinstance(stmt, For):
-        loops.append(stmt)
-        stmt = stmt.body
-    return loops, stmt
 
 
 def _is_tiled_reduction(realize: BlockRealize, loops) -> bool:
@@ -135,6 +127,11 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
+    border = border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
+        else None
+    if border is not None:
+        _schedule_pad(sch, loops, border, work)
+        return
     loops = _without_unit_inner(sch, loops)
     if len(loops) > 1 and _extent(sch, loops[-1]) < 4:
         _unroll_short_inner(sch, loops, work)
@@ -155,6 +152,20 @@ def _without_unit_inner(sch: Schedule, loops) -> list:
     if k == len(loops) or _extent(sch, loops[k - 1]) == 1:
         return loops
     return loops[:k - 1] + [sch.fuse(*loops[k - 1:])]
+
+
+def _schedule_pad(sch: Schedule, loops, border: int, work: int) -> None:
+    """A big pad: the loops above its innermost tested one fused and parallel, that one and
+    those below it left apart (the innermost vectorized, or unrolled when short), so that
+    lowering cuts the tested loop at the border (:mod:`~mlcbook.tir.transform.partition_loops`):
+    the interior then copies without tests, where every element of the fused loop paid
+    divisions to recover its indices and a branch on the border."""
+    inner = loops[-1]
+    if _extent(sch, inner) < 4:
+        sch.unroll(inner)
+    else:
+        _vectorize_inner(sch, inner)
+    _parallel_outer(sch, list(loops[:border]), work)
 
 
 def _unroll_short_inner(sch: Schedule, loops, work: int) -> None:
@@ -490,72 +501,6 @@ def tiled_blocks(func: PrimFunc) -> tuple[list[str], set[int]]:
             tiled.append(node.block.name)
             results.update(id(w.buffer) for w in node.block.writes)
     return tiled, results
-
-
-#: the size rule of :func:`inline_intermediates`: a block whose value has more nodes than
-#: this is not inlined into a reader that loads it twice or more. The loop IR shares no
-#: subexpressions, so each load would compute the value again, and a chain of such blocks
-#: would grow exponentially
-INLINE_COPY_LIMIT = 24
-
-
-def _size_and_loads(node, buf) -> tuple[int, int]:
-    """(expression nodes under ``node``, loads of ``buf`` among them)."""
-    count = [0, 0]
-
-    def visit(n):
-        if isinstance(n, PrimExpr):
-            count[0] += 1
-            count[1] += isinstance(n, BufferLoad) and n.buffer is buf
-    post_order_visit(node, visit)
-    return count[0], count[1]
-
-
-def _keeps_own_block(sch: Schedule, block, readers: list[str]) -> bool:
-    """Whether :func:`inline_intermediates` leaves the spatial ``block`` (read by the blocks
-    named ``readers``) a block of its own: when it is annotated
-    :data:`~mlcbook.tir.KEEP_MATERIALIZED` (its te op knows the value is read many times), or
-    when it has more than :data:`INLINE_COPY_LIMIT` nodes and a reader, as it is now (blocks
-    inlined into it included), loads it twice or more."""
-    if dict(block.annotations).get(KEEP_MATERIALIZED):
-        return True
-    if _size_and_loads(block.body, None)[0] <= INLINE_COPY_LIMIT:
-        return False
-    buf = block.writes[0].buffer
-    now = {b.block.name: b.block for b in collect_blocks(sch.func.body)}
-    return any(_size_and_loads(now[u].body, buf)[1] > 1 for u in readers if u in now)
-
-
-def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
-    """Compute every elementwise block that writes an intermediate buffer inside the blocks
-    that read it (a fused group's bias, BatchNorm scale, residual add...), last first, so a
-    chain collapses into its last block. Blocks read by a tiled reduction stay: the kernel
-    reads its inputs many times, and padding is cheaper copied once than tested each time.
-    So do the blocks marked :data:`~mlcbook.tir.KEEP_MATERIALIZED` by their te op (a value
-    it knows is reused) and, by the size rule, a block of over :data:`INLINE_COPY_LIMIT`
-    nodes that a reader loads twice or more."""
-    func = sch.func
-    params = {id(p) for p in func.params}
-    realizes = [node for stmt in root_stmts(func)
-                for node in [loop_nest(stmt)[1]] if isinstance(node, BlockRealize)]
-    readers: dict[int, list[str]] = {}
-    for r in realizes:
-        for region in r.block.reads:
-            readers.setdefault(id(region.buffer), []).append(r.block.name)
-    for r in reversed(realizes):
-        block = r.block
-        if any(iv.kind != "spatial" for iv in block.iter_vars) or len(block.writes) != 1:
-            continue
-        buf = block.writes[0].buffer
-        users = readers.get(id(buf), [])
-        if id(buf) in params or not users or any(u in tiled for u in users):
-            continue
-        if _keeps_own_block(sch, block, users):
-            continue
-        try:
-            sch.compute_inline(sch.get_block(block.name))
-        except ScheduleError:
-            continue  # e.g. a stencil over its input: it keeps its own loops
 
 
 def default_schedule(func: PrimFunc, target=None) -> PrimFunc:

@@ -266,24 +266,45 @@ class Linear:
         return out
 
     def _merge_div_mod(self) -> "Linear":
-        # undo the split a fuse made: (x // c) * (k*c) + (x % c) * k is x * k
+        # undo the split a fuse made, for any x (floor division and modulo):
+        #   (x // c) * (k*c) + (x % c) * k        is x * k
+        #   ((x // c) % m) * (k*c) + (x % c) * k  is (x % (c*m)) * k     (c, m > 0)
+        # the second turns three fused loops' indices into one remainder the first then
+        # merges with the quotient: f // 3364 * 3364 + f // 58 % 58 * 58 + f % 58 is f
         lin = self
-        changed = True
-        while changed:
-            changed = False
+        while True:
             for key, (coef, atom) in lin.terms.items():
-                if not (isinstance(atom, Binary) and atom.op == "%" and isinstance(atom.b, Const)):
-                    continue
-                dkey = ("b", "//", expr_key(atom.a), expr_key(atom.b))
-                if dkey in lin.terms and lin.terms[dkey][0] == coef * atom.b.value:
-                    rest = {k: t for k, t in lin.terms.items() if k not in (key, dkey)}
-                    lin = Linear._of(lin.dtype, rest, lin.const) + linear(atom.a).scale(coef)
-                    changed = True
+                merged = _merge_with_mod(lin, coef, atom)
+                if merged is not None:
+                    lin = Linear._of(lin.dtype, {k: t for k, t in lin.terms.items()
+                                                 if k not in (key, merged[0])}, lin.const)
+                    lin = lin + merged[1]
                     break
-        return lin
+            else:
+                return lin
 
     def __repr__(self) -> str:
         return f"Linear({self.to_expr()})"
+
+
+def _merge_with_mod(lin: Linear, coef: int, atom: PrimExpr):
+    """When ``coef * atom`` is ``k * (x % c)`` and ``lin`` has the term that pairs with it
+    (see :meth:`Linear._merge_div_mod`): ``(key of that term, the pair's sum as a form)``."""
+    if not (isinstance(atom, Binary) and atom.op == "%" and isinstance(atom.b, Const)):
+        return None
+    x, c = atom.a, atom.b.value
+    div = ("b", "//", expr_key(x), expr_key(atom.b))
+    if div in lin.terms and lin.terms[div][0] == coef * c:
+        return div, linear(x).scale(coef)
+    if c <= 0:
+        return None
+    for key, (k, other) in lin.terms.items():
+        if (k == coef * c and isinstance(other, Binary) and other.op == "%"
+                and isinstance(other.b, Const) and other.b.value > 0
+                and expr_key(other.a) == div):
+            whole = Binary("%", x, Const(c * other.b.value, atom.b.dtype))
+            return key, Linear._of(lin.dtype, {expr_key(whole): (coef, whole)}, 0)
+    return None
 
 
 def linear(e: PrimExpr, casts: bool = False) -> Linear:

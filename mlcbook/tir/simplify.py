@@ -65,8 +65,8 @@ def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
         'i - 1'
     """
     bounds = dict(ranges or {})
-    for part in _conjuncts(cond):
-        v, lo, hi = _var_bound(part)
+    for part in conjuncts(cond):
+        v, lo, hi = var_bound(part)
         if v is not None:
             old_lo, old_hi = bounds.get(v, (None, None))
             lo = lo if old_lo is None else old_lo if lo is None else max(lo, old_lo)
@@ -76,13 +76,14 @@ def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
     return simplify(node, known) if known else node
 
 
-def _conjuncts(cond: PrimExpr) -> list:
+def conjuncts(cond: PrimExpr) -> list:
+    """The operands of a chain of ``and``: ``conjuncts(a & (b & c)) == [a, b, c]``."""
     if isinstance(cond, Binary) and cond.op == "and":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
+        return conjuncts(cond.a) + conjuncts(cond.b)
     return [cond]
 
 
-def _var_bound(cond: PrimExpr) -> tuple:
+def var_bound(cond: PrimExpr) -> tuple:
     """``(v, lo, hi)`` when ``cond`` is a comparison of ``±v + c`` with a constant (either
     bound None if it says nothing of it), else ``(None, None, None)``."""
     flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}

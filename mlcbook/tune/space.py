@@ -58,6 +58,7 @@ from typing import Callable, Optional
 
 from ..codegen.target import Target
 from ..errors import ScheduleError
+from ..graph.border import border_loop
 from ..graph.default_schedule import (L1_BYTES, LANES, PANEL_ACC_BYTES, PANEL_STEPS,
                                       PARALLEL_WORK, inline_intermediates, loop_nest,
                                       reuse_axis, root_stmts, tiled_blocks)
@@ -227,8 +228,10 @@ def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
 
 
-def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
-    """Fuse the outermost ``depth`` loops and run them in parallel (0: serial)."""
+def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int,
+                    hint: Optional[int] = None) -> None:
+    """Fuse the outermost ``depth`` loops and run them in parallel (0: serial); ``hint``: the
+    default schedule's depth, if not all of them when there is enough work."""
     sch = knobs.sch
     if not loops:
         return
@@ -236,7 +239,9 @@ def _parallel_depth(knobs: Knobs, name: str, loops: list, work: int) -> None:
     big = work >= PARALLEL_WORK
     # favour parallel loops when there is enough work for threads, serial ones otherwise
     probs = [2.0 if (d > 0) == big else 1.0 for d in depths]
-    depth = knobs.choice(f"{name}.depth", depths, probs, hint=len(loops) if big else 0)
+    if hint is None:
+        hint = len(loops) if big else 0
+    depth = knobs.choice(f"{name}.depth", depths, probs, hint=hint)
     if depth == 0:
         return
     fused = sch.fuse(*loops[:depth]) if depth > 1 else loops[0]
@@ -252,6 +257,8 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
     if not loops:
         return
     work = math.prod(_extent(sch, lp) for lp in loops)
+    # a big pad: the default schedule's depth stops above its innermost tested loop
+    border = border_loop(sch, name, loops) if work >= PARALLEL_WORK else None
     inner = _extent(sch, loops[-1])
     widths = [w for w in (space.lanes // 2, space.lanes, 2 * space.lanes, 4 * space.lanes)
               if w >= 4 and inner % w == 0]
@@ -266,7 +273,7 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
         outer.append(o)
     else:
         outer.append(loops[-1])
-    _parallel_depth(knobs, name, outer, work)
+    _parallel_depth(knobs, name, outer, work, border)
 
 
 def schedule_row_reduction(knobs: Knobs, name: str, space: Space) -> None:

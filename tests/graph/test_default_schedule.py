@@ -162,6 +162,18 @@ def test_a_conv_whose_channel_step_is_short_keeps_its_whole_reduction_in_registe
     assert "serial" not in kinds[4:]
 
 
+def test_a_big_pad_keeps_its_column_loop_apart_for_lowering_to_cut_at_the_border():
+    g, check = _blocked_conv(0, 16, 16, 3, 56, pad=1)
+    assert [kind for _, kind in _conv_loops(g, "conv_nchwc_pad")] == \
+        ["parallel", "serial", "vectorized"]        # (n, cb, y) fused; x; the 16 channels
+    pad = mb.lower(g).main().body.body.stmts[0]
+    selects = []
+    mb.tir.post_order_visit(pad, lambda n: selects.append(n)
+                            if isinstance(n, mb.tir.Select) else None)
+    assert selects and not any("x" in str(s.cond) for s in selects)   # y's tests only
+    check()
+
+
 def test_depthwise_conv_pads_each_channel_just_before_its_tiles():
     # each output channel reads only its own padded plane: padded under the channel loop,
     # no plane computed twice, none written out whole

@@ -58,6 +58,51 @@ def test_to_expr_undoes_the_split_a_fuse_made():
     assert str(linear(f // 16 * 32 + f % 16 * 2).to_expr()) == "f * 2"
 
 
+def test_to_expr_merges_a_remainder_with_the_quotient_s_remainder():
+    f = Var("f")
+    assert str(linear(f // 58 % 58 * 928 + f % 58 * 16).to_expr()) == "f % 3364 * 16"
+
+
+def test_three_fused_loops_index_merges_to_one_variable():
+    # fuse(n, y, x) over extents (4, 58, 58) and a 16-lane row: what the pad loops index
+    f = Var("f")
+    assert str(linear(f // 3364 * 53824 + f // 58 % 58 * 928 + f % 58 * 16 + 3).to_expr()) \
+        == "f * 16 + 3"
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: f // 58 % 58 * 900 + f % 58 * 16,     # coefficients not in the ratio 58
+    lambda f: f // 58 % 58 * 58 + f % 29,           # remainder by another divisor
+    lambda f: f // 29 % 58 * 58 + f % 58,           # quotient by another divisor
+    lambda f: f // -4 % 3 * -4 + f % -4,            # negative divisor
+    lambda f: f // 4 % -3 * 4 + f % 4,              # negative modulus
+    lambda f: f // 4 * 8 + f % 4,                   # quotient's coefficient not k*c
+])
+def test_div_mod_pairs_that_are_not_the_identity_do_not_merge(make):
+    f = Var("f")
+    e = make(f)
+    merged = linear(e).to_expr()
+    assert "%" in str(merged) or "//" in str(merged)
+    xs = np.arange(-500, 500)
+    np.testing.assert_array_equal(int_values(merged, {f: xs}), int_values(e, {f: xs}))
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: f // 58 % 58 * 928 + f % 58 * 16,
+    lambda f: f // 3364 * 53824 + f // 58 % 58 * 928 + f % 58 * 16 - 7,
+    lambda f: f // 4 % 3 * 12 + f % 4 * 3 + f // 12 * 36,
+    lambda f: f // 4 * -8 + f % 4 * -2,
+])
+def test_merged_div_mod_pairs_keep_their_value_for_negative_numbers_too(make):
+    f = Var("f")
+    e = make(f)
+    merged = linear(e).to_expr()
+    assert str(merged).count("%") + str(merged).count("//") < str(e).count("%") \
+        + str(e).count("//")
+    xs = np.arange(-20000, 20000, 7)
+    np.testing.assert_array_equal(int_values(merged, {f: xs}), int_values(e, {f: xs}))
+
+
 def test_split_separates_multiples_of_the_divisor():
     i, j = Var("i"), Var("j")
     q, r = linear(i * 8 + j * 3 + 13).split(4)

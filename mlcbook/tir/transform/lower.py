@@ -13,8 +13,10 @@ Stages, in order:
 2. ``compact_allocations`` — each allocation moves into the loops whose iterations use
    disjoint parts of it, and shrinks to the part one iteration touches;
 3. ``flatten_buffers`` — every buffer becomes one-dimensional;
-4. ``simplify`` — index arithmetic and conditions simplified with the loop bounds, loops of
-   extent 1 removed.
+4. ``simplify`` — index arithmetic and conditions simplified with the loop bounds, an
+   innermost loop that tests its own variable cut where the tests change
+   (:func:`~mlcbook.tir.transform.partition_loops.partition_loops`: a pad's border columns
+   apart from its interior), loops of extent 1 removed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .compact_allocations import compact_allocations
 from .convert_blocks import convert_blocks
 from ..tensor_intrin import place_intrinsics
 from .flatten_buffers import flatten_buffers
+from .partition_loops import partition_loops
 
 #: attribute set on every PrimFunc that went through :func:`lower`
 LOWERED = "lowered"
@@ -103,7 +106,7 @@ def _is_noop(s) -> bool:
 
 
 def _simplify_stage(f: PrimFunc) -> PrimFunc:
-    return f.with_body(_Cleanup().visit(simplify(f.body)))
+    return f.with_body(_Cleanup().visit(partition_loops(simplify(f.body))))
 
 
 _STAGES = (
