@@ -20,7 +20,7 @@ def test_tour_runs_the_model_and_the_kernel_and_checks_both(capsys):
     assert "max |exe(x) - mb.graph.interpret(mod, x)| =" in out and "  ok" in out
     assert "mb.load(...) of it gives the same output: True" in out
     assert "ops          12 calls of 7 ops (conv x2, batch_norm, relu x3" in out
-    assert "kernels      9 PrimFuncs, 9 kernel calls per run (flatten: a view" in out
+    assert "kernels      8 PrimFuncs, 8 kernel calls per run (flatten: a view" in out
     assert "group relu1 (out_elemwise_fusable): conv1, conv1_bias, relu1" in out  # bn folded
     assert "KiB arena for the intermediates" in out
     assert "numpy reference evaluator" in out
