@@ -1,7 +1,7 @@
 """mb.tune against hand-written and default schedules, XGBoost search against random search,
 and tuned whole models.
 
-    python bench/tune.py                       # the judged kernel figures (~12 min, quiet machine)
+    python bench/tune.py                       # the judged kernel figures (~22 min, quiet machine)
     python bench/tune.py --smoke               # tiny sizes and budgets: checks that it runs
     python bench/tune.py --models mlp,cnn      # tune whole models (<= --model-trials each),
                                                # then tuned vs default vs onnxruntime
@@ -25,7 +25,7 @@ and tuned whole models.
    GFLOP/s at checkpoints, whether XGBoost beats random at equal trials, and after how many
    trials XGBoost reached 90% of its own best at the end (median over seeds); the curves go
    to bench/tune_curves.png. The default run uses 64 trials, to fit the whole run in about
-   12 minutes; the issue's "90% of its 512-trial best within 64 trials" needs
+   22 minutes (8 for part 1, 14 for part 2, quiet); the issue's "90% of its 512-trial best within 64 trials" needs
    ``--curve-trials 512`` (about 9,000 trials in all: hours; 4,600 with ``--searches
    xgboost``), run apart.
 3. **Whole models** (``--models``): every task of each bench/e2e.py model tuned by
