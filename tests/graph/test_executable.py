@@ -242,26 +242,14 @@ def test_a_run_without_parallel_loops_leaves_the_pool_asleep(model):
     # must not make them spin for nothing
     import time
     from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
+    from tests.runtime._pool import all_asleep
     _, exe = model
     assert not any("T.parallel" in str(k.lowered) for k in exe.kernels.values())
     pool = native_pool()
     with mb.runtime.num_threads(2):
         _parallel_model()[1](np.zeros((64, 256), "float32"))
-        # a worker that missed a job while the main thread ran it alone counts itself a
-        # sleeper for a moment, sees the job, and spins once more: wait until the whole
-        # pool has stayed asleep for a while (on a loaded machine spins end late)
-        deadline, calm_since = time.perf_counter() + 20, None
-        while time.perf_counter() < deadline:
-            now = time.perf_counter()
-            if pool.sleeping < pool.workers:
-                calm_since = None
-            elif calm_since is None:
-                calm_since = now
-            elif now - calm_since > 50 * SPIN_SECONDS:
-                break
-            time.sleep(SPIN_SECONDS)
-        asleep = pool.sleeping
-        assert pool.workers and asleep == pool.workers, f"{asleep} of {pool.workers} asleep"
+        asleep = all_asleep(pool)
+        assert pool.workers and asleep, f"{pool.sleeping} of {pool.workers} asleep"
         exe(np.zeros((4, 12), "float32"))
         watched = time.perf_counter() + 25 * SPIN_SECONDS   # a roused worker shows within
         while time.perf_counter() < watched:

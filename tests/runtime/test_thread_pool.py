@@ -18,6 +18,8 @@ from mlcbook.runtime import get_num_threads, num_threads, set_num_threads
 from mlcbook.runtime.native_pool import (CHUNKS_PER_THREAD, MAX_CHUNKS_PER_THREAD, SPIN_SECONDS,
                                        NativePool, native_pool)
 
+from ._pool import all_asleep
+
 N = 1000
 
 # every iteration adds 1 to its own element: after one call, all ones iff each ran once
@@ -198,15 +200,6 @@ def test_an_idle_pool_keeps_no_core_busy(count):
         assert _cpu_seconds_while_idle(0.2) < 0.02   # ...then they sleep
 
 
-def _all_asleep(pool, within: float = 20.0) -> bool:
-    deadline = time.perf_counter() + within
-    while pool.sleeping < pool.workers:
-        if time.perf_counter() > deadline:
-            return False
-        time.sleep(SPIN_SECONDS)
-    return True
-
-
 def _some_awake(pool, within: float = 1.0) -> bool:
     deadline = time.perf_counter() + within
     while pool.sleeping == pool.workers:
@@ -229,9 +222,9 @@ def test_waking_the_pool_makes_workers_spin_for_a_bounded_time_then_sleep(count)
     pool = native_pool()
     with num_threads(2):
         run(count)
-        assert _all_asleep(pool)
+        assert all_asleep(pool)
         assert _wakes(pool)
-        assert _all_asleep(pool)              # asleep again after their spin
+        assert all_asleep(pool)              # asleep again after their spin
         np.testing.assert_array_equal(run(count), np.ones(N))
 
 
@@ -239,7 +232,7 @@ def test_waking_a_pool_that_runs_loops_on_one_thread_wakes_nobody(count):
     pool = native_pool()
     with num_threads(2):
         run(count)
-    assert _all_asleep(pool)
+    assert all_asleep(pool)
     with num_threads(1):
         pool.wake()                           # a roused worker would spin on a core
         assert not _some_awake(pool, within=20 * SPIN_SECONDS)
