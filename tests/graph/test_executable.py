@@ -242,7 +242,7 @@ def test_a_run_without_parallel_loops_leaves_the_pool_asleep(model):
     # must not make them spin for nothing
     import time
     from mlcbook.runtime.native_pool import SPIN_SECONDS, native_pool
-    from tests.runtime._pool import all_asleep
+    from ..runtime._pool import all_asleep
     _, exe = model
     assert not any("T.parallel" in str(k.lowered) for k in exe.kernels.values())
     pool = native_pool()
