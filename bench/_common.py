@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib
 import math
 import os
 import platform
@@ -161,6 +162,20 @@ def paired_ratio(a: Case, b: Case) -> Ratio:
     ratios = [x / y for x, y in zip(a.seconds, b.seconds)]
     low, high = median_interval(ratios)
     return Ratio(statistics.median(ratios), low, high, len(ratios))
+
+
+def compiled_with(model, module: str, flag: str, value):
+    """``mb.compile`` of the ONNX ``model`` with ``module``'s switch ``flag`` set to
+    ``value`` for the compile (restored after), to compare a compiler choice with its
+    alternative in one process: ``compiled_with(m, "mlcbook.graph.compile",
+    "CONCAT_IN_PLACE", False)``."""
+    mod = importlib.import_module(module)
+    before = getattr(mod, flag)
+    setattr(mod, flag, value)
+    try:
+        return mb.compile(mb.from_onnx(model))
+    finally:
+        setattr(mod, flag, before)
 
 
 def ort_session(model, threads: int | None = None, quiet: bool = False):

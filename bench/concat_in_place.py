@@ -16,33 +16,22 @@ after the second module 2x slower); this script measures the sum.
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, ort_session, table
+from _common import Case, by_key, compiled_with, machine, measure, ort_session, table
 from e2e import model_of
 
 THREADS = (1, 2)
 KINDS = ("in place", "copied")
 
 
-def compiled(model, in_place: bool):
-    import mlcbook as mb
-    compile_module = importlib.import_module("mlcbook.graph.compile")
-    before = compile_module.CONCAT_IN_PLACE
-    compile_module.CONCAT_IN_PLACE = in_place
-    try:
-        return mb.compile(mb.from_onnx(model))
-    finally:
-        compile_module.CONCAT_IN_PLACE = before
-
-
 def cases(name: str) -> tuple[list[Case], dict]:
     model, shape = model_of(name)
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    exes = {kind: compiled(model, kind == "in place") for kind in KINDS}
+    exes = {kind: compiled_with(model, "mlcbook.graph.compile", "CONCAT_IN_PLACE",
+                                kind == "in place") for kind in KINDS}
     calls = {kind: e.stats["calls"] for kind, e in exes.items()}
     if calls["in place"] >= calls["copied"]:
         raise SystemExit(f"{name}: no concat was elided ({calls}); nothing to compare")

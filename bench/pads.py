@@ -18,12 +18,11 @@ kernels' times.
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, kernel_call, machine, measure, table
+from _common import Case, by_key, compiled_with, kernel_call, machine, measure, table
 from e2e import model_of
 
 THREADS = (1, 2)
@@ -41,21 +40,11 @@ def pad_alone(lowered):
     return lowered.with_body(Allocate(body.buffer, body.body.stmts[0]))
 
 
-def compiled(model, border: bool):
-    import mlcbook as mb
-    schedule_module = importlib.import_module("mlcbook.graph.default_schedule")
-    before = schedule_module.PAD_BORDER_LOOPS
-    schedule_module.PAD_BORDER_LOOPS = border
-    try:
-        return mb.compile(mb.from_onnx(model))
-    finally:
-        schedule_module.PAD_BORDER_LOOPS = before
-
-
 def cases(name: str) -> tuple[list[Case], dict]:
     import mlcbook as mb
     model, shape = model_of(name)
-    exes = {kind: compiled(model, kind == "border") for kind in KINDS}
+    exes = {kind: compiled_with(model, "mlcbook.graph.default_schedule", "PAD_BORDER_LOOPS",
+                                kind == "border") for kind in KINDS}
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
     want = exes["fused"](x)
     np.testing.assert_allclose(exes["border"](x), want, rtol=1e-4, atol=1e-5)
@@ -110,7 +99,7 @@ def report(cs: list[Case], name: str, calls: dict) -> str:
                      f"{pads['border', t] / pads['fused', t]:.2f}"])
     for t in THREADS:
         f, b = (by[((name, "model", kind), t)].median for kind in ("fused", "border"))
-        rows.append([f"**whole model**", "", t, f"{f * 1e6:.1f}", "", f"{b * 1e6:.1f}", "",
+        rows.append(["**whole model**", "", t, f"{f * 1e6:.1f}", "", f"{b * 1e6:.1f}", "",
                      f"{b / f:.3f}"])
     return table(["kernel", "calls", "threads", "fused: whole us", "fused: pad alone us",
                   "border: whole us", "border: pad alone us", "border / fused"], rows)

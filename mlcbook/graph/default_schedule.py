@@ -314,7 +314,7 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     # only under a panel (below): a tile of several blocks of weights over the whole sum
     # would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower)
     b = _channel_block_axis(sch, name, n_spatial, rows_at) \
-        if _shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype) else None
+        if shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype) else None
     flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
                                         target, dtype)
     if flat:
@@ -374,7 +374,7 @@ L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
 PANEL_STEPS = 64
 
 
-def _shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str) -> bool:
+def shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str) -> bool:
     """Whether the outermost of a reduction's loops goes above a block of register tiles
     (see :func:`_panel_loops`): a tile's share of the vector operand over the whole
     reduction overflows L1, and each step of that loop leaves a tile enough of the rest."""
@@ -397,7 +397,7 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
     loops taken below the reduce loop, ``outer`` those left above it (the row axis split
     if only part of it goes under); ``sizes`` maps each of ``rows_at`` to its register
     tile's size."""
-    if not rows_at or not _shares_channel_blocks(sch, reduce_, cols, dtype):
+    if not rows_at or not shares_channel_blocks(sch, reduce_, cols, dtype):
         return None
     item = max(1, bits(dtype) // 8)
     x = rows_at[0]

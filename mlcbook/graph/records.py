@@ -103,14 +103,15 @@ class Database:
         """The fastest successful record of ``workload`` (None if it has none). A point
         measured several times (a search confirms its best few) counts with the median
         of its times, so one lucky measurement does not make it the best."""
-        times: dict = {}
+        by_point: dict = {}
         for r in self.records(workload):
             if r.seconds is not None:
-                times.setdefault(r.key, []).append(r)
-        if not times:
+                by_point.setdefault(r.key, []).append(r)
+        if not by_point:
             return None
-        runs = min(times.values(), key=lambda rs: statistics.median(r.seconds for r in rs))
-        return replace(runs[0], seconds=statistics.median(r.seconds for r in runs))
+        medians = {k: statistics.median(r.seconds for r in rs) for k, rs in by_point.items()}
+        key = min(medians, key=medians.get)
+        return replace(by_point[key][0], seconds=medians[key])
 
 
 def apply_best(func: PrimFunc, db: Database, target=None) -> Optional[PrimFunc]:

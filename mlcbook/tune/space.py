@@ -59,9 +59,9 @@ from typing import Callable, Optional
 from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.border import border_loop
-from ..graph.default_schedule import (L1_BYTES, LANES, PANEL_ACC_BYTES, PANEL_STEPS,
-                                      PARALLEL_WORK, inline_intermediates, loop_nest,
-                                      reuse_axis, root_stmts, tiled_blocks)
+from ..graph.default_schedule import (LANES, PANEL_ACC_BYTES, PARALLEL_WORK,
+                                      inline_intermediates, loop_nest, reuse_axis, root_stmts,
+                                      shares_channel_blocks, tiled_blocks)
 from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
@@ -421,10 +421,9 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         i0, i1 = sch.split(rows_loop, row_tile)
         inner = [i1]
         width = _extent(sch, cols) * _extent(sch, lanes)
-        item = max(1, bits(sch.get(sch.get_block(name)).writes[0].buffer.dtype) // 8)
+        dtype = sch.get(sch.get_block(name)).writes[0].buffer.dtype
         panel = len(reduce_) > 1 and knobs.choice(
-            f"{name}.panel", [0, 1],
-            hint=int(_default_panel(sch, reduce_, i0, rows, width, item)))
+            f"{name}.panel", [0, 1], hint=int(_default_panel(sch, reduce_, i0, rows, width, dtype)))
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
         # rows stays in cache while the column tiles pass over it; under a panel, the
         # block shares each step of the outermost reduce loop (the default: a whole row)
@@ -460,15 +459,13 @@ def _ragged_sizes(extent: int, most: int) -> list[int]:
 
 
 def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: int,
-                   item: int) -> bool:
+                   dtype: str) -> bool:
     """Whether the default schedule takes the outermost reduce loop above a row of register
-    tiles (:data:`~mlcbook.graph.default_schedule.PANEL_STEPS`): a tile's share of the
-    vector operand over the reduction overflows L1, the rest of the reduction is long
-    enough, and a row of tiles accumulates within ``PANEL_ACC_BYTES`` (``item``: bytes
-    per element)."""
-    steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    return steps * width * item > L1_BYTES \
-        and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS \
+    tiles: the reduction shares its channel blocks
+    (:func:`~mlcbook.graph.default_schedule.shares_channel_blocks`) and a row of tiles
+    accumulates within ``PANEL_ACC_BYTES``."""
+    item = max(1, bits(dtype) // 8)
+    return shares_channel_blocks(sch, reduce_, width, dtype) \
         and _extent(sch, row_tiles) * rows * width * item <= PANEL_ACC_BYTES
 
 
