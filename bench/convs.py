@@ -1,13 +1,15 @@
 """Convolutions of ResNet/Inception shapes (batch 1): GFLOP/s of mlcbook's default
 schedules in NCHW and in the blocked NCHW16c layout (what ``mb.compile`` uses at opt_level
-3), beside onnxruntime's Conv, at 1 and 2 threads.
+3), and for 3x3 convs with stride 1 by Winograd's F(2x2, 3x3) (its three kernels in NCHW16c,
+which ``mb.compile`` uses for the big ones), beside onnxruntime's Conv, at 1 and 2 threads.
 
     python bench/convs.py                  # writes bench/RESULTS_convs.md
     python bench/convs.py --rounds 3       # quicker, noisier
 
 mlcbook figures are the conv kernel alone (data already in its layout, weights packed at
 compile time, as in a compiled model); onnxruntime's are a one-node model's ``run``, which
-includes its own layout changes. GFLOP/s counts 2 * N*K*OH*OW*C/groups*KH*KW.
+includes its own layout changes. GFLOP/s counts 2 * N*K*OH*OW*C/groups*KH*KW, the direct
+conv's work, for Winograd too (its "effective" rate: it does 2.25x fewer products).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mlcbook.graph.default_schedule import default_schedule
 from mlcbook.ops.layout import blocked, blocked_weight
 from mlcbook.ops.legalize import legalize_call
 from mlcbook.ops.types import TensorType
+from mlcbook.te.ops.winograd import winograd_weight
 
 #: (label, C, K, H, kernel, stride, groups): batch 1, square maps, padding kernel // 2
 SHAPES = [
@@ -66,6 +69,29 @@ def _onnx(c, k, h, kern, stride, groups, w):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _kernel(op: str, arrays: list, attrs: dict):
+    """``op``'s default-scheduled kernel for ``arrays`` and an output array for it."""
+    func = default_schedule(legalize_call(op, [TensorType(a.shape) for a in arrays], attrs))
+    return mb.build(func), np.empty(func.outputs[0].shape, "float32")
+
+
+def _winograd(xb, wb, out_shape, want):
+    """The three Winograd kernels run one after the other, as a compiled model calls them;
+    checked against ``want``."""
+    u = winograd_weight(wb)
+    k_in, v = _kernel("winograd_input", [xb], {"pads": (1, 1, 1, 1)})
+    k_mm, m = _kernel("winograd_product", [v, u], {})
+    k_out, y = _kernel("winograd_output", [m], {"out_hw": out_shape[2:4]})
+
+    def run():
+        k_in(xb, v)
+        k_mm(v, u, m)
+        k_out(m, y)
+    run()
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
+    return run
+
+
 def cases():
     out = []
     rng = np.random.default_rng(0)
@@ -94,6 +120,8 @@ def cases():
             kb(xb, wb, yb)
             np.testing.assert_allclose(yb, blocked(ref_out, 16), rtol=1e-3, atol=1e-3)
             progs["mlcbook NCHW16c"] = kernel_call(kb, xb, wb, yb)
+            if kern == 3 and stride == 1:
+                progs["mlcbook Winograd"] = _winograd(xb, wb, yb.shape, blocked(ref_out, 16))
         for t in THREADS:
             sess = ort_session(_onnx(c, k, h, kern, stride, groups, w), t)
             out.append(Case("conv", (label, "onnxruntime"), t,
@@ -111,7 +139,7 @@ def report(cs) -> str:
         for t in THREADS:
             ort_s = by[((label, "onnxruntime"), t)].median
             row = [label, t, f"{gf / ort_s:.1f}"]
-            for name in ("mlcbook NCHW", "mlcbook NCHW16c"):
+            for name in ("mlcbook NCHW", "mlcbook NCHW16c", "mlcbook Winograd"):
                 case = by.get(((label, name), t))
                 if case is None:
                     row.append("-")
@@ -120,7 +148,8 @@ def report(cs) -> str:
                 row.append(f"{gf / case.median:.1f} ({speedup})")
             rows.append(row)
     return table(["conv (batch 1)", "threads", "onnxruntime GFLOP/s",
-                  "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook NCHW16c GFLOP/s (vs ort)"], rows)
+                  "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook NCHW16c GFLOP/s (vs ort)",
+                  "mlcbook Winograd effective GFLOP/s (vs ort)"], rows)
 
 
 def main(argv=None) -> None:

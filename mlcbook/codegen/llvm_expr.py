@@ -19,7 +19,7 @@ import llvmlite.ir as ir
 
 from ..errors import BuildError
 from ..tir.arith import int_bounds
-from ..tir.expr import BufferLoad, Const, Select, bits, is_float, is_int, is_unsigned
+from ..tir.expr import Binary, BufferLoad, Const, Select, bits, is_float, is_int, is_unsigned
 from ..tir.scalar import round_bf16
 from ..tir.simplify import simplify_assuming
 from ..tir.functor import ExprFunctor, Visitor
@@ -315,6 +315,11 @@ class ExprEmitter(ExprFunctor):
         return B.bitcast(B.and_(b, self.like(b, -0x10000)), x.type)
 
     def expr_Select(self, e) -> Val:
+        fixed = self._decided(e.cond)
+        if fixed is not None:
+            # an unrolled loop's position picks the arm (a Winograd transform's matrix row):
+            # emit only that one, not a select between every arm's code
+            return self.expr(e.true_value if fixed else e.false_value)
         c = self.expr(e.cond)
         if _has_load(e.true_value) or _has_load(e.false_value):
             return self._lazy_select(c, e)
@@ -323,6 +328,29 @@ class ExprEmitter(ExprFunctor):
             return Val(S, self.b.select(c.value, t.value, f.value))
         cond = c.value if c.kind == S else self._vec(c)
         return Val(V, self.b.select(cond, self._vec(t), self._vec(f)))
+
+    def _decided(self, cond) -> bool | None:
+        """The value of an integer comparison (or ``and``/``or`` of them) that the ranges of
+        the loop variables fix, e.g. ``p // 4 == 1`` in the copy of an unrolled loop where
+        ``p`` is 5; None when it is not fixed."""
+        if not isinstance(cond, Binary):
+            return None
+        if cond.op in ("and", "or"):
+            a, b = self._decided(cond.a), self._decided(cond.b)
+            if cond.op == "and":
+                return False if False in (a, b) else (True if a and b else None)
+            return True if True in (a, b) else (False if a is False and b is False else None)
+        if cond.op not in _CMP or not is_int(cond.a.dtype):
+            return None
+        a, b = int_bounds(cond.a, self.ranges), int_bounds(cond.b, self.ranges)
+        if a is None or b is None:
+            return None
+        lo, hi = a[0] - b[1], a[1] - b[0]          # the range of a - b
+        holds = {"==": lo == hi == 0, "!=": lo > 0 or hi < 0, "<": hi < 0, "<=": hi <= 0,
+                 ">": lo > 0, ">=": lo >= 0}[cond.op]
+        fails = {"==": lo > 0 or hi < 0, "!=": lo == hi == 0, "<": lo >= 0, "<=": lo > 0,
+                 ">": hi <= 0, ">=": hi < 0}[cond.op]
+        return True if holds else (False if fails else None)
 
     def _lazy_select(self, c: Val, e) -> Val:
         """A select whose branches load memory evaluates only the branch it takes, so that

@@ -9,6 +9,10 @@ Blocks are scheduled by what they are, read from their iteration variables:
   big pad's only above the loop lowering cuts at its border, :func:`_schedule_pad`);
 * **row reductions** (the reduced axes are innermost in memory, e.g. softmax's sums):
   reduce loops stay innermost, the spatial loops are fused and parallelized;
+* **unrolled tiles** (blocks marked :data:`~mlcbook.tir.UNROLLED_TILE`, a Winograd
+  transform): the loops of the tile positions split and unrolled above the vectorized
+  innermost loop, where the selects on those positions fold; the loops above them fused
+  and parallelized; elementwise readers (bias, ReLU) folded into the block;
 * **tiled reductions** (matmul, gemm, conv, and any reduction whose innermost output axis
   is long, or short but contiguous in an operand): the output is cut into register tiles
   of ``rows x cols``, sized for the target's vector registers (:func:`register_tile`); the
@@ -39,7 +43,7 @@ from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize
+from ..tir.stmt import KEEP_MATERIALIZED, UNROLLED_TILE, BlockRealize
 from .border import border_loop
 from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
@@ -138,6 +142,39 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
         return
     rest = _vectorize_inner(sch, loops[-1])
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
+
+
+def unroll_tile(sch: Schedule, name: str) -> tuple[list, object]:
+    """Split the loops that block ``name``'s :data:`~mlcbook.tir.UNROLLED_TILE` names by
+    their factors and unroll the inner parts, placed in that order just above the innermost
+    loop; returns (the loops above them, the innermost loop).
+
+        >>> unroll_tile(sch, "winograd_output")   # (n, ko, y, x, k), y and x by 2: [n, ko, yo, xo], k
+    """
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)   # one per iteration variable, in their order
+    outer, inner = list(loops[:-1]), []
+    for axis, factor in dict(sch.get(block).annotations)[UNROLLED_TILE]:
+        at = outer.index(loops[axis])
+        if _extent(sch, outer[at]) <= factor:
+            inner.append(outer.pop(at))
+        else:
+            outer[at], part = sch.split(outer[at], [None, factor])
+            inner.append(part)
+    sch.reorder(*outer, *inner, loops[-1])
+    for lp in inner:
+        sch.unroll(lp)
+    return outer, loops[-1]
+
+
+def _schedule_unrolled_tile(sch: Schedule, name: str) -> None:
+    """A block whose value depends on its position in a small tile (a Winograd transform):
+    those positions unrolled (:func:`unroll_tile`), the innermost loop vectorized, the
+    loops above fused and parallel."""
+    work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
+    outer, inner = unroll_tile(sch, name)
+    _vectorize_inner(sch, inner)
+    _parallel_outer(sch, outer, work)
 
 
 def _without_unit_inner(sch: Schedule, loops) -> list:
@@ -530,6 +567,8 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
                 _schedule_tiled(sch, partial, n_spatial + 1, target)
                 block = sch.get_block(name)
                 _schedule_row_reduction(sch, block, len(sch.get_loops(block)) - 1)
+        elif dict(block.annotations).get(UNROLLED_TILE):
+            _schedule_unrolled_tile(sch, name)
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
                 _schedule_spatial(sch, name)

@@ -17,7 +17,7 @@ from ..tir.analysis import collect_blocks
 from ..tir.expr import BufferLoad, PrimExpr
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import KEEP_MATERIALIZED, BlockRealize, For, SeqStmt
+from ..tir.stmt import KEEP_MATERIALIZED, UNROLLED_TILE, BlockRealize, For, SeqStmt
 
 
 def root_stmts(func: PrimFunc):
@@ -75,7 +75,9 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
     reads its inputs many times, and padding is cheaper copied once than tested each time.
     So do the blocks marked :data:`~mlcbook.tir.KEEP_MATERIALIZED` by their te op (a value
     it knows is reused) and, by the size rule, a block of over :data:`INLINE_COPY_LIMIT`
-    nodes that a reader loads twice or more."""
+    nodes that a reader loads twice or more. A block marked
+    :data:`~mlcbook.tir.UNROLLED_TILE` takes its (by then single) elementwise reader in
+    instead, so that its loops, which its schedule unrolls, compute the finished value."""
     func = sch.func
     params = {id(p) for p in func.params}
     realizes = [node for stmt in root_stmts(func)
@@ -92,9 +94,24 @@ def inline_intermediates(sch: Schedule, tiled: list[str]) -> None:
         users = readers.get(id(buf), [])
         if id(buf) in params or not users or any(u in tiled for u in users):
             continue
+        if dict(block.annotations).get(UNROLLED_TILE):
+            _take_in_readers(sch, buf)
+            continue
         if _keeps_own_block(sch, block, users):
             continue
         try:
             sch.compute_inline(sch.get_block(block.name))
         except ScheduleError:
             continue  # e.g. a stencil over its input: it keeps its own loops
+
+
+def _take_in_readers(sch: Schedule, buf) -> None:
+    """Fold the blocks that now read ``buf`` into the block that writes it, where they are
+    elementwise in it (``reverse_compute_inline``)."""
+    for b in collect_blocks(sch.func.body)[1:]:   # the root block's accesses are all of them
+        if any(r.buffer is buf for r in b.block.reads) and all(w.buffer is not buf
+                                                                for w in b.block.writes):
+            try:
+                sch.reverse_compute_inline(sch.get_block(b.block.name))
+            except ScheduleError:
+                continue  # e.g. a stencil over it: it keeps its own loops

@@ -14,6 +14,7 @@ interpreter, the ONNX frontend and the compiler pick it up by name.
 from . import elementwise, index, linalg, nn, reduce, resize, transform  # noqa: F401 - the ops
 from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)
+from . import winograd  # noqa: F401 - the three stages of a Winograd convolution
 from . import lrn, shape  # noqa: F401 - LRN (and its legalization); ops folded at compile time
 from . import grid_sample, recurrent  # noqa: F401 - GridSample/AffineGrid; RNN, GRU, LSTM
 from . import int8_kernels, quant  # noqa: F401 - quantization ops and the int8 kernels

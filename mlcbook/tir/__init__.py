@@ -12,7 +12,8 @@ from .expr import (Binary, Buffer, BufferLoad, Call, Cast, Const, PrimExpr, Sele
                    infinity, log, logical_and, logical_not, logical_or, max, min, neg_infinity,
                    pow, TensorCall, rsqrt, select, sigmoid, sqrt, tanh, var)
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
-                   IfThenElse, IterVar, KEEP_MATERIALIZED, Range, SeqStmt, Stmt, seq)
+                   IfThenElse, IterVar, KEEP_MATERIALIZED, Range, SeqStmt, Stmt, UNROLLED_TILE,
+                   seq)
 from .function import IRModule, PrimFunc, root_block_realize
 from .functor import Mutator, Visitor, post_order_visit, replace_buffers, substitute
 from . import printer  # noqa: F401 - registers how IR nodes print

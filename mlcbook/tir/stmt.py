@@ -149,6 +149,14 @@ ITER_KINDS = ("spatial", "reduce")
 #: its producer
 KEEP_MATERIALIZED = "keep_materialized"
 
+#: block annotation ``{UNROLLED_TILE: ((2, 2), (3, 2))}``: the block's value depends on its
+#: iteration variables at these positions modulo the given factors (a Winograd transform picks a matrix
+#: row by its position in a tile), so default schedules split each such loop by its factor
+#: and unroll the inner parts just above the vectorized innermost loop, where the positions
+#: become constants and the selects on them fold; such a block takes its elementwise readers
+#: in (``reverse_compute_inline``) instead of being inlined into them
+UNROLLED_TILE = "unrolled_tile"
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IterVar:
@@ -272,4 +280,5 @@ def no_op() -> Stmt:
 
 __all__ = ["Stmt", "BufferStore", "For", "Range", "BufferRegion", "IterVar", "Block",
            "BlockRealize", "SeqStmt", "IfThenElse", "Allocate", "Evaluate", "seq", "no_op",
-           "LOOP_KINDS", "ITER_KINDS", "KEEP_MATERIALIZED"]
+           "LOOP_KINDS", "ITER_KINDS", "KEEP_MATERIALIZED",
+           "UNROLLED_TILE"]

@@ -38,7 +38,9 @@ The rules, like :mod:`mlcbook.graph.default_schedule` (whose block analysis they
 * **spatial** blocks: the vector width and how many outer loops are fused and run in
   parallel (``depth``); an elementwise epilogue of a tiled result is folded into the
   tile's write-back instead;
-* **row reductions**: how many spatial loops are fused and run in parallel.
+* **row reductions**: how many spatial loops are fused and run in parallel;
+* **unrolled tiles** (a Winograd transform, :data:`~mlcbook.tir.UNROLLED_TILE`): the tile
+  positions unrolled as the default schedule does; knob: the parallel depth.
 
 Most knobs carry a **hint**, the decision the default schedule
 (:mod:`mlcbook.graph.default_schedule`) takes there: ``space.default_point()`` is the point
@@ -61,14 +63,14 @@ from ..errors import ScheduleError
 from ..graph.border import border_loop
 from ..graph.default_schedule import (LANES, PANEL_ACC_BYTES, PARALLEL_WORK,
                                       inline_intermediates, loop_nest, reuse_axis, root_stmts,
-                                      shares_channel_blocks, tiled_blocks)
+                                      shares_channel_blocks, tiled_blocks, unroll_tile)
 from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import BlockRealize
+from ..tir.stmt import UNROLLED_TILE, BlockRealize
 from .errors import SpaceError, TuneArgumentError
 from .knobs import Knobs, Point
 
@@ -186,8 +188,12 @@ class Space:
 
 
 def classify_block(realize: BlockRealize, loops) -> str:
-    """``"spatial"`` when every iteration variable is spatial, else ``"row_reduction"``
-    (tiled reductions are recognized before, as the default schedule does)."""
+    """``"unrolled_tile"`` for a block marked :data:`~mlcbook.tir.UNROLLED_TILE` (a Winograd
+    transform), ``"spatial"`` when every iteration variable is spatial, else
+    ``"row_reduction"`` (tiled reductions are recognized before, as the default schedule
+    does)."""
+    if dict(realize.block.annotations).get(UNROLLED_TILE):
+        return "unrolled_tile"
     if all(iv.kind == "spatial" for iv in realize.block.iter_vars):
         return "spatial"
     return "row_reduction"
@@ -274,6 +280,18 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
     else:
         outer.append(loops[-1])
     _parallel_depth(knobs, name, outer, work, border)
+
+
+def schedule_unrolled_tile(knobs: Knobs, name: str, space: Space) -> None:
+    """The tile positions unrolled as the default schedule does
+    (:func:`~mlcbook.graph.default_schedule.unroll_tile`), the innermost loop vectorized;
+    knob: the parallel depth of the loops above."""
+    sch = knobs.sch
+    work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
+    outer, inner = unroll_tile(sch, name)
+    if 4 <= _extent(sch, inner) <= LANES:   # a block of channels, as the default vectorizes it
+        sch.vectorize(inner)
+    _parallel_depth(knobs, name, outer, work)
 
 
 def schedule_row_reduction(knobs: Knobs, name: str, space: Space) -> None:
@@ -568,8 +586,10 @@ def _repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
 
 
 DEFAULT_RULES: dict = {"tiled": schedule_tiled, "spatial": schedule_spatial,
-                       "row_reduction": schedule_row_reduction}
+                       "row_reduction": schedule_row_reduction,
+                       "unrolled_tile": schedule_unrolled_tile}
 
 __all__ = ["Space", "Rule", "DEFAULT_RULES", "classify_block",
-           "schedule_tiled", "schedule_spatial", "schedule_row_reduction", "fold_epilogue",
+           "schedule_tiled", "schedule_spatial", "schedule_row_reduction",
+           "schedule_unrolled_tile", "fold_epilogue",
            "SPARE_REGISTERS"]

@@ -155,3 +155,14 @@ def test_num_threads_context_restores_the_setting():
     with mb.runtime.num_threads(1):
         assert get_num_threads() == 1
     assert get_num_threads() == old
+
+
+def test_a_select_on_an_unrolled_position_emits_only_the_arm_it_takes():
+    A, B = Buffer("A", (4,)), Buffer("B", (4,))
+    u = Var("u")
+    value = mb.tir.select(u % 2 == 0, A[u] * 3.0, A[u] - 1.0)
+    k = mb.build(PrimFunc("arms", (A, B), For(u, 4, BufferStore(B, value, (u,)), "unrolled")))
+    ir = k.llvm_ir()
+    assert "sel.then" not in ir and ir.count("fmul") == 2 and ir.count("fsub") == 2
+    a = RNG.standard_normal(4).astype("float32")
+    np.testing.assert_allclose(k(a), np.where(np.arange(4) % 2 == 0, a * 3, a - 1), rtol=1e-6)

@@ -262,3 +262,18 @@ def test_a_prime_width_row_of_a_conv_tiles_raggedly_by_default():
     assert p.decisions["conv_nchwc.ragged"] == [0, 2, 3, 4, 5, 6].index(4)
     assert ragged["conv_nchwc.ragged"] == 0
     _check(f, space.point({**p.decisions, "conv_nchwc.ragged": 5}, lenient=True))
+
+
+def test_winograd_kernels_get_spaces_whose_default_point_unrolls_the_tile(monkeypatch):
+    from mlcbook.graph.passes import winograd
+    monkeypatch.setattr(winograd, "MIN_FLOPS", 0)
+    tasks = extract_tasks(mb.from_onnx(examples.resnet(batch=1, size=32, widths=(16,), blocks=(1,))))
+    kinds = {t.func.name.split("_")[-1] for t in tasks if "winograd" in t.func.name}
+    assert {"input", "product", "relu"} <= kinds
+    rng = random.Random(0)
+    for t in tasks:
+        if "winograd" in t.func.name:
+            space = Space(t.func)
+            for p in (space.default_point(), space.sample(rng.randrange(100))):
+                _check(t.func, p)
+            assert "unroll" in str(space.default_point().func) or "product" in t.func.name

@@ -15,7 +15,8 @@ from .layout import convert_layout
 from .qdq import lower_qdq
 from .pipeline import PIPELINE, Pass, PassContext, optimize
 from .simplify import eliminate_common_subexpressions, simplify_chains
+from .winograd import winograd_convs
 
 __all__ = ["Pass", "PassContext", "PIPELINE", "optimize", "fold_constants", "fold_batch_norm",
            "eliminate_common_subexpressions", "simplify_chains", "convert_layout",
-           "convert_int8_layout", "lower_qdq", "lower_integer_ops"]
+           "convert_int8_layout", "lower_qdq", "lower_integer_ops", "winograd_convs"]

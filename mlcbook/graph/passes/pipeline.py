@@ -11,7 +11,8 @@ Which passes run is decided by ``opt_level``, as in most compilers:
       (both happen when the graph is lowered, see :mod:`mlcbook.graph.fusion`
       and :mod:`mlcbook.graph.memory_plan`)
  3    + data layouts chosen for the kernels (the default): blocked channels for the
-      float convolutions, channels last for the int8 ones
+      float convolutions, channels last for the int8 ones; big 3x3 convolutions
+      computed by Winograd's F(2x2, 3x3)
 ====  ==========================================================================
 
     >>> ctx = PassContext(verbose=True)
@@ -37,6 +38,7 @@ from .integer_ops import lower_integer_ops
 from .layout import convert_layout
 from .qdq import lower_qdq
 from .simplify import eliminate_common_subexpressions, simplify_chains
+from .winograd import winograd_convs
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("fold_constants", fold_constants, 1),   # what BatchNorm folding left constant
     Pass("pack_weights", pack_weights, 2),
     Pass("convert_layout", convert_layout, 3),
+    Pass("winograd_convs", winograd_convs, 3),   # on the blocked convs convert_layout made
     Pass("convert_int8_layout", convert_int8_layout, 3),
     Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 3),
 )

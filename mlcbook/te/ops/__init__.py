@@ -18,7 +18,8 @@ pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), tra
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
 scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
 affine_grid), recurrent layers (recurrent: RNN, GRU, LSTM) and the transformer operators
-(attention, rotary_embedding); the module :mod:`~mlcbook.te.ops.lowbit` converts ONNX's
+(attention, rotary_embedding); :mod:`~mlcbook.te.ops.winograd` holds the three stages of a
+Winograd convolution; the module :mod:`~mlcbook.te.ops.lowbit` converts ONNX's
 float8/float4/int4/int2 bit patterns (``lowbit.decode``, ``lowbit.encode``).
 Every operator takes ``name=`` for its output tensor (and block); multi-stage operators
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).

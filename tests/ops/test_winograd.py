@@ -1,0 +1,81 @@
+"""The three Winograd ops: their numpy references compose to the direct convolution, their
+compiled kernels (default schedules) match the references, and bad shapes are named."""
+import numpy as np
+import pytest
+
+import mlcbook as mb
+from mlcbook.errors import MLCError
+from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.ops import TensorType as T
+from mlcbook.ops import get, legalize_call
+from mlcbook.ops.layout import blocked, blocked_weight
+from mlcbook.te.ops.winograd import winograd_weight
+
+rng = np.random.default_rng(0)
+
+
+def _conv_case(c, k, h, w, pads, cb=8, kb=8):
+    x = rng.standard_normal((1, c, h, w)).astype("float32")
+    wt = rng.standard_normal((k, c, 3, 3)).astype("float32")
+    direct = get("conv").reference(x, wt, pads=pads)
+    return blocked(x, cb), blocked_weight(wt, cb, kb), blocked(direct, kb)
+
+
+def _winograd_ref(xb, wb, pads, out_hw):
+    v = get("winograd_input").reference(xb, pads=pads)
+    m = get("winograd_product").reference(v, winograd_weight(wb))
+    return get("winograd_output").reference(m, out_hw=out_hw)
+
+
+@pytest.mark.parametrize("h,w,pads", [(6, 6, (1, 1, 1, 1)), (7, 5, (1, 1, 1, 1)),
+                                      (6, 9, (0, 2, 1, 0)), (4, 4, (0, 0, 0, 0))])
+def test_the_references_compose_to_the_direct_convolution(h, w, pads):
+    xb, wb, want = _conv_case(16, 8, h, w, pads)
+    np.testing.assert_allclose(_winograd_ref(xb, wb, pads, want.shape[2:4]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def _run(op, arrays, attrs):
+    func = default_schedule(legalize_call(op, [T(a.shape) for a in arrays], attrs))
+    out = np.zeros(func.outputs[0].shape, "float32")
+    mb.build(func)(*arrays, out)
+    return out
+
+
+@pytest.mark.parametrize("h,w,pads", [(8, 8, (1, 1, 1, 1)), (7, 9, (1, 1, 1, 1)),
+                                      (6, 5, (2, 0, 0, 1))])
+def test_compiled_kernels_match_the_references(h, w, pads):
+    xb, wb, want = _conv_case(16, 16, h, w, pads)
+    v = _run("winograd_input", [xb], {"pads": pads})
+    np.testing.assert_allclose(v, get("winograd_input").reference(xb, pads=pads), rtol=1e-5,
+                               atol=1e-5)
+    m = _run("winograd_product", [v, winograd_weight(wb)], {})
+    np.testing.assert_allclose(m, get("winograd_product").reference(v, winograd_weight(wb)),
+                               rtol=1e-4, atol=1e-4)
+    y = _run("winograd_output", [m], {"out_hw": want.shape[2:4]})
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_weight_transform_is_g_g_gt_per_channel_pair():
+    wb = rng.standard_normal((1, 1, 3, 3, 2, 3)).astype("float32")
+    u = winograd_weight(wb)
+    g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
+    assert u.shape == (16, 1, 1, 2, 3) and u.dtype == np.float32
+    np.testing.assert_allclose(u[:, 0, 0, 1, 2].reshape(4, 4), g @ wb[0, 0, :, :, 1, 2] @ g.T,
+                               rtol=1e-6)
+
+
+def test_a_product_of_mismatched_blocks_names_both_shapes():
+    with pytest.raises(MLCError, match=r"winograd_product: .*\(16, 1, 2, 3, 3, 8\).*"
+                                       r"\(16, 1, 4, 8, 8\)"):
+        get("winograd_product").infer_type([T((16, 1, 2, 3, 3, 8)), T((16, 1, 4, 8, 8))], {})
+
+
+def test_an_output_whose_tiles_do_not_cover_the_map_is_refused():
+    with pytest.raises(MLCError, match=r"winograd_output: .*out_hw \(9, 9\)"):
+        get("winograd_output").infer_type([T((16, 1, 1, 4, 4, 8))], {"out_hw": (9, 9)})
+
+
+def test_a_window_that_does_not_fit_is_refused():
+    with pytest.raises(MLCError, match=r"winograd_input: a 3x3 window does not fit in 2x2"):
+        get("winograd_input").infer_type([T((1, 1, 2, 2, 8))], {"pads": (0, 0, 0, 0)})
