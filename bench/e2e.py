@@ -73,18 +73,25 @@ def records_path(records, name: str):
 TUNING_FILE = "tuning.json"
 
 
+def measured_points(path) -> int:
+    """The trials in records file ``path``: distinct points measured, the default schedule's
+    not counted (a point a search measured again to confirm it is one trial)."""
+    from mlcbook.tune.database import DEFAULT_TRACE, Database
+    return len({(r.workload, json.dumps(r.decisions, sort_keys=True))
+                for r in Database(str(path)).records() if r.trace != DEFAULT_TRACE})
+
+
 def trials_in(records, names) -> dict:
     """Per model with records in directory ``records``: (trials measured, tuning seconds),
     both read from ``records/tuning.json``; without it the trials are counted from the
-    records (the default schedule's not counted) and the seconds are NaN."""
-    from mlcbook.tune.database import DEFAULT_TRACE, Database
+    records (:func:`measured_points`) and the seconds are NaN."""
     timing = Path(records) / TUNING_FILE
     seconds = json.loads(timing.read_text()) if timing.exists() else {}
     out = {}
     for name in names:
         path = records_path(records, name)
         if path is not None:
-            counted = sum(r.trace != DEFAULT_TRACE for r in Database(str(path)).records())
+            counted = measured_points(path)
             run = seconds.get(name, {})
             # re-measured records hold a few per kernel: the tuning run's count is the truth
             out[name] = (int(run.get("trials", counted)), float(run.get("seconds", float("nan"))))

@@ -280,12 +280,14 @@ def model_report(args) -> str:
         model, _ = e2e.model_of(name)
         path = records / f"{name}.jsonl"
         resumed = path.exists()
-        before = e2e.trials_in(records, [name]).get(name, (0,))[0]
+        # counted in the records, not read from tuning.json, which may describe records
+        # that were deleted since
+        before = e2e.measured_points(path) if resumed else 0
         t0 = time.perf_counter()
         tune_model(mb.from_onnx(model), args.model_trials, database=str(path),
                    progress=not args.no_progress,
                    seconds=args.model_minutes * 60 if args.model_minutes else None)
-        spent = e2e.trials_in(records, [name])[name][0] - before
+        spent = e2e.measured_points(path) - before
         record_tuning_time(records, name, spent, time.perf_counter() - t0, resumed)
         tuning[name] = e2e.trials_in(records, [name])[name]
     if args.tune_only:

@@ -149,7 +149,8 @@ def unroll_tile(sch: Schedule, name: str) -> tuple[list, object]:
     their factors and unroll the inner parts, placed in that order just above the innermost
     loop; returns (the loops above them, the innermost loop).
 
-        >>> unroll_tile(sch, "winograd_output")   # (n, ko, y, x, k), y and x by 2: [n, ko, yo, xo], k
+        >>> unroll_tile(sch, "winograd_output")   # loops n, ko, y, x, k; y and x by 2
+        ([n, ko, yo, xo], k)
     """
     block = sch.get_block(name)
     loops = sch.get_loops(block)   # one per iteration variable, in their order

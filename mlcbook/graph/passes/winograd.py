@@ -7,10 +7,12 @@ ops of F(2x2, 3x3) (:mod:`mlcbook.te.ops.winograd`), with 2.25x fewer multiplica
 
 The weights are transformed once, here (``U = G g Gt``, 16/9 the size of the 3x3 weights).
 A conv qualifies when its weights are constants and it does at least :data:`MIN_FLOPS`
-multiply-adds: below that, three kernel launches and the traffic of the transformed planes
-cost more than the products saved (on a 2-core Zen 3 a 32-channel conv at 28x28 ran 0.88x
-at 2 threads; 64 channels at 56x56 ran 1.6x, 128 at 28x28 and 256 at 14x14 1.9-2.0x, 512
-at 7x7, whose last tiles stick out of the map, 1.4-1.5x).
+floating-point operations: below that, three kernel launches and the traffic of the
+transformed planes cost about what the products save. Measured on a 2-core Zen 3 (direct /
+Winograd time, 1 and 2 threads, median of paired rounds): 32 channels at 28x28 (14.5
+MFLOP) 1.17x and 1.00x, at 36x36 (23.9 MFLOP) 1.30x and 1.12x (interval down to 0.87x);
+48 channels at 28x28 (32.5 MFLOP) 1.59x and 1.38x; ResNet-18's 64 at 56x56 1.56x and 1.53x,
+512 at 7x7 (its last tiles stick out of the map) 1.34x and 1.33x.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..expr import Call, Constant
 from ..functor import ExprMutator
 
 #: fewest floating-point operations (2 per multiply-add) of the direct conv for Winograd
-MIN_FLOPS = 1 << 26
+MIN_FLOPS = 30_000_000
 
 
 def _qualifies(conv: Call) -> bool:
