@@ -227,10 +227,16 @@ class LocalExecutor(cf.Executor):
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc = self._ctx.Process(target=_serve, args=(child,), daemon=True)
+        try:
+            proc.start()
+        except BaseException:
+            parent.close()   # no child: the job's future gets the error, the next job retries
+            raise
+        finally:
+            child.close()
+        # kept only once it runs: _kill cannot kill a process that never started
+        self._proc, self._conn = proc, parent
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -248,9 +254,13 @@ class LocalExecutor(cf.Executor):
             fn, arg, fut = item
             if not fut.set_running_or_notify_cancel():
                 continue
-            try:
-                if self._proc is None or not self._proc.is_alive():
+            if self._proc is None or not self._proc.is_alive():
+                try:
                     self._start()
+                except Exception as err:  # noqa: BLE001 - e.g. no process can be made now
+                    fut.set_exception(err)
+                    continue
+            try:
                 self._conn.send((fn, arg))
                 # the first job also pays for the child's imports
                 if not self._conn.poll(self.timeout):

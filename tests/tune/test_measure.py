@@ -2,6 +2,7 @@
 and the run goes on."""
 
 import os
+import threading
 import time
 
 import pytest
@@ -93,3 +94,25 @@ def test_executor_must_submit():
     from mlcbook.tune.errors import TuneArgumentError
     with pytest.raises(TuneArgumentError, match="submit"):
         Measurer(executor=object())
+
+
+def test_a_worker_that_cannot_start_fails_its_job_and_the_executor_shuts_down_cleanly(
+        monkeypatch):
+    ex = LocalExecutor(timeout=8)
+    monkeypatch.setattr(ex._ctx, "Process", _NoStart)
+    seen = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_value))
+    with pytest.raises(OSError, match="no process for you"):
+        ex.submit(abs, -1).result(timeout=8)
+    ex.shutdown()
+    assert not ex._thread.is_alive() and seen == []
+
+
+class _NoStart:
+    """A process whose start fails (e.g. the system refuses a new process)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def start(self):
+        raise OSError("no process for you")
