@@ -46,9 +46,8 @@ def _input_ref(x, pads):
     n, cb, h, w, c = x.shape
     th, tw = tiles(h + pt + pb - R + 1), tiles(w + pl + pr - R + 1)
     rows, cols = M * th + ALPHA - M, M * tw + ALPHA - M
-    xp = np.zeros((n, cb, rows, cols, c), x.dtype)
-    y1, x1 = min(h, rows - pt), min(w, cols - pl)
-    xp[:, :, pt:pt + y1, pl:pl + x1] = x[:, :, :y1, :x1]
+    xp = np.zeros((n, cb, rows, cols, c), x.dtype)   # the tiles cover pt + h + pb rows or more
+    xp[:, :, pt:pt + h, pl:pl + w] = x
     d = np.stack([np.stack([xp[:, :, i:i + M * th:M, j:j + M * tw:M] for j in range(ALPHA)], -1)
                   for i in range(ALPHA)], -2)                      # (n, cb, th, tw, c, 4, 4)
     v = np.einsum("ei,fj,nbyxcij->efnbyxc", BT, BT, d.astype(np.float64))

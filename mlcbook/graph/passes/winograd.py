@@ -36,8 +36,8 @@ def _qualifies(conv: Call) -> bool:
     if tuple(attrs.get("strides") or (1, 1)) != (1, 1) \
             or tuple(attrs.get("dilations") or (1, 1)) != (1, 1):
         return False
-    kb, cb, _, _, c, k = w.data.shape
-    flops = 2 * math.prod(conv.shape) * cb * c * 9
+    in_channels = w.data.shape[1] * w.data.shape[4]
+    flops = 2 * math.prod(conv.shape) * in_channels * 9
     return flops >= MIN_FLOPS and x.dtype == "float32"
 
 

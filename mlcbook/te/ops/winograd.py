@@ -57,20 +57,17 @@ def winograd_weight(w: np.ndarray) -> np.ndarray:
 
 
 def _rows(matrix: np.ndarray, row, g) -> _e.PrimExpr:
-    """``sum_i matrix[row, i] * g(i)`` for a symbolic ``row``: a chain of selects, one
-    arm per row, each the few terms of that row's nonzero entries (+-1 as additions)."""
+    """``sum_i matrix[row, i] * g(i)`` for a symbolic ``row`` of a matrix of 0 and +-1 whose
+    rows each have a +1 (F(2, 3)'s ``BT`` and ``AT``): a chain of selects, one arm per row,
+    each the additions and subtractions of that row's terms."""
     def arm(r):
-        # positive terms first, so that a row starts without a negation
-        terms = sorted(((a, i) for i, a in enumerate(matrix[r]) if a != 0), key=lambda t: t[0] < 0)
-        out = None
-        for a, i in terms:
-            v = g(i)
-            if abs(a) != 1:
-                v = v * _e.const(float(abs(a)), v.dtype)
-            if out is None:
-                out = v if a > 0 else _e.const(0.0, v.dtype) - v
-            else:
-                out = out + v if a > 0 else out - v
+        plus = [g(i) for i, a in enumerate(matrix[r]) if a == 1]
+        minus = [g(i) for i, a in enumerate(matrix[r]) if a == -1]
+        out = plus[0]
+        for v in plus[1:]:
+            out = out + v
+        for v in minus:
+            out = out - v
         return out
     expr = arm(len(matrix) - 1)
     for r in range(len(matrix) - 2, -1, -1):
