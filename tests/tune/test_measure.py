@@ -74,6 +74,57 @@ def test_every_candidate_of_a_workload_runs_on_the_same_arguments():
     assert [a.ctypes.data for a in ref.args] == before
 
 
+class _Phases:
+    """``time_interleaved`` as the host makes it: call ``k`` times the reference at
+    ``phases[k]`` (the last repeats) times its best and a serial candidate at 1.8x the
+    reference, or at the reference's time when the host holds back a core (factor > 1)."""
+
+    def __init__(self, best: float, phases: list):
+        self.best, self.phases, self.calls = best, phases, 0
+
+    def __call__(self, programs, rounds, min_seconds):
+        from types import SimpleNamespace
+        f = self.phases[min(self.calls, len(self.phases) - 1)]
+        self.calls += 1
+        cand = f if f > 1 else 1.8 * f
+        return {"candidate": SimpleNamespace(results=[cand * self.best] * rounds),
+                "reference": SimpleNamespace(results=[f * self.best] * rounds)}
+
+
+def _timed_in_phases(monkeypatch, phases: list):
+    """(result, fake timer, reference) of a job of matmul(32) timed in ``phases``."""
+    from mlcbook import runtime
+    from mlcbook.tune import measure
+    monkeypatch.setattr(measure, "_REFERENCES", {})   # this test's reference alone
+    f = matmul(32)
+    job = Job.of(f, default_schedule(f))
+    ref = measure._reference(job)
+    fake = _Phases(ref.seconds, phases)
+    monkeypatch.setattr(runtime, "time_interleaved", fake)
+    return run_job(job), fake, ref
+
+
+def test_a_job_timed_while_the_host_held_back_a_core_is_timed_again(monkeypatch):
+    # in the slow phase the serial candidate matches the reference (ratio 1): that figure
+    # must not stand; the next phase shows it 1.8x slower
+    result, fake, ref = _timed_in_phases(monkeypatch, [1.6, 1.0])
+    assert fake.calls == 2
+    assert result.seconds == pytest.approx(1.8 * fake.best)
+
+
+def test_a_job_slow_in_every_retry_keeps_its_last_figure(monkeypatch):
+    from mlcbook.tune.measure import SLOW_PHASE_RETRIES
+    result, fake, ref = _timed_in_phases(monkeypatch, [1.6])
+    assert fake.calls == 1 + SLOW_PHASE_RETRIES
+    assert result.ok and result.seconds == pytest.approx(fake.best)
+
+
+def test_a_reference_faster_than_its_best_lowers_the_best(monkeypatch):
+    result, fake, ref = _timed_in_phases(monkeypatch, [0.5])
+    assert fake.calls == 1 and ref.seconds == pytest.approx(0.5 * fake.best)
+    assert result.seconds == pytest.approx(1.8 * 0.5 * fake.best)
+
+
 @pytest.mark.parametrize("worker, error", [(crash_build, "BuildError"), (die, "worker process died")])
 def test_crashing_candidate_does_not_stop_measuring(jobs, worker, error):
     with Measurer(worker=worker) as m:
