@@ -166,7 +166,8 @@ def run_job(job: Job) -> MeasureResult:
     time is the median ratio candidate / reference times the reference's best time, and
     candidates measured in a fast and in a slow phase compare as they would side by side.
     A phase in which the host holds back a core slows a parallel kernel and not a serial
-    one; rounds whose reference ran over :data:`SLOW_PHASE` times its best are timed again.
+    one; a job whose reference's median ran over :data:`SLOW_PHASE` times its best is timed
+    again.
     """
     from ..runtime import build, time_interleaved
     ref = _reference(job)
