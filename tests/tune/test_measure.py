@@ -4,6 +4,7 @@ and the run goes on."""
 import os
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -83,7 +84,6 @@ class _Phases:
         self.best, self.phases, self.calls = best, phases, 0
 
     def __call__(self, programs, rounds, min_seconds):
-        from types import SimpleNamespace
         f = self.phases[min(self.calls, len(self.phases) - 1)]
         self.calls += 1
         cand = f if f > 1 else 1.8 * f
