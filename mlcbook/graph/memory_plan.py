@@ -167,7 +167,7 @@ def plan_memory(plan, inplace_steps=frozenset(),
     """Offsets of every temp slot of ``plan`` in one arena (see the module docstring);
     ``parts``: slots that live inside another, ``{slot: (owner slot, byte offset)}`` (from
     :func:`elide_concats`)."""
-    parts = dict(parts or {})
+    parts = _resolved(parts or {})
     life = lifetimes(plan)
     for p, (owner, _) in parts.items():
         if p in life:   # the owner lives from its first part's write to its last read
@@ -204,6 +204,27 @@ def plan_memory(plan, inplace_steps=frozenset(),
     for p, (owner, off) in parts.items():
         offsets[p] = offsets[owner] + off
     return MemoryPlan(offsets, arena.end, sum(size.values()), life, inplace)
+
+
+def _resolved(parts: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """``parts`` with each owner that is itself a part of another slot (a concat elided into
+    a concat, as in a DenseNet block) replaced by the slot that owns it in the end, offsets
+    added: only slots that are no part get a place in the arena.
+
+        >>> _resolved({1: (2, 64), 2: (3, 128)})
+        {1: (3, 192), 2: (3, 128)}
+    """
+    out = {}
+    for p, (owner, off) in parts.items():
+        seen = {p}
+        while owner in parts:
+            if owner in seen:
+                raise ValueError(f"slots {sorted(seen)} are parts of each other")
+            seen.add(owner)
+            owner, more = parts[owner]
+            off += more
+        out[p] = (owner, off)
+    return out
 
 
 def _same(plan, a: int, b: int) -> bool:

@@ -139,3 +139,19 @@ def test_an_input_concatenated_twice_is_a_slice_of_the_first_concat_only():
                  [3, 4])
     new, kept, parts = elide_concats(plan, {2: 1, 3: 1})
     assert kept == [0, 1, 3] and parts == {1: (3, 0), 2: (3, 64)}
+
+
+def test_a_concat_elided_into_another_concat_lies_inside_its_final_owner():
+    # cat(a, b) -> c, then cat(c, e) -> g (a DenseNet block): a and b are parts of c, which is
+    # a part of g; every part gets its place in g, and only g a place of its own
+    plan = _plan([((1, 16), "float32", "input", 0), ((1, 16), "float32", T),
+                  ((1, 16), "float32", T), ((1, 32), "float32", T), ((1, 16), "float32", T),
+                  ((1, 48), "float32", T), ((1, 48), "float32", T)],
+                 [("fa", [0, 1]), ("fb", [0, 2]), ("cat1", [1, 2, 3]), ("fe", [0, 4]),
+                  ("cat2", [3, 4, 5]), ("fh", [5, 6])], [6])
+    new, kept, parts = elide_concats(plan, {2: 1, 4: 1})
+    assert [k for k, _ in new.steps] == ["fa", "fb", "fe", "fh"]
+    mp = plan_memory(new, parts=parts)
+    g = mp.offsets[5]
+    assert (mp.offsets[1], mp.offsets[2], mp.offsets[3], mp.offsets[4]) == (g, g + 64, g, g + 128)
+    assert mp.offsets[6] >= g + 192 or mp.offsets[6] + 192 <= g
