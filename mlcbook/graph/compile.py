@@ -89,7 +89,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
         return BatchExecutable(mod, partial(_compile_batch, mod, dump_dir, options))
     from ..runtime import build
     t0 = time.perf_counter()
-    ctx = PassContext(verbose=verbose, dump_dir=dump_dir)
+    ctx = PassContext(verbose=verbose, dump_dir=dump_dir, target=target)
     lmod, func, (inplace_names, concat_axes), n_ops = _legalized(mod, opt_level, ctx)
     bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
               if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
@@ -166,9 +166,10 @@ def _elide_concats(plan, calls: list, concat_axes: dict):
                                 if n.name in concat_axes})
 
 
-def kernel_calls(mod, opt_level: int = 3) -> list:
+def kernel_calls(mod, opt_level: int = 3, target=None) -> list:
     """``[(name, PrimFunc, calls per run)]`` of the kernels ``mb.compile`` would build for
-    ``mod``, before scheduling: what tuning tasks are made of.
+    ``mod`` for ``target`` (default: this machine), before scheduling: what tuning tasks are
+    made of.
 
         >>> [(name, n) for name, _, n in kernel_calls(mod)]     # [('fused_matmul_add', 1), ...]
     """
@@ -177,7 +178,7 @@ def kernel_calls(mod, opt_level: int = 3) -> list:
             f"the module has the symbolic batch size {mod.batch_dim!r}, and kernels are made "
             "for static shapes. Instead: pick the batch size to tune for with "
             "mod.specialize(n), or import with mb.from_onnx(..., batch_size=n)")
-    lmod, func, (_, concat_axes), _ = _legalized(mod, opt_level, PassContext())
+    lmod, func, (_, concat_axes), _ = _legalized(mod, opt_level, PassContext(target=target))
     calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
     if concat_axes:   # a concat that costs no copy is no task
         calls = [calls[k] for k in _elide_concats(make_plan(func)[0], calls, concat_axes)[1]]

@@ -50,8 +50,6 @@ from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 from .tile_size import pixel_tile, row_tile
 from .tile_size import register_tile  # noqa: F401 - its old home
 
-#: vector lanes of one register for float32 (AVX-512); wider types use the same count of lanes
-LANES = 16
 #: parallelize a loop nest only when it does at least this many inner iterations in total
 #: (a tiled reduction: twice as many), about 5 us of work on one core: a launch costs about
 #: a microsecond while the pool's workers spin (they do between the kernels of a run), and
@@ -102,16 +100,40 @@ def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
 
 
-def _vectorize_inner(sch: Schedule, loop) -> list:
-    """Vectorize ``loop`` (split to at most LANES lanes first); returns the outer loops made."""
+def stream_lanes(target: Target) -> int:
+    """Lanes of the vectors a spatial (streaming) loop runs on: at least 16 float32, so that
+    each step has enough independent loads in flight (two registers with AVX2, one with
+    AVX-512); any dtype takes the same count of lanes.
+
+        >>> stream_lanes(Target("llvm -mcpu=x86-64-v3")), stream_lanes(Target("llvm -mcpu=znver5"))
+        (16, 16)
+    """
+    lanes = target.vector_lanes("float32")
+    return lanes * max(1, -(-16 // lanes))
+
+
+def channel_block(target: Target) -> int:
+    """Channels per block of a blocked conv layout (NCHW[b]c): as many as
+    :func:`stream_lanes`, one AVX-512 register or two AVX2 ones of float32 (on Zen 3, 16
+    ran faster than 8: a register tile then shares each broadcast between two vectors).
+
+        >>> channel_block(Target("llvm -mcpu=znver5"))
+        16
+    """
+    return stream_lanes(target)
+
+
+def _vectorize_inner(sch: Schedule, loop, width: int) -> list:
+    """Vectorize ``loop`` (split to at most ``width`` lanes first); returns the outer loops
+    made."""
     e = _extent(sch, loop)
     if e < 4:
         return [loop]
-    if e <= LANES or (e % LANES and e <= 4 * LANES):
+    if e <= width or (e % width and e <= 4 * width):
         sch.vectorize(loop)
         return []
     # a width that divides the extent, else full vectors with the last one predicated
-    lanes = next((w for w in (LANES, LANES // 2, LANES // 4) if e % w == 0), LANES)
+    lanes = next((w for w in (width, width // 2, width // 4) if e % w == 0), width)
     outer, inner = sch.split(loop, [None, lanes])
     sch.vectorize(inner)
     return [outer]
@@ -125,7 +147,7 @@ def _parallel_outer(sch: Schedule, loops, work: int) -> None:
         sch.parallel(fused)
 
 
-def _schedule_spatial(sch: Schedule, name: str) -> None:
+def _schedule_spatial(sch: Schedule, name: str, width: int) -> None:
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     if not loops:
@@ -134,13 +156,13 @@ def _schedule_spatial(sch: Schedule, name: str) -> None:
     border = border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
         else None
     if border is not None:
-        _schedule_pad(sch, loops, border, work)
+        _schedule_pad(sch, loops, border, work, width)
         return
     loops = _without_unit_inner(sch, loops)
     if len(loops) > 1 and _extent(sch, loops[-1]) < 4:
         _unroll_short_inner(sch, loops, work)
         return
-    rest = _vectorize_inner(sch, loops[-1])
+    rest = _vectorize_inner(sch, loops[-1], width)
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
 
 
@@ -168,13 +190,13 @@ def unroll_tile(sch: Schedule, name: str) -> tuple[list, object]:
     return outer, loops[-1]
 
 
-def _schedule_unrolled_tile(sch: Schedule, name: str) -> None:
+def _schedule_unrolled_tile(sch: Schedule, name: str, width: int) -> None:
     """A block whose value depends on its position in a small tile (a Winograd transform):
     those positions unrolled (:func:`unroll_tile`), the innermost loop vectorized, the
     loops above fused and parallel."""
     work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
     outer, inner = unroll_tile(sch, name)
-    _vectorize_inner(sch, inner)
+    _vectorize_inner(sch, inner, width)
     _parallel_outer(sch, outer, work)
 
 
@@ -192,7 +214,7 @@ def _without_unit_inner(sch: Schedule, loops) -> list:
     return loops[:k - 1] + [sch.fuse(*loops[k - 1:])]
 
 
-def _schedule_pad(sch: Schedule, loops, border: int, work: int) -> None:
+def _schedule_pad(sch: Schedule, loops, border: int, work: int, width: int) -> None:
     """A big pad: the loops above its innermost tested one fused and parallel, that one and
     those below it left apart (the innermost vectorized, or unrolled when short), so that
     lowering cuts the tested loop at the border (:mod:`~mlcbook.tir.transform.partition_loops`):
@@ -202,7 +224,7 @@ def _schedule_pad(sch: Schedule, loops, border: int, work: int) -> None:
     if _extent(sch, inner) < 4:
         sch.unroll(inner)
     else:
-        _vectorize_inner(sch, inner)
+        _vectorize_inner(sch, inner, width)
     _parallel_outer(sch, list(loops[:border]), work)
 
 
@@ -319,12 +341,13 @@ def _channel_block_axis(sch: Schedule, name: str, n_spatial: int, rows_at: list[
     return None if b in reuse_axes(sch, name, n_spatial) else b
 
 
-def _split_tile_row(sch: Schedule, loop):
-    """Split the columns of a tile row into registers (unrolled) when they split evenly;
-    returns the loop of one register's lanes, to vectorize."""
+def _split_tile_row(sch: Schedule, loop, lanes: int):
+    """Split the columns of a tile row into registers of ``lanes`` (unrolled) when they
+    split evenly; returns the loop of one register's lanes, to vectorize. (Split by any
+    other width, a tile row sized for one AVX-512 register became two AVX2-sized halves:
+    twice the accumulators, spilled.)"""
     e = _extent(sch, loop)
-    lanes = next((w for w in (LANES, LANES // 2) if e > w and e % w == 0), None)
-    if lanes is None:
+    if not (e > lanes and e % lanes == 0):
         return loop
     outer, inner = sch.split(loop, [None, lanes])
     sch.unroll(outer)
@@ -378,7 +401,8 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
         sch.reorder(jo, *outer, reduce_[0], *under, *reduce_[1:], *inner, ji)
     else:
         sch.reorder(jo, *outer, *reduce_, *inner, ji)
-    lanes = _split_tile_row(sch, ji)
+    register = target.vector_lanes(dtype)
+    lanes = _split_tile_row(sch, ji, register)
     for lp in inner:
         sch.unroll(lp)
     tile_loops = [jo] + outer
@@ -388,11 +412,11 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     fused = sch.fuse(*head) if len(head) > 1 else head[0]
     tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
     sch.reverse_compute_at(write_back, tiles)
-    wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1])
+    wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1], register)
     init = sch.decompose_reduction(block, reduce_[0])
     for producer in producers:
         sch.compute_at(sch.get_block(producer), fused)
-        _vectorize_inner(sch, sch.get_loops(sch.get_block(producer))[-1])
+        _vectorize_inner(sch, sch.get_loops(sch.get_block(producer))[-1], stream_lanes(target))
     if work >= 2 * PARALLEL_WORK and _extent(sch, fused) > 1:
         sch.parallel(fused)
     # vectorized last: after every step the lane check lowers the function again for each
@@ -569,10 +593,10 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
                 block = sch.get_block(name)
                 _schedule_row_reduction(sch, block, len(sch.get_loops(block)) - 1)
         elif dict(block.annotations).get(UNROLLED_TILE):
-            _schedule_unrolled_tile(sch, name)
+            _schedule_unrolled_tile(sch, name, stream_lanes(target))
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
-                _schedule_spatial(sch, name)
+                _schedule_spatial(sch, name, stream_lanes(target))
         else:
             _schedule_row_reduction(sch, sch.get_block(name), n_spatial)
         done.add(name)

@@ -22,22 +22,27 @@ from .expr import Call, Constant, Function
 from .functor import ExprMutator
 
 
-def pack_weights(func: Function) -> Function:
-    """``func`` with every gemm whose B is a constant given B transposed and packed."""
-    return _PackWeights().visit_function(func)
+def pack_weights(func: Function, target=None) -> Function:
+    """``func`` with every gemm whose B is a constant given B transposed and packed in panels
+    as wide as ``target``'s register tile (default: this machine's)."""
+    return _PackWeights(target).visit_function(func)
 
 
 class _PackWeights(ExprMutator):
+    def __init__(self, target=None):
+        super().__init__()
+        self.target = target
+
     def visit_Call(self, call: Call):
         call = self.generic_visit(call)
         if call.op != "gemm" or not isinstance(call.args[1], Constant) or call.attrs["b_panel"]:
             return call
         w = call.args[1]
         b = w.data.T if call.attrs["trans_b"] else w.data
-        # panels as wide as this machine's register tile (the pass has no target; for
-        # another one the kernel still reads the panels right, only less contiguously)
+        # panels as wide as the target's register tile (a kernel scheduled for another one
+        # still reads the panels right, only less contiguously)
         a = call.args[0].shape
-        p = register_tile(a[1] if call.attrs["trans_a"] else a[0], b.shape[1])[1]
+        p = register_tile(a[1] if call.attrs["trans_a"] else a[0], b.shape[1], self.target)[1]
         attrs = dict(call.attrs, trans_b=0)
         if p < b.shape[1]:
             b, attrs["b_panel"] = pack_panels(b, p), p

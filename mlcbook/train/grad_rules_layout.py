@@ -17,12 +17,14 @@ from .grad_rules_nn import conv_gradients
 
 @register_gradient("to_blocked")
 def _to_blocked(c, g):
-    return (call("from_blocked", g),)
+    # the padding's zeros depend on nothing: cropping it off is the whole gradient
+    return (call("from_blocked", g, channels=c.args[0].shape[1],
+                 groups=c.attrs.get("groups", 1)),)
 
 
 @register_gradient("from_blocked")
 def _from_blocked(c, g):
-    return (call("to_blocked", g, block=c.args[0].shape[-1]),)
+    return (call("to_blocked", g, block=c.args[0].shape[-1], groups=c.attrs.get("groups", 1)),)
 
 
 @register_gradient("conv_nchwc")
@@ -33,7 +35,7 @@ def _conv_nchwc(c, g):
               shape=(kb * co, cb * ci, kh, kw))
     conv = Call("conv", (call("from_blocked", x), w4),
                 Attrs(strides=c.attrs.get("strides"), pads=c.attrs.get("pads"),
-                      dilations=c.attrs.get("dilations")))
+                      dilations=c.attrs.get("dilations"), group=c.attrs.get("group", 1)))
     dx, dw = conv_gradients(conv, call("from_blocked", g))[:2]
     dw = call("transpose", call("reshape", dw, shape=(kb, co, cb, ci, kh, kw)),
               perm=(0, 2, 4, 5, 3, 1))

@@ -61,9 +61,10 @@ from typing import Callable, Optional
 from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.border import border_loop
-from ..graph.default_schedule import (LANES, PANEL_ACC_BYTES, PARALLEL_WORK,
-                                      inline_intermediates, loop_nest, reuse_axis, root_stmts,
-                                      shares_channel_blocks, tiled_blocks, unroll_tile)
+from ..graph.default_schedule import (PANEL_ACC_BYTES, PARALLEL_WORK, inline_intermediates,
+                                      loop_nest, reuse_axis, root_stmts,
+                                      shares_channel_blocks, stream_lanes, tiled_blocks,
+                                      unroll_tile)
 from ..graph.tile_size import row_tile as default_row_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
@@ -273,7 +274,8 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
         sch.vectorize(loops[-1])
     elif widths:
         w = knobs.choice(f"{name}.vector", widths,
-                         hint=max((w for w in widths if w <= LANES), default=widths[0]))
+                         hint=max((w for w in widths if w <= stream_lanes(space.target)),
+                                  default=widths[0]))
         o, i = sch.split(loops[-1], [None, w])
         sch.vectorize(i)
         outer.append(o)
@@ -289,7 +291,8 @@ def schedule_unrolled_tile(knobs: Knobs, name: str, space: Space) -> None:
     sch = knobs.sch
     work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
     outer, inner = unroll_tile(sch, name)
-    if 4 <= _extent(sch, inner) <= LANES:   # a block of channels, as the default vectorizes it
+    # a block of channels, as the default vectorizes it
+    if 4 <= _extent(sch, inner) <= stream_lanes(space.target):
         sch.vectorize(inner)
     _parallel_depth(knobs, name, outer, work)
 

@@ -46,7 +46,7 @@ class Task:
 def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
     """The distinct kernels of ``mb.compile(mod)``, most called first."""
     tasks: dict = {}
-    for name, func, calls in kernel_calls(mod, opt_level):
+    for name, func, calls in kernel_calls(mod, opt_level, target):
         key = workload_key(func, target)
         if key in tasks:
             tasks[key].calls += calls

@@ -266,6 +266,17 @@ def test_blocked_layout_ops_have_the_gradients_of_the_plain_layout():
                                      strides=(2, 1)), {"x": x, "w": w})
 
 
+def test_padded_and_grouped_blocked_layouts_have_the_gradients_of_the_plain_layout():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 10, 3, 2))       # 2 groups of 5 channels, blocks of 4: padded
+    check(lambda v: op.to_blocked(v, block=4, groups=2), {"x": x})
+    check(lambda v: op.from_blocked(v, channels=10, groups=2),
+          {"x": rng.standard_normal((1, 4, 3, 2, 4))})
+    w = rng.standard_normal((4, 1, 3, 3, 4, 4))   # 2 groups: 8 in, 8 out per group
+    check(lambda a, b: op.conv_nchwc(op.to_blocked(a, block=4), b, pads=(1, 1, 1, 1), group=2),
+          {"x": rng.standard_normal((1, 8, 4, 4)), "w": w})
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 5])
 def test_lrn_gradient(size):
     rng = np.random.default_rng(size)

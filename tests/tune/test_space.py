@@ -15,6 +15,9 @@ from mlcbook.tune.measure import random_inputs
 
 from ._util import matmul
 
+#: named targets, so that a test of a space's shape holds on any host
+AVX2, AVX512 = "llvm -mcpu=x86-64-v3", "llvm -mcpu=skylake-avx512"
+
 
 def _check(func, point):
     args = random_inputs(func, 0)
@@ -70,7 +73,7 @@ def _conv(c=16, hw=14):
 @pytest.mark.parametrize("axis", [0, 1])
 def test_conv_points_vectorize_along_width_or_output_channels(axis):
     f = _conv()
-    p = Space(f).point({"conv.vector_axis": axis, "conv.rows": [2, 7] if axis else [2, 8],
+    p = Space(f, AVX2).point({"conv.vector_axis": axis, "conv.rows": [2, 7] if axis else [2, 8],
                         "conv.cols": [2, 1] if axis else [7, 1]}, seed=1)
     assert ("b_packed" in p.func.script()) == bool(axis)  # the weight in blocked layout
     _check(f, p)
@@ -88,7 +91,7 @@ def test_the_space_holds_the_default_conv_schedule_structure():
 
 
 def test_a_tile_larger_than_twice_the_registers_is_rejected():
-    space = Space(_conv())
+    space = Space(_conv(), AVX2)
     space.point({"conv.vector_axis": 0, "conv.rows": [2, 8], "conv.cols": [7, 1]})
     with pytest.raises(ScheduleError):  # 8 x 7 vectors > 32 accumulators
         space.point({"conv.vector_axis": 0, "conv.rows": [2, 8], "conv.cols": [1, 7]})
@@ -131,7 +134,7 @@ def test_the_space_holds_the_hand_best_matmul_structure():
     f = matmul(16, 64, 16)
     d = {"C.lanes": 0, "C.rows": [4, 4], "C.cols": [1, 8], "C.block": [4, 1], "C.order": 0,
          "C.unroll": [16, 1], "C.parallel": 0, "C.repack": 1}
-    p = Space(f).point(d)
+    p = Space(f, AVX2).point(d)
     assert p.decisions == d and "B_packed" in p.func.script()
     _check(f, p)
 
@@ -142,7 +145,8 @@ def _bmm(b=2, m=32):
     return legalize_call("matmul", [T((b, m, m)), T((b, m, m))])
 
 
-def test_the_space_holds_the_default_batched_matmul_schedule():
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+def test_the_space_holds_the_default_batched_matmul_schedule(target):
     # the default schedule's register tile (graph/default_schedule.register_tile), its column
     # tiles outermost, the whole reduction per tile, the tiles fused, and in parallel when
     # there is work enough (the tiled rule's threshold, twice PARALLEL_WORK)
@@ -151,23 +155,24 @@ def test_the_space_holds_the_default_batched_matmul_schedule():
     from mlcbook.tune.features import features
     b, m = 2, 32
     f = _bmm(b, m)
-    rows, cols = register_tile(m, m)
+    rows, cols = register_tile(m, m, target)
+    lanes = mb.Target(target).vector_lanes()
     d = {"matmul.lanes": 0, "matmul.rows": [m // rows, rows],
-         "matmul.cols": [m // cols, cols // 8], "matmul.block": [m // rows, 1],
+         "matmul.cols": [m // cols, cols // lanes], "matmul.block": [m // rows, 1],
          "matmul.order": 0, "matmul.unroll": [m, 1],
          "matmul.parallel": 0 if b * m ** 3 >= 2 * PARALLEL_WORK else 1,   # [parallel, serial]
          "matmul.repack": 0}
-    p = Space(f).point(d)
+    p = Space(f, target).point(d)
     assert p.decisions == d
     ours, default = AnalyticModel().estimate_seconds(
-        np.stack([features(p.func), features(default_schedule(f))]))
+        np.stack([features(p.func), features(default_schedule(f, target))]))
     assert ours == pytest.approx(default, rel=0.01)
 
 
 def test_batched_matmul_points_can_repack_each_batch_into_panels():
     # b[batch, k, j] as panels b_packed[batch, j // 16, k, j % 16]
     f = _bmm(2, 16)
-    space = Space(f)
+    space = Space(f, AVX2)
     p = space.point({"matmul.lanes": 0, "matmul.cols": [1, 2], "matmul.repack": 1}, seed=3)
     assert "T.alloc_buffer((2, 1, 16, 16)" in p.func.script()
     _check(f, p)
@@ -254,7 +259,7 @@ def test_a_prime_width_row_of_a_conv_tiles_raggedly_by_default():
     # a 7-pixel row has no divisor from 2 to 6: the default point tiles it 4 + 3 (the
     # last tile predicated), as the default schedule does; other sizes are points too
     f = _blocked_conv(1, 1, 7)
-    space = Space(f)
+    space = Space(f, AVX2)
     p = space.default_point()
     ragged = space.point({**p.decisions, "conv_nchwc.ragged": 0}, lenient=True).decisions
     assert "T.where" in p.func.script()

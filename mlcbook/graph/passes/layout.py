@@ -18,37 +18,91 @@ the edges of the network, where the layout really changes.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from ...codegen.target import Target
 from ...ops import get as get_op
-from ...ops.layout import blocked_weight
+from ...ops.layout import blocked, blocked_weight
 from ...ops.registry import OpKind
 from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
+from ..default_schedule import channel_block
 
-#: channels per block of the output (one AVX-512 register, two AVX2 registers of float32)
-BLOCK = 16
+#: ops a padded layout may flow through: each maps the zeros of the padding to finite values
+#: (a later conv multiplies them by zero weights, which a NaN or an infinity would survive)
+FINITE_ON_ZERO = frozenset({"add", "sub", "mul", "relu", "clip", "leaky_relu", "sigmoid",
+                            "tanh", "hard_sigmoid", "hard_swish", "swish", "gelu", "elu",
+                            "selu", "celu", "maximum", "minimum", "neg", "abs", "exp", "erf"})
+#: most output lanes a padded block may spend per useful one (34 channels in 3 blocks of 16:
+#: 1.41); beyond it the conv stays in NCHW
+MAX_PADDING = 1.5
 
 
-def _in_block(c: int) -> int | None:
-    """Input channels per block: 16 where it divides, else the whole of a small C (the RGB
-    of a stem convolution), else a smaller power of two."""
-    for b in (16, 8):
-        if c % b == 0:
+@dataclass(frozen=True)
+class Layout:
+    """How ``channels`` NCHW channels lie in blocks of ``block``: in ``groups`` groups, each
+    padded with zeros to whole blocks (``groups`` is 1 when nothing is padded: then every
+    grouping is the same memory).
+
+        >>> Layout.of(16, 4, 272)     # shufflenet: 4 groups of 68 channels, 5 blocks each
+        Layout(block=16, groups=4, channels=272)
+        >>> Layout.of(16, 4, 256)     # 64 per group: no padding, one layout
+        Layout(block=16, groups=1, channels=256)
+    """
+
+    block: int
+    groups: int
+    channels: int
+
+    @staticmethod
+    def of(block: int, groups: int, channels: int) -> "Layout":
+        return Layout(block, groups if (channels // groups) % block else 1, channels)
+
+    @property
+    def padded(self) -> bool:
+        return (self.channels // self.groups) % self.block != 0
+
+    def to_blocked(self, x: Expr) -> Call:
+        attrs = Attrs(block=self.block, groups=self.groups) if self.padded \
+            else Attrs(block=self.block)
+        return Call("to_blocked", (x,), attrs)
+
+    def from_blocked(self, y: Expr) -> Call:
+        attrs = Attrs(channels=self.channels, groups=self.groups) if self.padded else Attrs()
+        return Call("from_blocked", (y,), attrs)
+
+    def constant(self, values: np.ndarray) -> np.ndarray:
+        """Per-channel ``values`` (C,) as a blocked constant (C'/b, 1, 1, b)."""
+        v = values.reshape(1, self.channels, 1, 1)
+        return blocked(v, self.block, self.groups)[0]
+
+
+def _in_block(c: int, lanes: int) -> int:
+    """Input channels per block (of one group): the lanes, or half of them, where they
+    divide; else the whole of a small C (the RGB of a stem convolution); else 4 or 2 where
+    they divide; else the lanes, the last block padded."""
+    for b in (lanes, lanes // 2):
+        if b and c % b == 0:
             return b
-    return c if c <= 16 else next((b for b in (4, 2) if c % b == 0), None)
+    return c if c <= lanes else next((b for b in (4, 2) if c % b == 0), lanes)
 
 
-def _out_block(k: int) -> int | None:
-    return next((b for b in (BLOCK, 8) if k % b == 0), None)
+def _out_block(k: int, lanes: int) -> int | None:
+    """Output channels per block (of one group): the lanes, the last block padded when they
+    do not divide, unless that wastes more than :data:`MAX_PADDING`; then half the lanes
+    where they divide; else None (the conv stays in NCHW)."""
+    if -(-k // lanes) * lanes <= MAX_PADDING * k:
+        return lanes
+    return lanes // 2 if k % (lanes // 2) == 0 else None
 
 
-def _unblocked_source(e: Expr) -> tuple[Expr, int] | None:
-    """(blocked value, block) if ``e`` is ``from_blocked`` of it."""
+def _unblocked_source(e: Expr) -> tuple[Expr, Layout] | None:
+    """(blocked value, its layout) if ``e`` is ``from_blocked`` of it."""
     if isinstance(e, Call) and e.op == "from_blocked":
-        return e.args[0], e.args[0].shape[-1]
+        return e.args[0], Layout.of(e.args[0].shape[-1], e.attrs.get("groups", 1), e.shape[1])
     return None
 
 
@@ -67,6 +121,10 @@ def _per_channel(e: Expr, channels: int, ndim: int) -> np.ndarray | None:
 
 
 class _ConvertLayout(ExprMutator):
+    def __init__(self, target: Target):
+        super().__init__()
+        self.lanes = channel_block(target)
+
     def visit_Call(self, call: Call):
         new = self.generic_visit(call)
         if new.op == "conv":
@@ -76,47 +134,58 @@ class _ConvertLayout(ExprMutator):
             return new
         kind = get_op(new.op).kind
         if new.op == "to_blocked":
-            src, b = sources[0]
-            return src if b == new.attrs["block"] else new
+            src, layout = sources[0]
+            wanted = Layout.of(new.attrs["block"], new.attrs.get("groups", 1), new.args[0].shape[1])
+            return src if layout == wanted else new
         if kind <= OpKind.BROADCAST and len(new.shape) == 4:
             return self._elementwise(new, sources)
         if new.op in ("max_pool", "avg_pool") and sources[0] and len(new.shape) == 4:
             return self._pool(new, *sources[0])
         if new.op == "global_avg_pool" and sources[0] and len(new.shape) == 4:
-            src, b = sources[0]
-            return _from(Call("mean", (src,), Attrs(axes=(2, 3), keepdims=1), new.name))
+            src, layout = sources[0]
+            return layout.from_blocked(Call("mean", (src,), Attrs(axes=(2, 3), keepdims=1),
+                                            new.name))
         if new.op == "concat" and new.attrs["axis"] in (1, -3) and len(new.shape) == 4:
             return self._concat(new, sources)
         return new
 
     def _conv(self, conv: Call) -> Call:
         x, w = conv.args[0], conv.args[1]
-        if (len(x.shape) != 4 or conv.attrs["group"] != 1 or not isinstance(w, Constant)
+        group = conv.attrs["group"]
+        if (len(x.shape) != 4 or not isinstance(w, Constant)
                 or (len(conv.args) == 3 and not isinstance(conv.args[2], Constant))):
             return conv
-        src = _unblocked_source(x)
-        ci, co = _in_block(x.shape[1]), _out_block(w.data.shape[0])
-        if src and x.shape[1] % src[1] == 0:
-            ci = src[1]  # read the layout the input already has
-        if ci is None or co is None:
+        k, cg = w.data.shape[:2]
+        if group > 1 and cg == 1:
+            return conv   # depthwise: its NCHW schedule vectorizes along the map's rows
+        co = _out_block(k // group, self.lanes)
+        if co is None:
             return conv
-        xb = src[0] if src and src[1] == ci else Call("to_blocked", (x,), Attrs(block=ci))
-        wb = Constant(blocked_weight(w.data, ci, co), w.name, w.owner)
-        attrs = Attrs(strides=conv.attrs.get("strides"), pads=conv.attrs.get("pads"),
-                      dilations=conv.attrs.get("dilations"))
-        y = Call("conv_nchwc", (xb, wb), attrs, conv.name)
+        src = _unblocked_source(x)
+        ci = _in_block(cg, self.lanes)
+        if src and Layout.of(src[1].block, group, x.shape[1]) == src[1]:
+            ci = src[1].block  # read the layout the input already has
+        layout_in, layout_out = Layout.of(ci, group, x.shape[1]), Layout.of(co, group, k)
+        xb = src[0] if src and src[1] == layout_in else layout_in.to_blocked(x)
+        wb = Constant(blocked_weight(w.data, ci, co, group), w.name, w.owner)
+        attrs = dict(strides=conv.attrs.get("strides"), pads=conv.attrs.get("pads"),
+                     dilations=conv.attrs.get("dilations"))
+        if group > 1:
+            attrs["group"] = group
+        y = Call("conv_nchwc", (xb, wb), Attrs(attrs), conv.name)
         if len(conv.args) == 3:
             b = conv.args[2]
-            bias = b.data.reshape(b.data.shape[0] // co, co)[:, None, None, :]
-            y = Call("add", (y, Constant(np.ascontiguousarray(bias), b.name, b.owner)), Attrs(),
-                     f"{conv.name}_bias")
-        return _from(y)
+            bias = layout_out.constant(b.data)
+            y = Call("add", (y, Constant(bias, b.name, b.owner)), Attrs(), f"{conv.name}_bias")
+        return layout_out.from_blocked(y)
 
     def _elementwise(self, call: Call, sources) -> Call:
-        blocks = {b for s in sources if s for _, b in [s]}
-        if len(blocks) != 1:
+        layouts = {layout for s in sources if s for _, layout in [s]}
+        if len(layouts) != 1:
             return call
-        b = blocks.pop()
+        layout = layouts.pop()
+        if layout.padded and call.op not in FINITE_ON_ZERO:
+            return call
         c = call.shape[1]
         args = []
         for a, s in zip(call.args, sources):
@@ -125,23 +194,26 @@ class _ConvertLayout(ExprMutator):
                 continue
             v = _per_channel(a, c, 4)
             if v is not None:
-                args.append(Constant(np.ascontiguousarray(v.reshape(c // b, 1, 1, b)), a.name))
+                args.append(Constant(layout.constant(v), a.name))
             elif tuple(a.shape) == tuple(call.shape):
-                args.append(Call("to_blocked", (a,), Attrs(block=b)))  # e.g. a residual input
+                args.append(layout.to_blocked(a))  # e.g. a residual input
             else:
                 return call  # broadcasts some other way: stay in NCHW here
-        return _from(Call(call.op, tuple(args), call.attrs, call.name))
+        return layout.from_blocked(Call(call.op, tuple(args), call.attrs, call.name))
 
     def _concat(self, cat: Call, sources) -> Call:
-        blocks = {b for s in sources if s for _, b in [s]}
-        b = min(blocks)
-        if any(s and s[1] != b for s in sources) or any(a.shape[1] % b for a in cat.args):
+        layouts = [layout for s in sources if s for _, layout in [s]]
+        if any(layout.padded for layout in layouts):
             return cat
-        args = tuple(s[0] if s else Call("to_blocked", (a,), Attrs(block=b))
+        b = min(layout.block for layout in layouts)
+        if any(layout.block != b for layout in layouts) or any(a.shape[1] % b for a in cat.args):
+            return cat
+        whole = Layout(b, 1, cat.shape[1])
+        args = tuple(s[0] if s else Layout(b, 1, a.shape[1]).to_blocked(a)
                      for a, s in zip(cat.args, sources))
-        return _from(Call("concat", args, Attrs(axis=1), cat.name))
+        return whole.from_blocked(Call("concat", args, Attrs(axis=1), cat.name))
 
-    def _pool(self, pool: Call, src: Expr, b: int) -> Call:
+    def _pool(self, pool: Call, src: Expr, layout: Layout) -> Call:
         a = pool.attrs
         k = tuple(a["kernel_shape"]) + (1,)
         strides = tuple(a.get("strides") or (1, 1)) + (1,)
@@ -149,11 +221,7 @@ class _ConvertLayout(ExprMutator):
         pads = (p[0], p[1], 0, p[2], p[3], 0)
         dil = tuple(a.get("dilations") or (1, 1)) + (1,)
         attrs = dict(a, kernel_shape=k, strides=strides, pads=pads, dilations=dil)
-        return _from(Call(pool.op, (src,), Attrs(attrs), pool.name))
-
-
-def _from(blocked_value: Call) -> Call:
-    return Call("from_blocked", (blocked_value,), Attrs())
+        return layout.from_blocked(Call(pool.op, (src,), Attrs(attrs), pool.name))
 
 
 def _moves_no_element(call: Call) -> bool:
@@ -162,7 +230,7 @@ def _moves_no_element(call: Call) -> bool:
     leaves NCHW and NCHW[b]c in the same element order."""
     nchw, blocked = ((call.args[0], call) if call.op == "to_blocked" else (call, call.args[0]))
     nchw, block = nchw.shape, blocked.shape[-1]
-    return block == 1 or math.prod(nchw[2:]) == 1
+    return nchw[1] == blocked.shape[1] * block and (block == 1 or math.prod(nchw[2:]) == 1)
 
 
 class _LayoutsAsViews(ExprMutator):
@@ -175,7 +243,10 @@ class _LayoutsAsViews(ExprMutator):
         return new
 
 
-def convert_layout(func: Function) -> Function:
-    """``func`` with convolutions in NCHW16c and the layout kept between them (see the module
-    docstring); a conversion that moves no element is a reshape (a view, no kernel)."""
-    return _LayoutsAsViews().visit_function(_ConvertLayout().visit_function(func))
+def convert_layout(func: Function, target=None) -> Function:
+    """``func`` with convolutions in blocked channels, as many per block as
+    :func:`~mlcbook.graph.default_schedule.channel_block` gives for ``target`` (default: this
+    machine), and the layout kept between them (see the module docstring); a conversion that
+    moves no element is a reshape (a view, no kernel)."""
+    mutator = _ConvertLayout(Target(target or "llvm"))
+    return _LayoutsAsViews().visit_function(mutator.visit_function(func))

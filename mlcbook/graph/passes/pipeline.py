@@ -46,11 +46,13 @@ class Pass:
     """A named function ``Function -> Function`` that runs from ``opt_level`` up."""
 
     name: str
-    fn: Callable[[Function], Function]
+    fn: Callable[..., Function]
     opt_level: int
+    #: the pass decides by the machine (a layout's block, a panel's width): ``fn(func, target)``
+    uses_target: bool = False
 
-    def __call__(self, func: Function) -> Function:
-        return self.fn(func)
+    def __call__(self, func: Function, target=None) -> Function:
+        return self.fn(func, target) if self.uses_target else self.fn(func)
 
 
 #: the graph passes in the order they run; fusion and memory planning happen later, when
@@ -64,8 +66,8 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("simplify_chains", simplify_chains, 1),
     Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     Pass("fold_constants", fold_constants, 1),   # what BatchNorm folding left constant
-    Pass("pack_weights", pack_weights, 2),
-    Pass("convert_layout", convert_layout, 3),
+    Pass("pack_weights", pack_weights, 2, uses_target=True),
+    Pass("convert_layout", convert_layout, 3, uses_target=True),
     Pass("winograd_convs", winograd_convs, 3),   # on the blocked convs convert_layout made
     Pass("convert_int8_layout", convert_int8_layout, 3),
     Pass("eliminate_common_subexpressions", eliminate_common_subexpressions, 3),
@@ -75,16 +77,18 @@ PIPELINE: tuple[Pass, ...] = (
 @dataclass
 class PassContext:
     """What to do around each pass: time it (always), print a line (``verbose``), and write
-    the function after it to ``dump_dir/NN_name.txt`` so a reader can diff the steps."""
+    the function after it to ``dump_dir/NN_name.txt`` so a reader can diff the steps; the
+    passes that decide by the machine decide for ``target`` (default: this one)."""
 
     verbose: bool = False
     dump_dir: str | Path | None = None
+    target: object = None
     timings: list[tuple[str, float, int, int]] = field(default_factory=list)
 
     def run(self, p: Pass, func: Function) -> Function:
         before = len(func.calls())
         t0 = time.perf_counter()
-        out = p(func)
+        out = p(func, self.target)
         dt = time.perf_counter() - t0
         if not isinstance(out, Function):
             raise GraphError(f"pass {p.name!r} returned {type(out).__name__}, not a graph "

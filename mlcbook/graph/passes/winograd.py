@@ -31,7 +31,8 @@ MIN_FLOPS = 30_000_000
 def _qualifies(conv: Call) -> bool:
     x, w = conv.args
     attrs = conv.attrs
-    if not isinstance(w, Constant) or w.data.ndim != 6 or w.data.shape[2:4] != (3, 3):
+    if not isinstance(w, Constant) or w.data.ndim != 6 or w.data.shape[2:4] != (3, 3) \
+            or attrs.get("group", 1) != 1:
         return False
     if tuple(attrs.get("strides") or (1, 1)) != (1, 1) \
             or tuple(attrs.get("dilations") or (1, 1)) != (1, 1):

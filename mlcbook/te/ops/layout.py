@@ -20,26 +20,53 @@ from ..tensor import Tensor
 from .util import check_tensor, compute_named, ints, pair, scaled
 
 
-def to_blocked(x: Tensor, block: int, name: str = "to_blocked") -> Tensor:
-    """(N, C, *S) -> (N, C/block, *S, block); ``block`` must divide C."""
+def to_blocked(x: Tensor, block: int, name: str = "to_blocked", groups: int = 1) -> Tensor:
+    """(N, C, *S) -> (N, G * ceil(C/G / block), *S, block): the channels of each of ``groups``
+    groups in blocks of ``block``, the last block of a group padded with zeros when
+    ``block`` does not divide C/G (1000 channels in blocks of 16: 63 blocks, 8 zeros)."""
     check_tensor(x, "to_blocked", "x")
     n, c, *s = x.shape
-    if c % block:
-        raise TEShapeError(f"to_blocked: block {block} does not divide the {c} channels of "
-                           f"{x.name!r} {x.shape}; pick a divisor of {c}")
+    if block < 1 or groups < 1 or c % groups:
+        raise TEShapeError(f"to_blocked: {groups} groups do not divide the {c} channels of "
+                           f"{x.name!r} {x.shape}, or block {block} < 1; pick a divisor of {c}")
+    cg = c // groups
+    per = -(-cg // block)
     names = ["n", "cb"] + [f"s{d}" for d in range(len(s))] + ["ci"]
-    return compute_named((n, c // block, *s, block), names,
-                         lambda nn, cb, *rest: x[(nn, scaled(cb, block) + rest[-1]) + rest[:-1]],
-                         name)
+    if per * block == cg:
+        return compute_named((n, c // block, *s, block), names,
+                             lambda nn, cb, *rest: x[(nn, scaled(cb, block) + rest[-1])
+                                                     + rest[:-1]], name)
+
+    def body(nn, cb, *rest):
+        inner = scaled(cb % per, block) + rest[-1]
+        channel = _e.min(scaled(cb // per, cg) + inner, c - 1)   # in bounds in the padding too
+        return _e.select(inner < cg, x[(nn, channel) + rest[:-1]], _e.const(0, x.dtype))
+
+    return compute_named((n, groups * per, *s, block), names, body, name)
 
 
-def from_blocked(x: Tensor, name: str = "from_blocked") -> Tensor:
-    """(N, C/b, *S, b) -> (N, C, *S)."""
+def from_blocked(x: Tensor, name: str = "from_blocked", channels: int | None = None,
+                 groups: int = 1) -> Tensor:
+    """(N, C'/b, *S, b) -> (N, C, *S), the inverse of :func:`to_blocked`: ``channels`` (C,
+    default C') of ``groups`` groups, the padding of each group's last block dropped."""
     check_tensor(x, "from_blocked", "x")
     n, cb, *s, b = x.shape
+    c = cb * b if channels is None else channels
     names = ["n", "c"] + [f"s{d}" for d in range(len(s))]
-    return compute_named((n, cb * b, *s), names,
-                         lambda nn, c, *rest: x[(nn, c // b) + tuple(rest) + (c % b,)], name)
+    if c == cb * b:
+        return compute_named((n, c, *s), names,
+                             lambda nn, ch, *rest: x[(nn, ch // b) + tuple(rest) + (ch % b,)],
+                             name)
+    if groups < 1 or c % groups or cb % groups or (cb // groups) * b < c // groups:
+        raise TEShapeError(f"from_blocked: {cb} blocks of {b} in {groups} groups cannot hold "
+                           f"{c} channels of {x.name!r} {x.shape}")
+    cg, per = c // groups, cb // groups
+
+    def body(nn, ch, *rest):
+        inner = ch % cg
+        return x[(nn, scaled(ch // cg, per) + inner // b) + tuple(rest) + (inner % b,)]
+
+    return compute_named((n, c, *s), names, body, name)
 
 
 def _out(op: str, size: int, before: int, after: int, kernel: int, stride: int,
@@ -52,12 +79,16 @@ def _out(op: str, size: int, before: int, after: int, kernel: int, stride: int,
 
 
 def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), dilation=1,
-                 name: str = "conv_nchwc") -> Tensor:
+                 name: str = "conv_nchwc", groups: int = 1) -> Tensor:
     """2-D convolution in blocked layouts: data (N, C/c, H, W, c), weight
     (K/k, C/c, KH, KW, c, k) -> (N, K/k, OH, OW, k)::
 
         out[n, kb, y, x, k] = sum(pad(data)[n, cb, y*sh + ry*dh, x*sw + rx*dw, ci]
                                   * weight[kb, cb, ry, rx, ci, k])
+
+    With ``groups`` G, the data's blocks and the weight's output blocks are G groups of
+    equal count, the weight holds one group's input blocks, and output block ``kb`` reads
+    the input blocks of its group (``kb // (K/k/G)``) only.
     """
     op = "conv2d_nchwc"
     check_tensor(data, op, "data")
@@ -67,9 +98,10 @@ def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), d
                            f"(K/k, C/c, KH, KW, c, k); got {data.shape} and {weight.shape}")
     n, cb, h, w, ci = data.shape
     kb, wcb, kh, kw, wci, k = weight.shape
-    if (wcb, wci) != (cb, ci):
+    if groups < 1 or cb % groups or kb % groups or (wcb * groups, wci) != (cb, ci):
         raise TEShapeError(f"{op}: weight {weight.shape} is for {wcb} blocks of {wci} input "
-                           f"channels but data {data.shape} has {cb} blocks of {ci}")
+                           f"channels per group but data {data.shape} has {cb} blocks of "
+                           f"{ci} in {groups} groups")
     sh, sw = pair(stride, op, "stride")
     dh, dw = pair(dilation, op, "dilation")
     pt, pl, pb, pr = ints(padding, 4, op, "padding")   # (top, left, bottom, right)
@@ -84,13 +116,15 @@ def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), d
             return _e.select(inside, v, _e.const(0, data.dtype))
         padded = compute_named((n, cb, h + pt + pb, w + pl + pr, ci),
                                ["n", "cb", "y", "x", "ci"], pad_body, f"{name}_pad")
-    rc = _r.reduce_axis(cb, name="rc")
+    rc = _r.reduce_axis(wcb, name="rc")
+    per_group = kb // groups
     ry = _r.reduce_axis(kh, name="ry")
     rx = _r.reduce_axis(kw, name="rx")
     ri = _r.reduce_axis(ci, name="ri")
 
     def body(nn, ko, y, x, kk):
-        val = padded[nn, rc, scaled(y, sh) + scaled(ry, dh), scaled(x, sw) + scaled(rx, dw), ri]
+        block = rc if groups == 1 else scaled(ko // per_group, wcb) + rc
+        val = padded[nn, block, scaled(y, sh) + scaled(ry, dh), scaled(x, sw) + scaled(rx, dw), ri]
         return _r.sum(val * weight[ko, rc, ry, rx, ri, kk], axis=[rc, ry, rx, ri])
 
     return compute_named((n, kb, oh, ow, k), ["n", "ko", "y", "x", "k"], body, name)

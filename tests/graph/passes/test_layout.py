@@ -9,6 +9,9 @@ from mlcbook.ops.layout import blocked, blocked_weight, unblocked
 
 from .._models import MODELS, inputs, model
 
+#: named targets: the layout's block follows the target, not the host
+AVX2, AVX512 = "llvm -mcpu=x86-64-v3", "llvm -mcpu=znver5"
+
 
 def _ops(f):
     return [c.op for c in f.calls()]
@@ -94,7 +97,66 @@ def test_the_blocked_conv_matches_conv_through_native_code():
     np.testing.assert_allclose(exe(a), mb.graph.interpret(f, a), rtol=1e-4, atol=1e-4)
 
 
-def test_to_blocked_refuses_a_block_that_does_not_divide_the_channels():
+def test_to_blocked_refuses_groups_that_do_not_divide_the_channels():
     x = Var("x", mb.graph.TensorType((1, 6, 2, 2)))
-    with pytest.raises(mb.MLCError, match="block 4 must divide the channels"):
-        op.to_blocked(x, block=4)
+    with pytest.raises(mb.MLCError, match="groups=4 must divide the channels"):
+        op.to_blocked(x, block=4, groups=4)
+
+
+def test_a_block_that_does_not_divide_a_group_pads_it_with_zeros():
+    # 2 groups of 5 channels in blocks of 4: each group takes 2 blocks, 3 lanes of zeros
+    x = np.arange(2 * 10 * 3, dtype="float32").reshape(2, 10, 3, 1)
+    b = blocked(x, 4, groups=2)
+    assert b.shape == (2, 4, 3, 1, 4)
+    assert b[1, 2, 0, 0, 0] == x[1, 5, 0, 0] and b[1, 1, 0, 0, 0] == x[1, 4, 0, 0]
+    assert not b[:, 1, :, :, 1:].any() and not b[:, 3, :, :, 1:].any()
+    np.testing.assert_array_equal(unblocked(b, 10, groups=2), x)
+    xv = Var("x", mb.graph.TensorType(x.shape))
+    f = Function([xv], op.from_blocked(op.to_blocked(xv, block=4, groups=2), channels=10,
+                                       groups=2))
+    exe = mb.compile(f, opt_level=0)
+    np.testing.assert_array_equal(exe(x), x)
+
+
+def _conv_model(c, k, group, hw=6, bias=True):
+    rng = np.random.default_rng(0)
+    x = Var("x", mb.graph.TensorType((1, c, hw, hw)))
+    w = Constant(rng.standard_normal((k, c // group, 3, 3)).astype("float32"), "w")
+    b = Constant(rng.standard_normal(k).astype("float32"), "b") if bias else None
+    y = op.relu(op.conv(x, w, b, pads=(1, 1, 1, 1), group=group))
+    return Function([x], op.relu(op.conv(y, Constant(rng.standard_normal(
+        (k, k // group, 1, 1)).astype("float32"), "w2"), group=group)))
+
+
+@pytest.mark.parametrize("c, k, group, target", [
+    (32, 24, 1, AVX512),     # 24 output channels: 2 blocks of 16, 8 lanes of zeros
+    (32, 24, 1, AVX2),
+    (96, 256, 2, AVX512),    # AlexNet's grouped conv: 48 in, 128 out per group
+    (24, 272, 4, AVX512),    # shufflenet: 68 channels per group, padded to 80
+])
+def test_grouped_and_padded_convs_run_blocked_and_stay_blocked_between(c, k, group, target):
+    f = _conv_model(c, k, group)
+    g = convert_layout(f, target)
+    ops = _ops(g)
+    assert ops.count("conv_nchwc") == 2 and "conv" not in ops
+    assert ops.count("from_blocked") == 1      # the two convs share one layout between them
+    _same(f, g, rtol=1e-4)
+    x, = inputs(f)
+    exe = mb.compile(f, opt_level=3)
+    np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-3)
+
+
+def test_a_depthwise_conv_stays_in_nchw():
+    f = _conv_model(32, 32, 32)
+    assert "conv_nchwc" not in _ops(convert_layout(f, AVX512))
+
+
+def test_a_padded_layout_does_not_flow_through_an_op_that_could_turn_zeros_into_nan():
+    rng = np.random.default_rng(1)
+    x = Var("x", mb.graph.TensorType((1, 8, 4, 4)))
+    w = Constant(rng.standard_normal((24, 8, 1, 1)).astype("float32"), "w")
+    y = op.conv(x, w)
+    f = Function([x], op.div(op.relu(y), op.add(y, y)))  # 0 / 0 in the padding
+    g = convert_layout(f, AVX512)
+    assert _ops(g)[:3] == ["to_blocked", "conv_nchwc", "relu"]
+    assert _ops(g).index("from_blocked") < _ops(g).index("div")
