@@ -9,6 +9,7 @@ in a callable kernel (:mod:`mlcbook.runtime`).
 
 from .jit import CompiledModule, compile_ir
 from .llvm_module import EntryInfo, ParamInfo, codegen
+from .machine import DotProduct, Machine
 from .target import Target
 
-__all__ = ["Target", "codegen", "compile_ir", "CompiledModule", "EntryInfo", "ParamInfo"]
+__all__ = ["Target", "Machine", "DotProduct", "codegen", "compile_ir", "CompiledModule", "EntryInfo", "ParamInfo"]

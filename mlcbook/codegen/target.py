@@ -13,6 +13,15 @@ kernels cannot run here; neither can code that uses features this CPU lacks::
 
     >>> mb.Target("llvm -mcpu=x86-64-v3").missing_features()    # on a CPU without AVX2
     ['+avx', '+avx2', '+bmi', '+bmi2', '+f16c', '+fma', '+lzcnt', '+movbe', '+xsave']
+
+What one core of the target can do (vector width and registers, FMA and load throughput,
+caches, dot products) is :attr:`Target.machine`, from which schedules size their tiles::
+
+    >>> mb.Target("llvm -mcpu=znver4").machine.fma_per_cycle   # AVX-512 on 256-bit datapaths
+    1.0
+    >>> print(mb.Target().machine)                              # this CPU as a table
+    znver5 (x86_64), figures of the znver5 row (Zen 5, one CCD's L3); caches and cores of this host
+      vectors       512-bit, 32 registers (16 float32 lanes); ...
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import TargetError
+from .machine import X86_LEVELS, Machine, feature_set, machine_for
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,28 +101,33 @@ class Target:
                  if f.startswith("-")}
         return sorted(f for f in self.features.split(",") if f.startswith("+") and f[1:] in lacks)
 
+    @functools.cached_property
+    def machine(self) -> Machine:
+        """What one core of this target can do (:mod:`mlcbook.codegen.machine`): vector
+        width and registers, FMA and load throughput, caches, dot-product instructions.
+
+            >>> m = mb.Target("llvm -mcpu=znver3").machine
+            >>> m.vector_bits, m.fma_per_cycle, m.l2_bytes, m.dot_product("u8i8")
+            (256, 2.0, 524288, None)
+        """
+        llvm = llvm_binding()
+        host = self.is_host and self.cpu == llvm.get_host_cpu_name()
+        return machine_for(self.cpu, self.arch, self.features, host)
+
     @property
     def vector_bits(self) -> int:
         """Width of the widest SIMD registers the features enable (128 if unknown)."""
-        feats = set(self.features.split(","))
-        if "+avx512f" in feats:
-            return 512
-        if "+avx" in feats or "+avx2" in feats:
-            return 256
-        if not self.features and self.cpu in _WIDE_CPUS:
-            return _WIDE_CPUS[self.cpu]
-        return 128
+        return self.machine.vector_bits
 
     def has_feature(self, name: str) -> bool:
-        """Whether the target has the CPU feature ``name`` (LLVM's name: ``"avx512vnni"``),
-        from ``-mattr`` or the host's features, else from what the named CPU is known to have.
+        """Whether the target has the CPU feature ``name`` (LLVM's name: ``"avx512vnni"``):
+        what the named CPU is known to have, changed by ``-mattr`` (or the level's or the
+        host's features) as LLVM changes it.
 
             >>> mb.Target("llvm -mcpu=znver4").has_feature("avx512vnni")
             True
         """
-        if self.features:
-            return f"+{name}" in self.features.split(",")
-        return name in _CPU_FEATURES.get(self.cpu, ())
+        return name in feature_set(self.cpu, self.arch, self.features)
 
     @property
     def arch(self) -> str:
@@ -124,16 +139,11 @@ class Target:
         """How many SIMD registers the code can use: 32 on AVX-512 and on 64-bit ARM (NEON,
         SVE), 16 on other x86-64 (SSE, AVX2). A register tile must fit in them, with a few to
         spare for the values it is updated from."""
-        if self.arch in ("aarch64", "arm64", "aarch64_be"):
-            return 32
-        if self.arch in ("x86_64", "amd64"):
-            return 32 if self.vector_bits == 512 else 16
-        return 16
+        return self.machine.vector_registers
 
     def vector_lanes(self, dtype: str = "float32") -> int:
         """How many ``dtype`` values fit in one vector register: 16 float32 on AVX-512."""
-        import numpy as np
-        return self.vector_bits // (8 * np.dtype(dtype).itemsize)
+        return self.machine.lanes(dtype)
 
     def target_machine(self, jit: bool = False, opt: int = 3):
         llvm = llvm_binding()
@@ -163,28 +173,6 @@ class Target:
 
     def __hash__(self) -> int:
         return hash((self.triple, self.cpu, self.features))
-
-
-#: the x86-64 psABI microarchitecture levels as LLVM features (each level has the ones before):
-#: -mcpu=x86-64-v3 runs on every x86 CPU since Haswell (2013) and Zen 1
-_V2 = ["+cx16", "+popcnt", "+sahf", "+sse3", "+sse4.1", "+sse4.2", "+ssse3"]
-_V3 = _V2 + ["+avx", "+avx2", "+bmi", "+bmi2", "+f16c", "+fma", "+lzcnt", "+movbe", "+xsave"]
-X86_LEVELS = {"x86-64-v2": _V2, "x86-64-v3": _V3,
-              "x86-64-v4": _V3 + ["+avx512bw", "+avx512cd", "+avx512dq", "+avx512f", "+avx512vl"]}
-
-_WIDE_CPUS = {"skylake-avx512": 512, "cascadelake": 512, "icelake-server": 512,
-              "sapphirerapids": 512, "znver4": 512, "znver5": 512, "haswell": 256,
-              "skylake": 256, "znver2": 256, "znver3": 256}
-
-
-_AVX2 = ("avx", "avx2", "fma")
-_AVX512 = _AVX2 + ("avx512f", "avx512bw", "avx512vl")
-_VNNI = _AVX512 + ("avx512vnni",)
-#: features of CPUs named without -mattr (used for targets other than the host CPU)
-_CPU_FEATURES = {"haswell": _AVX2, "skylake": _AVX2, "znver2": _AVX2, "znver3": _AVX2,
-                 "skylake-avx512": _AVX512, "cascadelake": _VNNI, "icelake-server": _VNNI,
-                 "cooperlake": _VNNI + ("avx512bf16",), "sapphirerapids": _VNNI + ("avx512bf16",),
-                 "znver4": _VNNI + ("avx512bf16",), "znver5": _VNNI + ("avx512bf16",)}
 
 
 def _arch(triple: str) -> str:

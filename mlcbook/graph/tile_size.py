@@ -1,7 +1,8 @@
 """Sizes of register tiles: how many output rows and vector columns one tile of a tiled
-reduction (matmul, conv) accumulates in registers, from the target's vector registers
-and a core's FMA and load throughput. :mod:`mlcbook.graph.default_schedule` tiles with
-them, and :mod:`mlcbook.graph.weight_layout` packs weights to their column width.
+reduction (matmul, conv) accumulates in registers, from the target's machine model
+(:attr:`Target.machine <mlcbook.codegen.Target.machine>`): its vector registers, and a
+core's FMA and load throughput and FMA latency. :mod:`mlcbook.graph.default_schedule`
+tiles with them, and :mod:`mlcbook.graph.weight_layout` packs weights to their column width.
 
     >>> register_tile(64, 512, "llvm -mcpu=znver3")
     (4, 16)
@@ -11,12 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ..codegen.machine import Machine
 from ..codegen.target import Target
-
-#: a core's floating-point throughput, for sizing register tiles (Zen 3, Skylake and
-#: later alike): two vector FMAs and two vector loads issue per cycle, and an FMA's result
-#: is ready four cycles later
-FMA_PORTS, LOAD_PORTS, FMA_LATENCY = 2, 2, 4
 
 
 def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
@@ -52,8 +49,11 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
     ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles that fit,
     the one taken does the most useful FMA lanes per cycle, estimated from its
     accumulators against its loads (``r + v``) and the FMA latency (fewer than
-    ``FMA_PORTS * FMA_LATENCY`` accumulators leave the FMA units idle); ties go to more
-    work per tile, then more rows, then more of them along the inner axes.
+    ``fma_per_cycle * fma_latency`` accumulators leave the FMA units idle); ties go to more
+    work per tile, then more rows, then more of them along the inner axes. The FMA and
+    load throughput and the FMA latency are the target's (``Target.machine``): Zen 3 issues
+    two ymm FMAs and two loads a cycle, each FMA ready 4 cycles later, so a tile needs 8
+    accumulators to keep its FMA units busy.
 
     Taking rows from a second axis keeps a short output row in wide tiles: a 14x14 map
     of 16 channels has no 4 to 6 pixel divisor of its row, but 2 x 2 pixels of 2 ymm
@@ -77,8 +77,8 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
         >>> row_tile((28, 28), 8, "llvm -mcpu=znver3", ragged=True, spare=1)
         ((4, 2), 8)
     """
-    t = Target(target or "llvm")
-    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    m = Target(target or "llvm").machine
+    lanes, regs = m.lanes(dtype), m.vector_registers
     best, best_key = ((1,) * len(rows), lanes), None
     for c in _column_widths(cols, lanes, regs - 2):
         v = -(-c // lanes)
@@ -87,7 +87,7 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
             r = math.prod(sizes)
             acc = r * v
             useful = r * c / lanes * _filled(rows, sizes)  # full vectors
-            speed = _speed(useful, acc, r + v)
+            speed = _speed(m, useful, acc, r + v)
             key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
             if best_key is None or key > best_key:
                 best, best_key = (sizes, c), key
@@ -99,12 +99,12 @@ def _filled(rows, sizes) -> float:
     return math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
 
 
-def _speed(useful: float, acc: int, loads: int) -> float:
+def _speed(m: Machine, useful: float, acc: int, loads: int) -> float:
     """Useful FMA lanes per cycle (in full vectors) of a register tile of ``acc``
-    accumulators that loads ``loads`` registers per reduction step: bound by the FMA
-    ports, the load ports, or the FMA latency (fewer than ``FMA_PORTS * FMA_LATENCY``
-    accumulators leave the FMA units idle)."""
-    return useful / max(acc / FMA_PORTS, loads / LOAD_PORTS, FMA_LATENCY)
+    accumulators that loads ``loads`` registers per reduction step on the core ``m``:
+    bound by its FMA issue, its loads, or the FMA latency (fewer than ``fma_per_cycle *
+    fma_latency`` accumulators leave the FMA units idle)."""
+    return useful / max(acc / m.fma_per_cycle, loads / m.loads_per_cycle, m.fma_latency)
 
 
 def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
@@ -127,13 +127,13 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     weighed: the test guarding a short tile's pixels must leave the reduction loops (LLVM
     unswitches one guarded pixel; several keep their accumulators in memory, 2-3x slower).
     """
-    t = Target(target or "llvm")
-    lanes, regs = t.vector_lanes(dtype), t.vector_registers
+    mach = Target(target or "llvm").machine
+    lanes, regs = mach.lanes(dtype), mach.vector_registers
     sizes, c = row_tile(rows, cols, target, dtype, ragged=True)
     if all(e % d == 0 for e, d in zip(rows, sizes)):
         return None
     v, r = -(-c // lanes), math.prod(sizes)
-    best, best_speed = None, _speed(r * c / lanes * _filled(rows, sizes), r * v, r + v)
+    best, best_speed = None, _speed(mach, r * c / lanes * _filled(rows, sizes), r * v, r + v)
     v, n = -(-cols // lanes), math.prod(rows)
     for m in (d for d in range(2, blocks + 1) if blocks % d == 0):
         for p in range(1, regs):
@@ -142,7 +142,7 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
             if n % p not in (0, p - 1):
                 continue
             useful = p * m * cols / lanes * _filled((n,), (p,))
-            speed = _speed(useful, p * m * v, p + m * v)
+            speed = _speed(mach, useful, p * m * v, p + m * v)
             if speed > best_speed:
                 best, best_speed = (p, m), speed
     return best
@@ -162,4 +162,27 @@ def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
                 yield (d,) + rest
 
 
-__all__ = ["register_tile", "row_tile", "pixel_tile", "FMA_PORTS", "LOAD_PORTS", "FMA_LATENCY"]
+
+def stream_lanes(target: Target) -> int:
+    """Lanes of the vectors a spatial (streaming) loop runs on: at least 16 float32, so that
+    each step has enough independent loads in flight (two registers with AVX2, one with
+    AVX-512); any dtype takes the same count of lanes.
+
+        >>> stream_lanes(Target("llvm -mcpu=x86-64-v3")), stream_lanes(Target("llvm -mcpu=znver5"))
+        (16, 16)
+    """
+    lanes = target.vector_lanes("float32")
+    return lanes * max(1, -(-16 // lanes))
+
+
+def channel_block(target: Target) -> int:
+    """Channels per block of a blocked conv layout (NCHW[b]c): as many as
+    :func:`stream_lanes`, one AVX-512 register or two AVX2 ones of float32 (on Zen 3, 16
+    ran faster than 8: a register tile then shares each broadcast between two vectors).
+
+        >>> channel_block(Target("llvm -mcpu=znver5"))
+        16
+    """
+    return stream_lanes(target)
+
+__all__ = ["register_tile", "row_tile", "pixel_tile", "stream_lanes", "channel_block"]

@@ -26,6 +26,23 @@ def test_cpu_and_features_can_be_chosen():
     assert mb.Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma").vector_bits == 256
 
 
+def test_mattr_changes_the_named_cpus_features_as_llvm_does():
+    # -mattr adds to and takes from what -mcpu has, with the features each one implies
+    no512 = mb.Target("llvm -mcpu=znver4 -mattr=-avx512f")
+    assert no512.vector_bits == 256 and no512.vector_registers == 16
+    assert not no512.has_feature("avx512vnni") and no512.has_feature("avx2")
+    avx2 = mb.Target("llvm -mcpu=x86-64 -mattr=+avx2")
+    assert avx2.has_feature("avx") and avx2.has_feature("sse4.2") and avx2.vector_bits == 256
+    assert mb.Target("llvm -mcpu=x86-64").has_feature("sse2")
+
+
+def test_target_answers_from_its_machine_model():
+    t = mb.Target("llvm -mcpu=skylake-avx512")
+    assert (t.vector_bits, t.vector_registers, t.vector_lanes("int8")) == (
+        t.machine.vector_bits, t.machine.vector_registers, t.machine.lanes("int8"))
+    assert repr(t) == "Target('llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=skylake-avx512')"
+
+
 @pytest.mark.parametrize("spec,arch,registers", [
     ("llvm -mcpu=skylake-avx512", "x86_64", 32),
     ("llvm -mcpu=x86-64 -mattr=+avx2,+fma", "x86_64", 16),

@@ -24,6 +24,14 @@ def test_register_tile_of_the_mlp_layer_is_sized_for_avx2_not_avx512():
     assert register_tile(64, 512, AVX512) == (8, 32)
 
 
+def test_register_tiles_follow_the_machine_model_of_the_target():
+    # Haswell's FMAs take 5 cycles, Skylake's 4 (Target.machine): two a cycle need 10
+    # accumulators in flight on Haswell, which 14 rows x 1 ymm have and 4 x 2 ymm have not
+    assert mb.Target("llvm -mcpu=haswell").machine.fma_latency == 5
+    assert register_tile(28, 16, "llvm -mcpu=skylake") == (4, 16)
+    assert register_tile(28, 16, "llvm -mcpu=haswell") == (14, 8)
+
+
 def test_register_tile_narrows_the_columns_when_few_rows_divide():
     # a 7-pixel row of 16 channels: 7 x 2 ymm do not fit with their operands, 1 x 2 idles
     # the FMA units; 7 x 1 ymm (two column tiles) keeps 7 accumulators busy
