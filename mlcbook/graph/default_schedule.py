@@ -47,7 +47,7 @@ from ..tir.stmt import KEEP_MATERIALIZED, UNROLLED_TILE, BlockRealize
 from .border import border_loop
 from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
-from .tile_size import pixel_tile, row_tile
+from .tile_size import pixel_tile, row_tile, stream_lanes
 from .tile_size import register_tile  # noqa: F401 - its old home
 
 #: parallelize a loop nest only when it does at least this many inner iterations in total
@@ -98,29 +98,6 @@ def _contiguous_along(block, var) -> bool:
 
 def _extent(sch: Schedule, loop) -> int:
     return sch.get(loop).extent.value
-
-
-def stream_lanes(target: Target) -> int:
-    """Lanes of the vectors a spatial (streaming) loop runs on: at least 16 float32, so that
-    each step has enough independent loads in flight (two registers with AVX2, one with
-    AVX-512); any dtype takes the same count of lanes.
-
-        >>> stream_lanes(Target("llvm -mcpu=x86-64-v3")), stream_lanes(Target("llvm -mcpu=znver5"))
-        (16, 16)
-    """
-    lanes = target.vector_lanes("float32")
-    return lanes * max(1, -(-16 // lanes))
-
-
-def channel_block(target: Target) -> int:
-    """Channels per block of a blocked conv layout (NCHW[b]c): as many as
-    :func:`stream_lanes`, one AVX-512 register or two AVX2 ones of float32 (on Zen 3, 16
-    ran faster than 8: a register tile then shares each broadcast between two vectors).
-
-        >>> channel_block(Target("llvm -mcpu=znver5"))
-        16
-    """
-    return stream_lanes(target)
 
 
 def _vectorize_inner(sch: Schedule, loop, width: int) -> list:

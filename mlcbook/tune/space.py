@@ -63,9 +63,10 @@ from ..errors import ScheduleError
 from ..graph.border import border_loop
 from ..graph.default_schedule import (PANEL_ACC_BYTES, PARALLEL_WORK, inline_intermediates,
                                       loop_nest, reuse_axis, root_stmts,
-                                      shares_channel_blocks, stream_lanes, tiled_blocks,
+                                      shares_channel_blocks, tiled_blocks,
                                       unroll_tile)
 from ..graph.tile_size import row_tile as default_row_tile
+from ..graph.tile_size import stream_lanes
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var, bits

@@ -29,7 +29,7 @@ from ...ops.registry import OpKind
 from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
-from ..default_schedule import channel_block
+from ..tile_size import channel_block
 
 #: ops a padded layout may flow through: each maps the zeros of the padding to finite values
 #: (a later conv multiplies them by zero weights, which a NaN or an infinity would survive)
@@ -245,7 +245,7 @@ class _LayoutsAsViews(ExprMutator):
 
 def convert_layout(func: Function, target=None) -> Function:
     """``func`` with convolutions in blocked channels, as many per block as
-    :func:`~mlcbook.graph.default_schedule.channel_block` gives for ``target`` (default: this
+    :func:`~mlcbook.graph.tile_size.channel_block` gives for ``target`` (default: this
     machine), and the layout kept between them (see the module docstring); a conversion that
     moves no element is a reshape (a view, no kernel)."""
     mutator = _ConvertLayout(Target(target or "llvm"))
