@@ -352,7 +352,7 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     # only under a panel (below): a tile of several blocks of weights over the whole sum
     # would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower)
     b = _channel_block_axis(sch, name, n_spatial, rows_at) \
-        if shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype) else None
+        if shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype, target) else None
     flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
                                         target, dtype)
     if flat:
@@ -370,7 +370,8 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
             if size > 1:
                 outer[a], tiled[a] = sch.split(outer[a], [None, size])
         inner = [tiled[a] for a in sorted(tiled)]     # in the order of the output's axes
-    panel = _panel_loops(sch, outer, rows_at, dict(zip(rows_at, sizes)), reduce_, bj, dtype)
+    panel = _panel_loops(sch, outer, rows_at, dict(zip(rows_at, sizes)), reduce_, bj, dtype,
+                         target)
     # column tiles outermost: one tile's columns of the vector operand (a panel of B) stay
     # in cache while every row tile uses them
     if panel:
@@ -403,45 +404,55 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     return fused
 
 
-#: bytes of L1 data cache a core's panel of the vector operand should stay within
-#: (32 KiB on Zen 3 and Skylake), and the most that a block of register tiles may
-#: accumulate in cache instead of registers beside it (see _panel_loops)
-L1_BYTES, PANEL_ACC_BYTES = 32 << 10, 16 << 10
 #: fewest reduction steps a register tile takes between loading its accumulators from
 #: cache and storing them back (a 3x3 conv in NCHW16c: 144; in NCHW only its 9 taps,
 #: which ran 1.4-1.7x slower hoisted)
 PANEL_STEPS = 64
 
 
-def shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str) -> bool:
+def panel_accumulator_bytes(target: Target) -> int:
+    """The most bytes a block of register tiles may accumulate in cache, beside the panel
+    of the vector operand it shares (see :func:`_panel_loops`): half of L1.
+
+        >>> panel_accumulator_bytes(Target("llvm -mcpu=znver3"))
+        16384
+    """
+    return target.machine.l1d_bytes // 2
+
+
+def shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str,
+                          target: Target) -> bool:
     """Whether the outermost of a reduction's loops goes above a block of register tiles
     (see :func:`_panel_loops`): a tile's share of the vector operand over the whole
-    reduction overflows L1, and each step of that loop leaves a tile enough of the rest."""
+    reduction overflows the target's L1, and each step of that loop leaves a tile enough of
+    the rest."""
     steps = math.prod(_extent(sch, lp) for lp in reduce_)
-    return len(reduce_) >= 2 and steps * cols * max(1, bits(dtype) // 8) > L1_BYTES \
+    return len(reduce_) >= 2 \
+        and steps * cols * max(1, bits(dtype) // 8) > target.machine.l1d_bytes \
         and steps // _extent(sch, reduce_[0]) >= PANEL_STEPS
 
 
 def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, reduce_: list,
-                 cols: int, dtype: str):
+                 cols: int, dtype: str, target: Target):
     """``(outer, under)`` when the tiles of a reduction over several loops should share
     each step of its outermost reduce loop, else None. A 3x3 conv's register tile reads
     all the weights of its output channels over its reduction (128 channels in: 72 KiB),
     more than L1 holds, so each tile streamed them from L2. Taking the outermost reduce
     loop (the input-channel blocks) above a block of tiles (a whole output row, and as
-    many rows as :data:`PANEL_ACC_BYTES` of accumulators hold while the parallel loop
+    many rows as :func:`panel_accumulator_bytes` of accumulators hold while the parallel loop
     keeps at least :data:`PRODUCER_CHUNKS` chunks) lets them all use that channel block's
     9 KiB of weights from L1; the tiles accumulate in cache, and in registers only over
     the rest of the reduction, at least :data:`PANEL_STEPS` of it. ``under`` are the tile
     loops taken below the reduce loop, ``outer`` those left above it (the row axis split
     if only part of it goes under); ``sizes`` maps each of ``rows_at`` to its register
     tile's size."""
-    if not rows_at or not shares_channel_blocks(sch, reduce_, cols, dtype):
+    if not rows_at or not shares_channel_blocks(sch, reduce_, cols, dtype, target):
         return None
     item = max(1, bits(dtype) // 8)
     x = rows_at[0]
     row = _extent(sch, outer[x]) * sizes.get(x, 1) * cols * item   # one row of tiles
-    if row > PANEL_ACC_BYTES:
+    most = panel_accumulator_bytes(target)
+    if row > most:
         return None
     outer = list(outer)
     under = [outer[x]]
@@ -450,7 +461,7 @@ def _panel_loops(sch: Schedule, outer: list, rows_at: list[int], sizes: dict, re
         ey = _extent(sch, outer[y])
         chunks = math.prod(_extent(sch, lp) for a, lp in enumerate(outer) if a not in (x, y))
         d = max((d for d in range(1, ey + 1) if ey % d == 0
-                 and row * sizes.get(y, 1) * d <= PANEL_ACC_BYTES
+                 and row * sizes.get(y, 1) * d <= most
                  and (d == 1 or chunks * (ey // d) >= PRODUCER_CHUNKS)), default=1)
         if d == ey:
             under.insert(0, outer[y])

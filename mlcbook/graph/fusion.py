@@ -13,11 +13,9 @@ seen outside it. The rules, applied to each group in the order of the graph:
   (``exp`` into the ``sum`` of a softmax-like reduction);
 * an **injective** group (transpose, slice, concat, pad) joins its post-dominator when every
   op on the way, the post-dominator included, is injective or simpler;
-* **opaque** ops and calls with several outputs are never fused; neither is anything into a
-  conv or matmul's inputs, which the kernel reads many times. Reshapes (views of memory,
-  which cost nothing) start no group and join no elementwise one, but an injective group
-  takes them in on its way to its post-dominator: a channel shuffle (reshape, transpose,
-  reshape) between layout changes is one copy, not three.
+* **opaque** ops, calls with several outputs and reshapes (which cost nothing: they are views
+  of memory) are never fused; neither is anything into a conv or matmul's inputs, which the
+  kernel reads many times.
 
 The post-dominator of a call is the first call that every path from it to the function's
 result passes through. Fusing a call *only* up to its post-dominator is what makes diamonds
@@ -87,13 +85,6 @@ def _fusable(n) -> bool:
             and all(isinstance(a.type, TensorType) and a.type.size > 0 for a in n.args))
 
 
-def _view(n) -> bool:
-    """Whether ``n`` is a call of a view op (a reshape) on non-empty tensors."""
-    return (isinstance(n, Call) and isinstance(n.type, TensorType) and get_op(n.op).is_view
-            and n.type.size > 0 and all(isinstance(a.type, TensorType) and a.type.size > 0
-                                        for a in n.args))
-
-
 def _never(n: Call) -> str:
     if get_op(n.op).is_view:
         return f"{n.name} ({n.op}) is a view of memory: no kernel, nothing to fuse"
@@ -120,7 +111,6 @@ class _Fuser:
         self.ipdom = self._post_dominators()
         self.parent = {id(n): id(n) for n in self.order}
         self.kind = {id(n): _kind(n) for n in self.order}
-        self.computes = {id(n): _fusable(n) for n in self.order}   # a group with a kernel
         self.refusals: dict[str, str] = {}  # call name -> why its group stopped there
 
     # --- post-dominators (reverse topological order, LCA in the post-dominator tree) ------------
@@ -174,11 +164,9 @@ class _Fuser:
     def _merge(self, src: Call, path: list[Call]) -> None:
         root = self.find(id(path[0]))  # path[0] is the post-dominator: the new output
         kinds = [self.kind[self.find(id(src))]] + [self.kind[self.find(id(c))] for c in path]
-        computes = any(self.computes[self.find(id(c))] for c in [src] + path)
         for c in [src] + path:
             self.parent[self.find(id(c))] = root
         self.kind[root] = max(kinds)
-        self.computes[root] = computes
 
     def _try(self, n: Call, phase: int) -> None:
         gkind = self.kind[self.find(id(n))]
@@ -194,14 +182,12 @@ class _Fuser:
     def _refuse(self, n: Call, p: Call, gkind: OpKind, phase: int) -> str | None:
         """Why ``n``'s group does not join its post-dominator ``p`` (None: it does; "": not
         decided in this phase)."""
-        # views join only an injective group that computes something
-        views = gkind == OpKind.INJECTIVE and phase == 1
-        if not (_fusable(n) or views and _view(n) and self.computes[self.find(id(n))]):
+        if not _fusable(n):
             return _never(n)
-        if not (_fusable(p) or views and _view(p)):
+        if not _fusable(p):
             return _never(p)
         path = self._path(n, p)
-        if path is None or any(not (_fusable(c) or views and _view(c)) for c in path):
+        if path is None or any(not _fusable(c) for c in path):
             return "a path between them passes an op that is never fused"
         inner = [self.kind[self.find(id(c))] for c in path[1:]]
         pkind = self.kind[self.find(id(p))]

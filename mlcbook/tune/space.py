@@ -61,8 +61,8 @@ from typing import Callable, Optional
 from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.border import border_loop
-from ..graph.default_schedule import (PANEL_ACC_BYTES, PARALLEL_WORK, inline_intermediates,
-                                      loop_nest, reuse_axis, root_stmts,
+from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
+                                      panel_accumulator_bytes, reuse_axis, root_stmts,
                                       shares_channel_blocks, tiled_blocks,
                                       unroll_tile)
 from ..graph.tile_size import row_tile as default_row_tile
@@ -445,7 +445,8 @@ def schedule_tiled(knobs: Knobs, name: str, space: Space) -> None:
         width = _extent(sch, cols) * _extent(sch, lanes)
         dtype = sch.get(sch.get_block(name)).writes[0].buffer.dtype
         panel = len(reduce_) > 1 and knobs.choice(
-            f"{name}.panel", [0, 1], hint=int(_default_panel(sch, reduce_, i0, rows, width, dtype)))
+            f"{name}.panel", [0, 1],
+            hint=int(_default_panel(sch, reduce_, i0, rows, width, dtype, space.target)))
         # a cache-level tile over the row tiles (knob "block"): with order 2 a block of
         # rows stays in cache while the column tiles pass over it; under a panel, the
         # block shares each step of the outermost reduce loop (the default: a whole row)
@@ -481,14 +482,14 @@ def _ragged_sizes(extent: int, most: int) -> list[int]:
 
 
 def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: int,
-                   dtype: str) -> bool:
+                   dtype: str, target: Target) -> bool:
     """Whether the default schedule takes the outermost reduce loop above a row of register
     tiles: the reduction shares its channel blocks
     (:func:`~mlcbook.graph.default_schedule.shares_channel_blocks`) and a row of tiles
-    accumulates within ``PANEL_ACC_BYTES``."""
+    accumulates within :func:`~mlcbook.graph.default_schedule.panel_accumulator_bytes`."""
     item = max(1, bits(dtype) // 8)
-    return shares_channel_blocks(sch, reduce_, width, dtype) \
-        and _extent(sch, row_tiles) * rows * width * item <= PANEL_ACC_BYTES
+    return shares_channel_blocks(sch, reduce_, width, dtype, target) \
+        and _extent(sch, row_tiles) * rows * width * item <= panel_accumulator_bytes(target)
 
 
 def _check_tile(name: str, rows: int, cols: int, limit: int) -> None:

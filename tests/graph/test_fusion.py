@@ -101,18 +101,3 @@ def test_a_diamond_through_a_matmul_names_the_matmul():
     assert _groups(f) == [["a"], ["b", "c", "d", "e"]]
     assert ("boundary a -> b: a's uses meet again at d, but the way there passes c (matmul), "
             "which is out_elemwise_fusable") in explain_fusion(f)
-
-
-def test_an_injective_group_takes_the_reshapes_on_its_way_in():
-    # a channel shuffle: reshape, transpose, reshape, then a relu: one copy kernel, no views
-    x = _x((1, 8, 2, 2))
-    g = op.reshape(x, shape=(1, 2, 4, 2, 2), name="r1")
-    t = op.transpose(op.relu(g, name="a"), perm=(0, 2, 1, 3, 4), name="t")
-    f = Function([x], op.conv(op.reshape(t, shape=(1, 8, 2, 2), name="r2"), _w((4, 8, 1, 1)),
-                              name="c"))
-    groups = _groups(f)
-    assert ["a", "t", "r2"] in groups and ["r1"] in groups   # r1 reads the input: still a view
-    exe = mb.compile(f, opt_level=2)
-    assert not any(k.startswith("reshape") for k, _ in exe.plan.steps)
-    xv = np.random.default_rng(0).standard_normal((1, 8, 2, 2)).astype("float32")
-    np.testing.assert_allclose(exe(xv), mb.graph.interpret(f, xv), rtol=1e-5, atol=1e-6)
