@@ -21,8 +21,9 @@ import llvmlite.ir as ir
 from ..errors import BuildError, MissingFeatureError
 from ..tir.expr import TensorCall
 from ..tir.functor import post_order_visit
-from ..tir.x86_intrinsics import FMA_KERNELS, TILE_COLS, parse_tile_op
-from .llvm_types import I32, reg_type
+from ..tir.x86_intrinsics import FMA_KERNELS, TILE_COLS, VNNI_VARIANTS, parse_tile_op, \
+    tile_features
+from .llvm_types import I32, I64, reg_type
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,11 @@ def tensor_call(name: str, features=()) -> Callable[[Callable], Callable]:
 
 
 def lookup(name: str) -> TensorCallOp:
-    if name not in TENSOR_CALLS and parse_tile_op(name) is not None:
-        variant, rows, depth = parse_tile_op(name)
-        tensor_call(name, ("avx2",))(_TILE_EMITTERS[variant](rows, depth))
+    tile = parse_tile_op(name) if name not in TENSOR_CALLS else None
+    if tile is not None:
+        emit = _tile_vpdpbusd(tile) if tile.variant in VNNI_VARIANTS else \
+            _TILE_EMITTERS[tile.variant](tile.rows, tile.depth)
+        tensor_call(name, tile_features(tile.variant))(emit)
     try:
         return TENSOR_CALLS[name]
     except KeyError:
@@ -313,6 +316,136 @@ def _tile_pmaddwd(rows: int, depth: int):
                                                                 list(range(1, 16, 2))))
                 acc[r][h] = B.add(acc[r][h], B.add(even, odd))
         _store_tile(em, c, sc, acc)
+
+    return emit
+
+
+#: groups of 4 terms per iteration of a VNNI tile's loop over the depth (its body: that
+#: many rows x column tiles of vpdpbusd); a depth up to twice this is unrolled whole
+DEPTH_UNROLL = 4
+
+
+def _counted(em, count: int, body, carried=()):
+    """``carried = body(i, carried)`` for ``i`` in ``range(count)``: an LLVM loop when
+    ``count > 1`` (``i`` an i64 value, the carried values phis), else inline (``i`` the
+    int 0). Returns the carried values after the last iteration."""
+    carried = list(carried)
+    if count <= 1:
+        return body(0, carried) if count == 1 else carried
+    B = em.b
+    pre = B.block
+    loop, done = B.append_basic_block("tile.loop"), B.append_basic_block("tile.done")
+    B.branch(loop)
+    B.position_at_end(loop)
+    i = B.phi(I64)
+    i.add_incoming(ir.Constant(I64, 0), pre)
+    phis = []
+    for v in carried:
+        phis.append(B.phi(v.type))
+        phis[-1].add_incoming(v, pre)
+    out = body(i, phis)
+    nxt = B.add(i, ir.Constant(I64, 1), flags=("nsw",))
+    end = B.block       # the body may have ended in a block of its own (an inner loop)
+    i.add_incoming(nxt, end)
+    for p, v in zip(phis, out):
+        p.add_incoming(v, end)
+    B.cbranch(B.icmp_signed("<", nxt, ir.Constant(I64, count)), loop, done)
+    B.position_at_end(done)
+    return out
+
+
+def _times(em, i, scale: int, plus: int = 0):
+    """``i * scale + plus`` for ``i`` an int or an i64 value."""
+    if isinstance(i, int):
+        return i * scale + plus
+    v = em.b.mul(i, ir.Constant(I64, scale), flags=("nsw",))
+    return em.b.add(v, ir.Constant(I64, plus), flags=("nsw",)) if plus else v
+
+
+def _offset(em, ptr, t, *terms):
+    """``ptr`` advanced by the sum of ``value * scale`` elements of type ``t``, each value
+    an int or an i64 value (known parts folded here, the rest left to LLVM)."""
+    B, const, total = em.b, 0, None
+    for v, scale in terms:
+        if isinstance(v, int):
+            const += v * scale
+        else:
+            part = B.mul(v, ir.Constant(I64, scale), flags=("nsw",)) if scale != 1 else v
+            total = part if total is None else B.add(total, part, flags=("nsw",))
+    if const:
+        total = ir.Constant(I64, const) if total is None else B.add(total, ir.Constant(
+            I64, const), flags=("nsw",))
+    if total is None:
+        return ptr
+    return B.gep(ptr, [total], source_etype=t, inbounds=True)
+
+
+def _tile_vpdpbusd(op):
+    """C[i, b, j] += sum over d, k of u8 A[i, 4d + k] * i8 B[b, d, j, k] with ``vpdpbusd``:
+    a register tile of ``tile_rows`` x ``tile_blocks`` column tiles keeps its sums in
+    registers over the whole depth, each row's 4 activations broadcast once per group and
+    used against every weight vector of the group. Whole register tiles run in a loop; the
+    rows and column tiles left over get a smaller tile of the same code."""
+    bits = VNNI_VARIANTS[op.variant][0]
+    lanes = bits // 32
+    per = TILE_COLS // lanes                   # registers per 16-column tile
+    fn = f"llvm.x86.avx512.vpdpbusd.{bits}"    # the VEX form (AVX-VNNI) is the same intrinsic
+
+    def emit(em, ptrs, strides):
+        a, b, c = ptrs
+        (sa, sb, sc) = strides
+        if sa[-1] != 1 or sb[-3:] != (TILE_COLS * 4, 4, 1) or sc[-1] != 1:
+            raise BuildError("the VNNI int8 tile reads A rows with k innermost, B as packed "
+                             "16 x 4 tiles and C rows contiguous; got strides "
+                             f"{sa}, {sb}, {sc}. Instead: pack the weights with pack_int8")
+        Bd, i8, vt = em.b, ir.IntType(8), _vec(lanes, I32)
+
+        def tile(r0, nr, b0, nb):
+            """One register tile: rows r0.. (nr of them) x column tiles b0.. (nb)."""
+            ap = _offset(em, a, i8, (r0, sa[0]))
+            bp = _offset(em, b, i8, (b0, sb[0]))
+            cp = _offset(em, c, I32, (r0, sc[0]), (b0, sc[1]))
+            where = [(r, v) for r in range(nr) for v in range(nb * per)]
+            cptr = [_at(em, cp, r * sc[0] + (v // per) * sc[1] + (v % per) * lanes, I32)
+                    for r, v in where]
+            acc = [Bd.load(p, typ=vt, align=4) for p in cptr]
+
+            def group(d, acc):
+                w = [Bd.load(_offset(em, bp, i8, (d, sb[1]), ((v // per) * sb[0] + (
+                    v % per) * lanes * 4, 1)), typ=vt, align=1) for v in range(nb * per)]
+                out = list(acc)
+                for r in range(nr):
+                    x = Bd.load(_offset(em, ap, i8, (d, 4), (r * sa[0], 1)), typ=I32, align=1)
+                    x = _splat(em, x, lanes)
+                    for v in range(nb * per):
+                        k = r * nb * per + v
+                        out[k] = _call(em, fn, vt, [out[k], x, w[v]])
+                return out
+
+            def unrolled(i, acc):
+                for u in range(DEPTH_UNROLL):
+                    acc = group(_times(em, i, DEPTH_UNROLL, u), acc)
+                return acc
+
+            loops = op.depth // DEPTH_UNROLL if op.depth > 2 * DEPTH_UNROLL else 0
+            acc = _counted(em, loops, unrolled, acc)
+            for d in range(loops * DEPTH_UNROLL, op.depth):
+                acc = group(d, acc)
+            for p, v in zip(cptr, acc):
+                Bd.store(v, p, align=4)
+
+        def rows_of(r0, nr):
+            tb = op.tile_blocks
+            whole, rest = divmod(op.blocks, tb)
+            _counted(em, whole, lambda h, _: tile(r0, nr, _times(em, h, tb), tb) or [])
+            if rest:
+                tile(r0, nr, whole * tb, rest)
+
+        tr = op.tile_rows
+        whole, rest = divmod(op.rows, tr)
+        _counted(em, whole, lambda g, _: rows_of(_times(em, g, tr), tr) or [])
+        if rest:
+            rows_of(whole * tr, rest)
 
     return emit
 

@@ -14,13 +14,26 @@ so that each instruction reads one contiguous ``L x 4`` tile::
 
 :func:`schedule_int8_kernel` is the default schedule of the kernels that quantized models
 compile to (``int8_dense``, ``int8_conv2d``: :mod:`mlcbook.te.ops.int8_kernels`), whose
-weights are packed in tiles of 16 lanes: it tensorizes their ``*_int8_acc`` stage with 16
-lanes (VNNI), or, with AVX2 only, with a register-tiled kernel of
-:func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` (up to 4 rows x 16 columns of int32 sums kept
-in ymm registers over up to 64 terms). Which AVX2 kernel is a documented rule: a stage named
-``*_w7_int8_acc`` (``narrow=True``: the compiler proved the constant weights fit
-``vpmaddubsw``'s int16 pair sums) gets ``pmaddubsw``, every other stage the always-exact
-``pmaddwd``; the lowered program names the kernel in the block's ``tensor_intrin``.
+weights are packed in tiles of 16 lanes. It tensorizes their ``*_int8_acc`` stage with a
+register-tiled kernel of :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile`:
+
+- with VNNI (``vpdpbusd`` on zmm with AVX-512 VNNI, on ymm with AVX-VNNI), a tile of rows x
+  column tiles of int32 sums kept in registers over the whole reduction, each row's 4
+  activations broadcast once per group of terms and used against every weight vector of
+  the group. Its size comes from the target (:func:`int8_register_tile`: the vector
+  registers, their int32 lanes and the sums the instruction needs in flight; 4 rows x 4 zmm
+  on AVX-512). Rows the tile does not divide run in the same call, with a smaller tile
+  (:func:`row_chunk`), so every shape gets the kernel;
+- with AVX2 only, up to 4 rows x 16 columns of int32 sums in ymm registers over up to 64
+  terms. Which AVX2 kernel is a documented rule: a stage named ``*_w7_int8_acc``
+  (``narrow=True``: the compiler proved the constant weights fit ``vpmaddubsw``'s int16
+  pair sums) gets ``pmaddubsw``, every other stage the always-exact ``pmaddwd``.
+
+The lowered program names the kernel in the block's ``tensor_intrin``::
+
+    schedule_int8_kernel(int8_matmul_tiled(50, 1024, 1024), "llvm -mcpu=znver5")
+    # tensor_intrin "x86.avx512vnni.u8i8_vpdpbusd512_50x64x1024_4x64": 12 tiles of 4 rows
+    # x 64 columns, then one of 2 rows
 """
 
 from __future__ import annotations
@@ -40,17 +53,31 @@ from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BlockRealize, For, SeqStmt
-from ..tir.x86_intrinsics import DOT_VNNI, TILE_VARIANTS, best_dot_u8i8, u8i8_tile
+from ..tir.x86_intrinsics import TILE_VARIANTS, VNNI_VARIANTS, best_dot_u8i8, register_tile, \
+    u8i8_tile
 
-#: the most groups of 4 terms one register-tiled call sums (its code is unrolled)
+#: the most groups of 4 terms one AVX2 register-tiled call sums (its code is unrolled)
 MAX_TILE_DEPTH = 16
-#: bytes of int32 sums beyond which a channels-last conv requantizes each tile of them at
-#: once (half of a Zen 3 L2): a conv with 8 channels over 8 x 28 x 28 pixels (400 KiB of
-#: sums, padded to 16 columns) ran 20% faster so, one with 100 KiB of sums 10% slower
-EPILOGUE_TILE_BYTES = 256 * 1024
-#: packed weight tiles (16 columns each) whose sums one row tile visits before the next
-#: row tile: 16 x 16 columns of a 1024-term product are 256 KiB, half of a Zen 3 L2
-COLUMN_BLOCK = 16
+#: the most register tiles of rows one VNNI call covers when the tile's rows do not divide
+#: the row loop (see :func:`row_chunk`)
+ROW_CHUNK = 16
+#: the share of the target's L2 that sizes the cache-bound choices (:func:`l2_budget`):
+#: half, for the weights or sums beside the activations streaming through. On Zen 3 (512
+#: KiB of L2): a channels-last conv with 8 channels over 8 x 28 x 28 pixels (400 KiB of
+#: sums) ran 20% faster with each tile of sums requantized at once, one with 100 KiB of
+#: sums 10% slower; panels of 16 x 16 weight columns of a 1024-term product (256 KiB)
+L2_SHARE = 0.5
+
+
+def l2_budget(target=None) -> int:
+    """Bytes of ``target``'s L2 (``Target.machine.l2_bytes``) the int8 schedules plan to
+    fill: a channels-last conv whose int32 sums take more requantizes each tile of them at
+    once; the AVX2 kernel visits at most this many bytes of weights per row tile.
+
+        >>> l2_budget("llvm -mcpu=znver3")     # half of Zen 3's 512 KiB
+        262144
+    """
+    return int(Target(target or "llvm").machine.l2_bytes * L2_SHARE)
 
 
 def int8_matmul(m: int, n: int, k: int, lanes: int) -> PrimFunc:
@@ -140,23 +167,87 @@ def _root_blocks(func: PrimFunc) -> list[str]:
     return names
 
 
-def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20,
-                         epilogue_tile_bytes: int = EPILOGUE_TILE_BYTES) -> PrimFunc:
-    """The default schedule of an ``int8_dense`` / ``int8_conv2d`` kernel: its product stage
-    tensorized with the best dot intrinsic of ``target`` (a ``ScheduleError`` if the target
-    has none), the other stages (padding, the requantizing epilogue) vectorized
-    along their last axis; rows in parallel when a stage has at least ``parallel_work``
-    inner iterations (waking the pool's workers costs more than a small stage). With AVX2,
-    a channels-last conv whose int32 sums take more than ``epilogue_tile_bytes``
-    requantizes each register tile of sums right after the product has summed it."""
+def int8_tile_variant(target=None, narrow: bool = False) -> str | None:
+    """The :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` variant of ``target``'s int8
+    kernels: ``vpdpbusd`` on the widest registers the target's machine model has it for
+    (zmm with AVX-512 VNNI, ymm with AVX-VNNI), else with AVX2 the ``pmaddubsw`` kernel
+    for ``narrow`` weights and ``pmaddwd`` for the others; None without AVX2.
+
+        >>> int8_tile_variant("llvm -mcpu=znver5"), int8_tile_variant("llvm -mcpu=znver3")
+        ('vpdpbusd512', 'pmaddwd')
+    """
     t = Target(target or "llvm")
-    intrin = best_dot_u8i8(t)
-    if intrin is None:
+    dot = t.machine.dot_product("u8i8")
+    if dot is not None and f"{dot.instruction}{dot.bits}" in VNNI_VARIANTS:
+        return f"{dot.instruction}{dot.bits}"
+    if t.has_feature("avx2"):
+        return "pmaddubsw" if narrow else "pmaddwd"
+    return None
+
+
+def dot_chains(target=None) -> int:
+    """How many independent sums ``target``'s u8 x i8 dot instruction needs in flight to
+    start one every time it can: its latency times how many start per cycle
+    (``Target.machine.dot_product("u8i8")``; 1 without one).
+
+        >>> dot_chains("llvm -mcpu=znver5"), dot_chains("llvm -mcpu=cascadelake")
+        (8, 10)
+    """
+    dot = Target(target or "llvm").machine.dot_product("u8i8")
+    return 1 if dot is None else max(1, math.ceil(dot.latency * dot.per_cycle))
+
+
+def int8_register_tile(target=None, blocks: int = 64, most_rows: int = 16) -> tuple[int, int]:
+    """``(rows, column tiles of 16)`` of the VNNI register tile for ``target``, over
+    ``blocks`` packed column tiles and ``most_rows`` rows:
+    :func:`~mlcbook.tir.x86_intrinsics.register_tile` of the target's vector registers,
+    the int32 lanes of its dot instruction and :func:`dot_chains`.
+
+        >>> int8_register_tile("llvm -mcpu=znver5")                  # 16 zmm of sums
+        (4, 4)
+        >>> int8_register_tile("llvm -mcpu=x86-64-v3 -mattr=+avx2,+avxvnni")   # 8 ymm
+        (4, 1)
+    """
+    m = Target(target or "llvm").machine
+    dot = m.dot_product("u8i8")
+    lanes = dot.lanes if dot is not None else m.lanes("int32")
+    return register_tile(m.vector_registers, lanes, dot_chains(target), blocks, most_rows)
+
+
+def row_chunk(rows: int, tile_rows: int) -> int:
+    """Rows of one VNNI tile call over a row loop of ``rows``: the register tile's rows when
+    they divide it, else the largest divisor of ``rows`` up to ``ROW_CHUNK`` register tiles
+    (the call runs whole tiles, then one smaller tile for the rest), or all ``rows`` when
+    no divisor reaches a whole tile.
+
+        >>> row_chunk(1024, 4), row_chunk(50, 4), row_chunk(7, 4), row_chunk(1031, 4)
+        (4, 50, 7, 1031)
+    """
+    if rows % tile_rows == 0:
+        return tile_rows
+    best = max(d for d in range(1, min(rows, ROW_CHUNK * tile_rows) + 1) if rows % d == 0)
+    return best if best >= tile_rows else rows
+
+
+def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 20,
+                         epilogue_tile_bytes: int | None = None) -> PrimFunc:
+    """The default schedule of an ``int8_dense`` / ``int8_conv2d`` kernel: its product stage
+    tensorized with the register-tiled kernel of :func:`int8_tile_variant` (a
+    ``ScheduleError`` if the target has none), the other stages (padding, the requantizing
+    epilogue) vectorized along their last axis; rows in parallel when a stage has at least
+    ``parallel_work`` inner iterations (waking the pool's workers costs more than a small
+    stage). A channels-last conv whose int32 sums take more than ``epilogue_tile_bytes``
+    (default: :func:`l2_budget`) requantizes each row tile of sums right after the product
+    has summed it."""
+    t = Target(target or "llvm")
+    if epilogue_tile_bytes is None:
+        epilogue_tile_bytes = l2_budget(t)
+    if int8_tile_variant(t) is None:
         raise ScheduleError(f"the int8 kernel {func.name!r} needs a u8 x i8 dot-product "
-                            f"instruction, and target {t} has none (AVX2 or AVX-512 VNNI). "
-                            "Instead: compile the quantized model with opt_level=0, which "
-                            "keeps its float QDQ form, or for an x86-64 target with AVX2")
-    lanes = intrin.desc.params[2].shape[0]
+                            f"instruction, and target {t} has none (AVX2, AVX-VNNI or "
+                            "AVX-512 VNNI). Instead: compile the quantized model with "
+                            "opt_level=0, which keeps its float QDQ form, or for an x86-64 "
+                            "target with AVX2")
     sch = Schedule(func)
     names = _root_blocks(func)
     placed = set()
@@ -166,36 +257,22 @@ def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 
         block = sch.get_block(name)
         loops = sch.get_loops(block)
         work = math.prod(_extent(sch, lp) for lp in loops)
-        if name.endswith(ACC_SUFFIX) and intrin is not DOT_VNNI:
-            variant = "pmaddubsw" if name.endswith(NARROW_ACC_SUFFIX) else "pmaddwd"
+        if name.endswith(ACC_SUFFIX):
+            variant = int8_tile_variant(t, name.endswith(NARROW_ACC_SUFFIX))
             after = names[k + 1] if k + 1 < len(names) else None
             if after is not None and not _tile_epilogue(sch.get(block), sch.get(sch.get_block(
                     after)), epilogue_tile_bytes):
                 after = None
-            _tile_product(sch, block, variant, work >= parallel_work,
-                          sch.get_block(after) if after else None)
+            epilogue = sch.get_block(after) if after else None
+            if variant in VNNI_VARIANTS:
+                _vnni_product(sch, block, variant, t, work >= parallel_work, epilogue)
+            else:
+                _tile_product(sch, block, variant, l2_budget(t), work >= parallel_work,
+                              epilogue)
             placed.update([after] if after else [])
-        elif name.endswith(ACC_SUFFIX):
-            _tensorize_product(sch, block, intrin.name, lanes, work >= parallel_work)
         else:
             _vectorize_rows(sch, loops, work >= parallel_work)
     return sch.func
-
-
-def _tensorize_product(sch: Schedule, block, intrin: str, lanes: int, parallel: bool) -> None:
-    """Loops ``(*rows, jo, ji, *reduce, ki)`` -> ``(*rows, jo, [ja,] *reduce, ji, ki)`` with
-    ``(ji, ki)`` one instruction's tile."""
-    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
-    loops = sch.get_loops(block)
-    n_spatial = len(loops) - n_reduce
-    rows, (jo, ji), reduce_ = loops[:n_spatial - 2], loops[n_spatial - 2:n_spatial], \
-        loops[n_spatial:]
-    split = [] if lanes >= PACK_LANES else list(sch.split(ji, [None, lanes]))
-    ja, ji = (split[0], split[1]) if split else (None, ji)
-    sch.reorder(*rows, jo, *([ja] if ja is not None else []), *reduce_[:-1], ji, reduce_[-1])
-    sch.tensorize(ji, intrin)
-    if parallel and rows:
-        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
 
 
 def _tile_epilogue(acc, epilogue, most_bytes: int) -> bool:
@@ -211,14 +288,16 @@ def _tile_epilogue(acc, epilogue, most_bytes: int) -> bool:
         math.prod(sums.shape) * 4 > most_bytes
 
 
-def _tile_product(sch: Schedule, block, variant: str, parallel: bool, epilogue=None) -> None:
+def _tile_product(sch: Schedule, block, variant: str, panel_bytes: int, parallel: bool,
+                  epilogue=None) -> None:
     """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
     ``(*outer, jo_o, row_o, jo_i, *window, ko_o, [row_i, ji, ko_i, ki])``, the bracket one
-    :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call: as many rows as divide the row
+    AVX2 :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call: as many rows as divide the row
     loop (at most the variant's register budget; 1 when neighbouring rows' activations are
     not one row apart, which the tile cannot read) and the deepest ``ko`` tile up to
-    ``MAX_TILE_DEPTH`` that divides it. An ``epilogue`` block goes under ``row_o``, its
-    channels vectorized: it requantizes each tile of sums while they are in cache."""
+    ``MAX_TILE_DEPTH`` that divides it; ``jo_i`` the column tiles whose weights fit
+    ``panel_bytes``. An ``epilogue`` block goes under ``row_o`` (all columns inside it),
+    its channels vectorized: it requantizes each tile of sums while they are in cache."""
     n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
     loops = sch.get_loops(block)
     n_spatial = len(loops) - n_reduce
@@ -228,7 +307,9 @@ def _tile_product(sch: Schedule, block, variant: str, parallel: bool, epilogue=N
     most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), n_spatial - 3) else 1
     rows = max(r for r in range(1, most + 1) if _extent(sch, row) % r == 0)
     depth = max(d for d in range(1, MAX_TILE_DEPTH + 1) if _extent(sch, ko) % d == 0)
-    cols = max(c for c in range(1, COLUMN_BLOCK + 1) if _extent(sch, jo) % c == 0)
+    terms = 4 * math.prod(_extent(sch, lp) for lp in (*window, ko))
+    most_cols = _extent(sch, jo) if epilogue is not None else panel_bytes // (16 * terms)
+    cols = max(c for c in range(1, max(1, most_cols) + 1) if _extent(sch, jo) % c == 0)
     row_o, row_i = sch.split(row, [None, rows])
     ko_o, ko_i = sch.split(ko, [None, depth])
     jo_o, jo_i = sch.split(jo, [None, cols])
@@ -239,6 +320,39 @@ def _tile_product(sch: Schedule, block, variant: str, parallel: bool, epilogue=N
         sch.vectorize(sch.get_loops(epilogue)[-1])
     if parallel:
         sch.parallel(sch.fuse(*outer, jo_o, row_o))
+
+
+def _vnni_product(sch: Schedule, block, variant: str, target: Target, parallel: bool,
+                  epilogue=None) -> None:
+    """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
+    ``(*outer, jo_o, row_o, *window, [row_i, jo_i, ji, ko, ki])``, the bracket one VNNI
+    :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call summing the whole ``ko`` in
+    registers. Its register tile comes from :func:`int8_register_tile` (its column tiles
+    divide ``jo``: no column tail), its rows from :func:`row_chunk` (whole register tiles,
+    then a smaller one for the rest; 1 row when neighbouring rows' activations are not one
+    row apart). Rows run inside each group of column tiles, which keeps that group's
+    weights in cache for all of them (rows outside: the 1024^3 product ran 10-15% slower on
+    Zen 5). With an ``epilogue``, which needs every column of a row tile before it
+    requantizes them, the column groups go inside ``row_o`` and the epilogue under it."""
+    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
+    loops = sch.get_loops(block)
+    n_spatial = len(loops) - n_reduce
+    outer, row = loops[:n_spatial - 3], loops[n_spatial - 3]
+    jo, ji = loops[n_spatial - 2:n_spatial]
+    window, ko, ki = loops[n_spatial:-2], loops[-2], loops[-1]
+    unit = _unit_row_step(sch.get(block), n_spatial - 3)
+    tile = int8_register_tile(target, _extent(sch, jo), _extent(sch, row) if unit else 1)
+    rows = row_chunk(_extent(sch, row), tile[0]) if unit else 1
+    row_o, row_i = sch.split(row, [None, rows])
+    jo_o, jo_i = sch.split(jo, [None, tile[1]])
+    first, second = (jo_o, row_o) if epilogue is None else (row_o, jo_o)
+    sch.reorder(*outer, first, second, *window, row_i, jo_i, ji, ko, ki)
+    sch.tensorize(row_i, u8i8_tile(variant, rows, _extent(sch, ko), tile[1], tile).name)
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, row_o)
+        sch.vectorize(sch.get_loops(epilogue)[-1])
+    if parallel:   # not into the column loop the epilogue sits beside
+        sch.parallel(sch.fuse(*outer, first, *([second] if epilogue is None else [])))
 
 
 def _unit_row_step(block, k: int) -> bool:
@@ -269,5 +383,6 @@ def _extent(sch: Schedule, loop) -> int:
 
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
-           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "MAX_TILE_DEPTH",
-           "COLUMN_BLOCK", "EPILOGUE_TILE_BYTES"]
+           "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "int8_tile_variant",
+           "dot_chains", "int8_register_tile", "row_chunk", "l2_budget", "MAX_TILE_DEPTH",
+           "ROW_CHUNK", "L2_SHARE"]

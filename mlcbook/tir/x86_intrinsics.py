@@ -15,9 +15,20 @@ name                       desc                                       needs
 =========================  =========================================  =====================
 
 The register-tiled int8 kernels of the quantized models come in a family made on demand by
-:func:`u8i8_tile` (``rows`` x 16 int32 sums held in ymm registers over ``depth`` groups of 4
-terms, ``C[i, 0, j] += i32(A[i, 4d + k]) * i32(B[d, j, k])``; B is the packed weight tile),
-each in two variants that compute the same ``desc`` with different instructions:
+:func:`u8i8_tile`: ``C[i, b, j] += i32(A[i, 4d + k]) * i32(B[b, d, j, k])`` over ``rows``
+x ``blocks`` packed weight tiles of 16 columns x ``depth`` groups of 4 terms, the int32 sums
+held in registers. With VNNI, one variant per register width:
+
+- ``vpdpbusd512`` (AVX-512 VNNI) and ``vpdpbusd256`` (AVX-VNNI: the VEX form on ymm, for
+  CPUs without AVX-512): ``vpdpbusd`` adds four exact u8 x s8 products into each int32
+  lane. A register tile of :func:`register_tile` (sized from the register file and the
+  instruction's latency x throughput; 4 rows x 4 zmm on AVX-512) covers the call's rows
+  and columns, a loop over whole tiles, then a smaller tile for the rows left over; each
+  sums the whole depth in registers, broadcasting a row's 4 activations once per group
+  and using them against every weight vector of the group.
+
+With AVX2 only (``blocks`` 1: ``C[i, 0, j]``, ``B[d, j, k]``), two variants that compute
+the same with different instructions:
 
 - ``pmaddubsw``: ``vpmaddubsw`` adds two u8 x s8 products in int16 *with saturation*, then
   ``vpmaddwd`` by ones widens the pair sums to int32. Exact only when every pair of weights
@@ -32,7 +43,9 @@ each in two variants that compute the same ``desc`` with different instructions:
   ``pmaddubsw`` (and above mlcbook's fp32 matmul): ``bench/int8.py`` has the figures.
 
 Their names say which ran, e.g. ``x86.avx2.u8i8_pmaddubsw_4x16x16`` (4 rows, 16 columns,
-16 terms deep); the tensorized block carries it as its ``tensor_intrin`` annotation.
+16 terms deep) or ``x86.avx512vnni.u8i8_vpdpbusd512_50x64x1024_4x64`` (50 rows, 64
+columns, 1024 terms, register tiles of 4 rows x 64 columns); the tensorized block carries
+it as its ``tensor_intrin`` annotation.
 
     >>> mb.tir.TensorIntrin.available(mb.Target("llvm -mcpu=znver3"))   # before any u8i8_tile
     ['x86.avx2.dot_u8i8_8x4', 'x86.avx2.fma_f32_4x16']
@@ -44,6 +57,7 @@ intrinsic describes that instruction yet.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -108,45 +122,128 @@ FMA_AVX2 = _fma("x86.avx2.fma_f32_4x16", "x86.fma_f32.4x16x4")
 FMA_AVX512 = _fma("x86.avx512.fma_f32_4x32", "x86.fma_f32.4x32x4")
 
 
-#: the variants of :func:`u8i8_tile` -> the most rows one kernel holds in 16 ymm registers
-#: (pmaddubsw: rows x 2 accumulators + 2 weight vectors; pmaddwd keeps each row's sums as
-#: pairs, rows x 4 accumulators + 4 widened weight vectors)
+#: the AVX2 variants of :func:`u8i8_tile` -> the most rows one kernel holds in 16 ymm
+#: registers (pmaddubsw: rows x 2 accumulators + 2 weight vectors; pmaddwd keeps each row's
+#: sums as pairs, rows x 4 accumulators + 4 widened weight vectors)
 TILE_VARIANTS = {"pmaddubsw": 4, "pmaddwd": 2}
-#: columns of one tile: the 16 lanes of a packed weight tile, two ymm of 8 int32
+#: the VNNI variants -> (register bits, CPU features): one ``vpdpbusd`` adds four u8 x s8
+#: products into each int32 lane of a zmm (AVX-512 VNNI) or, on CPUs with AVX-VNNI but no
+#: AVX-512, of a ymm (the instruction's VEX form)
+VNNI_VARIANTS = {"vpdpbusd512": (512, ("avx512vnni", "avx512f")),
+                 "vpdpbusd256": (256, ("avxvnni",))}
+#: columns of one packed weight tile: 16 int32 sums, one zmm or two ymm
 TILE_COLS = 16
-_TILE_OP = re.compile(r"x86\.u8i8_tile\.(\w+)\.(\d+)x16x(\d+)$")
+_TILE_OP = re.compile(r"x86\.u8i8_tile\.(\w+)\.(\d+)x(\d+)x(\d+)(?:\.(\d+)x(\d+))?$")
 
 
-def tile_op(variant: str, rows: int, depth: int) -> str:
-    """The tensor-call op of a :func:`u8i8_tile` kernel (``depth`` counts groups of 4)."""
-    return f"x86.u8i8_tile.{variant}.{rows}x16x{depth}"
+class TileOp(NamedTuple):
+    """What a :func:`tile_op` name says: the call's ``rows`` x ``blocks`` packed column tiles
+    x ``depth`` groups of 4 terms, and for VNNI the register tile (``tile_rows`` x
+    ``tile_blocks``) the code covers them with."""
+
+    variant: str
+    rows: int
+    depth: int
+    blocks: int = 1
+    tile_rows: int = 0
+    tile_blocks: int = 1
 
 
-def parse_tile_op(op: str) -> tuple[str, int, int] | None:
-    """``(variant, rows, depth)`` of a :func:`tile_op` name, None for other ops."""
+def tile_op(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> str:
+    """The tensor-call op of a :func:`u8i8_tile` kernel (``depth`` counts groups of 4).
+
+        >>> tile_op("vpdpbusd512", 50, 256, 4, (4, 4))
+        'x86.u8i8_tile.vpdpbusd512.50x64x256.4x64'
+    """
+    if variant in TILE_VARIANTS:
+        return f"x86.u8i8_tile.{variant}.{rows}x{TILE_COLS}x{depth}"
+    r, b = tile
+    return f"x86.u8i8_tile.{variant}.{rows}x{TILE_COLS * blocks}x{depth}.{r}x{TILE_COLS * b}"
+
+
+def parse_tile_op(op: str) -> TileOp | None:
+    """The :class:`TileOp` of a :func:`tile_op` name, None for other ops."""
     m = _TILE_OP.match(op)
-    if m is None or m.group(1) not in TILE_VARIANTS:
+    if m is None or m.group(1) not in {**TILE_VARIANTS, **VNNI_VARIANTS}:
         return None
-    return m.group(1), int(m.group(2)), int(m.group(3))
+    variant, rows, cols, depth = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    if (m.group(5) is None) != (variant in TILE_VARIANTS) or cols % TILE_COLS:
+        return None
+    if variant in TILE_VARIANTS:
+        return TileOp(variant, rows, depth) if cols == TILE_COLS else None
+    return TileOp(variant, rows, depth, cols // TILE_COLS, int(m.group(5)),
+                  int(m.group(6)) // TILE_COLS)
 
 
-def u8i8_tile(variant: str, rows: int, depth: int) -> TensorIntrin:
-    """The register-tiled AVX2 kernel ``C[i, 0, j] += i32(A[i, 4d + k]) * i32(B[d, j, k])``
-    for ``i < rows, j < 16, d < depth, k < 4``, registered on first use; ``variant`` is
-    ``"pmaddubsw"`` (exact only if :func:`pairs_fit_int16` holds for the weights) or
-    ``"pmaddwd"`` (always exact).
+def tile_features(variant: str) -> tuple[str, ...]:
+    """The CPU features a :func:`u8i8_tile` variant's instructions need."""
+    return VNNI_VARIANTS[variant][1] if variant in VNNI_VARIANTS else ("avx2",)
+
+
+def register_tile(registers: int, lanes: int, chains: int, blocks: int,
+                  most_rows: int = 16) -> tuple[int, int]:
+    """``(rows, column tiles)`` of the VNNI register tile for a target with ``registers``
+    vector registers of ``lanes`` int32, whose dot instruction needs ``chains`` independent
+    sums in flight (its latency x how many start per cycle), over ``blocks`` packed column
+    tiles of 16. Each (row, column tile) takes ``16 // lanes`` accumulators, and the tile
+    must fit beside its weight vectors and one broadcast per row (what LLVM keeps live when
+    it hoists the broadcasts; then it need not spill). Among the tiles that fit: enough
+    accumulators for ``chains`` (else as many as fit), then the most instructions per
+    vector loaded (accumulators / (rows + weight vectors)), then more rows. Rows are powers
+    of two up to ``most_rows`` (they divide the usual shapes; a call covers the rest with a
+    smaller tile); column tiles, up to 8, divide ``blocks`` (no column tail: the rows adapt
+    instead).
+
+        >>> register_tile(32, 16, 8, blocks=64)      # AVX-512: 4 rows x 4 zmm, 16 sums
+        (4, 4)
+        >>> register_tile(16, 8, 8, blocks=64)       # AVX-VNNI: 4 rows x 2 ymm
+        (4, 1)
+        >>> register_tile(32, 16, 8, blocks=1)       # one column tile: 8 rows keep 8 sums
+        (8, 1)
+        >>> register_tile(32, 16, 8, blocks=64, most_rows=1)   # one row: 8 column tiles
+        (1, 8)
+    """
+    per = max(1, TILE_COLS // lanes)
+    rows = [1 << k for k in range(5) if 1 << k <= max(1, most_rows)]   # at most 16
+    cols = [b for b in range(1, 9) if blocks % b == 0]
+    fits = [(r, b) for r in rows for b in cols if r * b * per + b * per + r <= registers]
+
+    def score(rb):
+        r, b = rb
+        acc = r * b * per
+        return min(acc, chains), acc / (r + b * per), r
+
+    return max(fits, key=score) if fits else (1, 1)
+
+
+def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> TensorIntrin:
+    """The register-tiled kernel ``C[i, b, j] += i32(A[i, 4d + k]) * i32(B[b, d, j, k])``
+    for ``i < rows, b < blocks, j < 16, d < depth, k < 4`` (B: ``blocks`` packed weight
+    tiles), registered on first use. ``variant``:
+
+    - AVX2 (``blocks=1``; B and C without that axis: ``C[i, 0, j]``, ``B[d, j, k]``):
+      ``"pmaddubsw"`` (exact only if :func:`pairs_fit_int16` holds for the weights) or
+      ``"pmaddwd"`` (always exact), at most :data:`TILE_VARIANTS` rows, sums in registers.
+    - VNNI: ``"vpdpbusd512"`` (zmm) or ``"vpdpbusd256"`` (ymm, AVX-VNNI), any ``rows`` and
+      ``blocks``: the code covers them with register tiles of ``tile`` = (rows, column
+      tiles) (:func:`register_tile`), a loop over whole ones and a smaller tile for the
+      rows left over, each summing all ``depth`` groups in registers.
 
         >>> u8i8_tile("pmaddwd", 2, 4).name
         'x86.avx2.u8i8_pmaddwd_2x16x16'
+        >>> u8i8_tile("vpdpbusd512", 7, 256, 4, (4, 4)).name
+        'x86.avx512vnni.u8i8_vpdpbusd512_7x64x1024_4x64'
     """
+    if variant in VNNI_VARIANTS:
+        return _vnni_tile(variant, rows, depth, blocks, tile or (rows, blocks))
     if variant not in TILE_VARIANTS:
         raise TIRError(f"no int8 tile variant {variant!r}; Instead: use one of "
-                       f"{', '.join(TILE_VARIANTS)}")
-    if not 1 <= rows <= TILE_VARIANTS[variant] or depth < 1:
-        raise TIRError(f"the {variant} int8 tile holds 1 to {TILE_VARIANTS[variant]} rows "
-                       f"and a depth of at least 1 group of 4 terms, not rows={rows}, "
-                       f"depth={depth}. Instead: split the rows and the reduction into such "
-                       "tiles")
+                       f"{', '.join([*TILE_VARIANTS, *VNNI_VARIANTS])}")
+    if not 1 <= rows <= TILE_VARIANTS[variant] or depth < 1 or blocks != 1:
+        raise TIRError(f"the {variant} int8 tile holds 1 to {TILE_VARIANTS[variant]} rows, "
+                       f"one column tile and a depth of at least 1 group of 4 terms, not "
+                       f"rows={rows}, blocks={blocks}, depth={depth}. Instead: split the "
+                       "rows, columns and the reduction into such tiles")
     name = f"x86.avx2.u8i8_{variant}_{rows}x{TILE_COLS}x{4 * depth}"
     if name in TensorIntrin.names():
         return TensorIntrin.get(name)
@@ -162,6 +259,32 @@ def u8i8_tile(variant: str, rows: int, depth: int) -> TensorIntrin:
                      "int32", A[i, d * 4 + k]) * cast("int32", B[d, j, k]), (i, Const(0, "int32"), j)))
     impl = _impl(name + "_impl", tile_op(variant, rows, depth), params())
     return TensorIntrin.register(name, desc, impl, ("avx2",))
+
+
+def _vnni_tile(variant: str, rows: int, depth: int, blocks: int, tile) -> TensorIntrin:
+    r, b = min(tile[0], rows), min(tile[1], blocks)
+    if min(rows, depth, blocks, r, b) < 1:
+        raise TIRError(f"the {variant} int8 tile needs at least 1 row, column tile, group of "
+                       f"4 terms and register tile row and column, not rows={rows}, "
+                       f"blocks={blocks}, depth={depth}, tile={tuple(tile)}. Instead: take "
+                       "the register tile from register_tile")
+    isa = "avx512vnni" if VNNI_VARIANTS[variant][0] == 512 else "avxvnni"
+    name = (f"x86.{isa}.u8i8_{variant}_{rows}x{TILE_COLS * blocks}x{4 * depth}_"
+            f"{r}x{TILE_COLS * b}")
+    if name in TensorIntrin.names():
+        return TensorIntrin.get(name)
+
+    def params():
+        return (Buffer("A", (rows, 4 * depth), "uint8"),
+                Buffer("B", (blocks, depth, TILE_COLS, 4), "int8"),
+                Buffer("C", (rows, blocks, TILE_COLS), "int32"))
+
+    A, B, C = ps = params()
+    desc = _desc(name + "_desc", ps, (rows, blocks, TILE_COLS, depth, 4), "SSSRR",
+                 lambda i, o, j, d, k: BufferStore(C, C[i, o, j] + cast(
+                     "int32", A[i, d * 4 + k]) * cast("int32", B[o, d, j, k]), (i, o, j)))
+    impl = _impl(name + "_impl", tile_op(variant, rows, depth, blocks, (r, b)), params())
+    return TensorIntrin.register(name, desc, impl, tile_features(variant))
 
 
 def pairs_fit_int16(wp: np.ndarray) -> bool:
@@ -190,5 +313,5 @@ def best_dot_u8i8(target) -> TensorIntrin | None:
 
 
 __all__ = ["FMA_KERNELS", "DOT_AVX2", "DOT_VNNI", "FMA_AVX2", "FMA_AVX512", "best_dot_u8i8",
-           "TILE_VARIANTS", "TILE_COLS", "tile_op", "parse_tile_op", "u8i8_tile",
-           "pairs_fit_int16"]
+           "TILE_VARIANTS", "VNNI_VARIANTS", "TILE_COLS", "TileOp", "tile_op", "parse_tile_op",
+           "tile_features", "register_tile", "u8i8_tile", "pairs_fit_int16"]

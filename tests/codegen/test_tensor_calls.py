@@ -5,6 +5,7 @@ import pytest
 import mlcbook as mb
 from mlcbook.codegen.tensor_calls import TENSOR_CALLS, lookup
 from mlcbook.errors import BuildError
+from mlcbook.graph.int8_matmul import int8_matmul_tiled
 from mlcbook.tir.x86_intrinsics import u8i8_tile
 
 
@@ -27,9 +28,26 @@ def test_host_features_come_from_llvm():
 
 def test_every_intrinsic_op_has_an_emitter():
     u8i8_tile("pmaddwd", 2, 3)     # a register-tiled kernel's emitter is made on first lookup
+    u8i8_tile("vpdpbusd512", 5, 3, 2, (4, 2))
+    u8i8_tile("vpdpbusd256", 5, 3, 2, (4, 1))
     for name in mb.tir.TensorIntrin.names():
-        op = mb.tir.TensorIntrin.get(name).impl.body.value.op
+        intrin = mb.tir.TensorIntrin.get(name)
+        op = intrin.impl.body.value.op
         assert lookup(op).name == op and op in TENSOR_CALLS
+        assert set(lookup(op).features) <= set(intrin.features) | {"avx512f"}
+
+
+@pytest.mark.parametrize("variant, needs", [("vpdpbusd512", "avx512vnni"),
+                                            ("vpdpbusd256", "avxvnni")])
+def test_vnni_tiles_need_their_feature(variant, needs):
+    """An int8 VNNI tile built for a CPU without the instruction: a MissingFeatureError
+    naming the feature, not an illegal instruction at run time."""
+    sch = mb.Schedule(int8_matmul_tiled(4, 32, 16))
+    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("int8_matmul_int8_acc"))
+    sch.reorder(i, jo, ji, ko, ki)
+    sch.tensorize(i, u8i8_tile(variant, 4, 4, 2, (4, 2)).name)
+    with pytest.raises(mb.MLCError, match=needs):
+        mb.build(sch.func, target="llvm -mcpu=x86-64-v3")
 
 
 def test_unknown_op_is_a_build_error():

@@ -1,7 +1,8 @@
-"""The register-tiled AVX2 int8 kernels (mb.tir.x86_intrinsics.u8i8_tile), checked three ways
-like every intrinsic: interpreted (desc on each tile) equals numpy, native code equals numpy,
-and a program that differs from desc is a TensorizeError. Plus the one rule that makes the
-fast variant safe: vpmaddubsw saturates, so it runs only on weights pairs_fit_int16 accepts.
+"""The register-tiled int8 kernels (mb.tir.x86_intrinsics.u8i8_tile: AVX2, VNNI), checked
+three ways like every intrinsic: interpreted (desc on each tile) equals numpy, native code
+equals numpy, and a program that differs from desc is a TensorizeError. Plus the one rule
+that makes the fast AVX2 variant safe: vpmaddubsw saturates, so it runs only on weights
+pairs_fit_int16 accepts.
 """
 
 import numpy as np
@@ -13,7 +14,8 @@ from mlcbook.graph.int8_matmul import int8_matmul_tiled
 from mlcbook.ops.int8_kernels import pack_int8
 from mlcbook.schedule import Schedule
 from mlcbook.schedule.errors_data import TensorizeError
-from mlcbook.tir.x86_intrinsics import pairs_fit_int16, u8i8_tile
+from mlcbook.tir.x86_intrinsics import (TileOp, pairs_fit_int16, parse_tile_op, tile_features,
+                                        tile_op, u8i8_tile)
 
 from ._util import parse
 
@@ -170,3 +172,83 @@ def test_a_weight_tile_that_is_not_contiguous_is_a_build_error():
 def test_bad_tile_is_an_error(variant, rows, depth, why):
     with pytest.raises(TIRError, match=why):
         u8i8_tile(variant, rows, depth)
+
+
+# --- the VNNI variants: rows x column tiles, any row count, sums over the whole depth --------
+def vnni_tiled(m, n, k, variant, rows, tile, blocks=None):
+    """int8_matmul_tiled with calls of ``rows`` rows x ``blocks`` (default ``tile[1]``)
+    column tiles over all of k, each covered by register tiles of ``tile``."""
+    blocks = blocks or tile[1]
+    sch = Schedule(int8_matmul_tiled(m, n, k))
+    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("int8_matmul_int8_acc"))
+    i0, i1 = sch.split(i, [None, rows])
+    j0, j1 = sch.split(jo, [None, blocks])
+    sch.reorder(j0, i0, i1, j1, ji, ko, ki)
+    sch.tensorize(i1, u8i8_tile(variant, rows, k // 4, blocks, tile).name)
+    return sch.mod["main"]
+
+
+def runs_here(variant):
+    lacks = [f for f in tile_features(variant) if not mb.Target().has_feature(f)]
+    if lacks:
+        pytest.skip(f"the {variant} kernel needs {', '.join(lacks)}, which this CPU lacks")
+
+
+def test_vnni_tile_desc_interpreted_matches_numpy():
+    a, w, want = data(7, 48, 12)
+    np.testing.assert_array_equal(run(vnni_tiled(7, 48, 12, "vpdpbusd512", 7, (4, 3)), a, w,
+                                      False), want)
+
+
+@pytest.mark.parametrize("variant", ["vpdpbusd512", "vpdpbusd256"])
+@pytest.mark.parametrize("m, n, k, rows, tile, blocks", [
+    (8, 64, 64, 4, (4, 4), 4),   # whole register tiles
+    (7, 64, 12, 7, (4, 2), 2),   # one tile of 4 rows, then one of 3
+    (9, 32, 40, 9, (2, 2), 2),   # a loop of 4 tiles of 2 rows, then one of 1; depth 10 looped
+    (3, 48, 4, 3, (8, 3), 3),    # fewer rows than the register tile
+    (5, 80, 8, 5, (4, 2), 5)])   # column tiles 2, 2, then 1 (the schedule avoids such tails)
+def test_vnni_tile_native_matches_numpy(variant, m, n, k, rows, tile, blocks):
+    runs_here(variant)
+    a, w, want = data(m, n, k)
+    np.testing.assert_array_equal(run(vnni_tiled(m, n, k, variant, rows, tile, blocks), a, w),
+                                  want)
+
+
+def test_vnni_tile_is_exact_at_the_extremes():
+    """vpdpbusd adds 4 exact products per lane: no int16 pair sums to saturate."""
+    runs_here("vpdpbusd512")
+    a, w, _ = data(6, 32, 256)
+    a[:] = 255
+    w[:] = -128
+    w[:, 1::2] = 127
+    want = a.astype(np.int32) @ w.T.astype(np.int32)
+    np.testing.assert_array_equal(run(vnni_tiled(6, 32, 256, "vpdpbusd512", 6, (4, 2)), a, w),
+                                  want)
+
+
+def test_vnni_tile_op_names_round_trip():
+    op = tile_op("vpdpbusd256", 50, 17, 4, (4, 1))
+    assert op == "x86.u8i8_tile.vpdpbusd256.50x64x17.4x16"
+    assert parse_tile_op(op) == TileOp("vpdpbusd256", 50, 17, 4, 4, 1)
+    assert parse_tile_op("x86.u8i8_tile.pmaddwd.2x16x4") == TileOp("pmaddwd", 2, 4)
+    for bad in ("x86.u8i8_tile.pmaddwd.2x32x4", "x86.u8i8_tile.vpdpbusd512.2x32x4",
+                "x86.u8i8_tile.vpdpbusd512.2x24x4.2x16", "x86.u8i8_tile.nope.2x16x4"):
+        assert parse_tile_op(bad) is None
+    assert tile_features("vpdpbusd256") == ("avxvnni",)
+
+
+def test_vnni_tile_with_other_column_tiles_is_an_error():
+    sch = Schedule(int8_matmul_tiled(4, 64, 16))
+    i, jo, ji, ko, ki = sch.get_loops(sch.get_block("int8_matmul_int8_acc"))
+    j0, j1 = sch.split(jo, [None, 2])
+    sch.reorder(j0, i, j1, ji, ko, ki)
+    with pytest.raises(TensorizeError, match=r"iteration domain.*extent 2 but desc's loop 1 "
+                                             r"has extent 4"):
+        sch.tensorize(i, u8i8_tile("vpdpbusd512", 4, 4, 4, (4, 4)).name)
+
+
+def test_bad_vnni_tile_is_an_error():
+    with pytest.raises(TIRError, match=r"at least 1 row.*rows=0.*register_tile"):
+        u8i8_tile("vpdpbusd512", 0, 4, 4, (4, 4))
+    with pytest.raises(TIRError, match="one column tile"):
+        u8i8_tile("pmaddwd", 2, 4, blocks=2)
