@@ -3,12 +3,20 @@
 In NCHW a convolution's natural vector is a run of output pixels, and late layers of a
 network have few pixels (7x7) and many channels (512): vectors are short and predicated.
 :func:`convert_layout` rewrites every suitable ``conv`` to ``conv_nchwc`` (see
-:mod:`mlcbook.te.ops.layout`): channels in blocks of 16 (``NCHW16c``), weights repacked once
-at compile time, a ``to_blocked`` before and a ``from_blocked`` after. Then the
+:mod:`mlcbook.te.ops.layout`): channels in blocks as wide as the target's vectors make them
+(:func:`~mlcbook.graph.tile_size.channel_block`: 16, ``NCHW16c``), weights repacked once at
+compile time, a ``to_blocked`` before and a ``from_blocked`` after. Then the
 ``from_blocked`` sinks through everything that does not care about the layout (elementwise
 ops, per-channel constants, pooling, channel concatenation, global average pooling) until
 it meets the next ``to_blocked``, where the pair cancels. What is left are transforms at
 the edges of the network, where the layout really changes.
+
+A channel count the block does not divide is padded with zeros to whole blocks (1000
+channels: 63 blocks of 16) rather than left in NCHW, and a grouped conv (AlexNet's 2 groups,
+shufflenet's 4) is blocked per group, each group's channels padded on their own
+(:class:`Layout`); a padded layout flows on only through ops that keep its zeros finite
+(:data:`FINITE_ON_ZERO`), so the next conv's zero weights cancel them. Depthwise convs stay
+in NCHW.
 
     >>> func = convert_layout(func)
     >>> [c.op for c in func.calls()][:4]
