@@ -349,12 +349,13 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     conv = len(reduce_) > 1
     sizes, bj = row_tile(rows, _extent(sch, j), target, dtype, ragged=conv,
                          spare=CONV_SPARE_REGISTERS if conv else 0)
-    # only under a panel (below): a tile of several blocks of weights over the whole sum
-    # would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower)
-    b = _channel_block_axis(sch, name, n_spatial, rows_at) \
-        if shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype, target) else None
-    flat = b is not None and pixel_tile(rows, _extent(sch, outer[b]), _extent(sch, j),
-                                        target, dtype)
+    # a ragged row only under a panel (below): a tile of several blocks of weights over the
+    # whole sum would not stay in L1 (a 1x1/2 conv's 256 channels: 32 KiB; measured slower
+    # on Zen 3); a row too short to hide the FMA latency always
+    b = _channel_block_axis(sch, name, n_spatial, rows_at)
+    flat = b is not None and pixel_tile(
+        rows, _extent(sch, outer[b]), _extent(sch, j), target, dtype,
+        ragged=shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype, target))
     if flat:
         # the map's rows and columns as one axis of pixels, tiled with channel blocks
         (p, m), (x, y) = flat, rows_at

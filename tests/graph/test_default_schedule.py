@@ -86,15 +86,15 @@ def _conv_numpy(x, w, pad, groups=1):
 
 
 def _blocked_conv(seed: int, cin: int, cout: int, k: int, size: int, pad: int,
-                  stride: int = 1):
-    """A conv_nchwc of random data scheduled for AVX2, and ``check()``, which builds and
-    runs it and compares it with numpy."""
+                  stride: int = 1, target: str = AVX2):
+    """A conv_nchwc of random data scheduled for ``target`` (AVX2), and ``check()``, which
+    builds and runs it (for this machine) and compares it with numpy."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((1, cin, size, size)).astype("float32")
     w = rng.standard_normal((cout, cin, k, k)).astype("float32")
     xb, wb = blocked(x, 16), blocked_weight(w, 16, 16)
     g = default_schedule(legalize_call("conv_nchwc", [T(xb.shape), T(wb.shape)],
-                                       {"pads": (pad,) * 4, "strides": (stride,) * 2}), AVX2)
+                                       {"pads": (pad,) * 4, "strides": (stride,) * 2}), target)
 
     def check():
         want = blocked(_conv_numpy(x, w, pad)[:, :, ::stride, ::stride], 16)
@@ -139,6 +139,19 @@ def test_blocked_conv_of_a_7x7_map_tiles_its_pixels_with_two_channel_blocks():
     assert ("y_x_fused_1", "unrolled") in loops and ("ko_1", "unrolled") in loops
     assert [n for n, _ in loops].index("rc") < [n for n, _ in loops].index("y_x_fused_0")
     assert "y_x_fused_0 * 2 + y_x_fused_1 < 49" in str(g)
+    check()
+
+
+@pytest.mark.parametrize("k,size,stride", [(1, 7, 1), (3, 7, 1), (1, 14, 2)])
+def test_avx512_blocked_conv_onto_a_7x7_map_tiles_7_pixels_with_two_channel_blocks(
+        k, size, stride):
+    # one zmm per 16 channels: a 7-pixel row alone is 7 accumulators, too few for 2 FMAs x 4
+    # cycles; 7 pixels x 2 blocks of output channels are 14
+    g, check = _blocked_conv(3, 32, 64, k, size, pad=k // 2, stride=stride,
+                             target="llvm -mcpu=znver5")
+    loops = _conv_loops(g)
+    assert ("y_x_fused_1", "unrolled") in loops and ("ko_1", "unrolled") in loops
+    assert "T.unroll(7)" in str(g) and "T.where" not in str(g)
     check()
 
 

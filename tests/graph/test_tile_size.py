@@ -63,6 +63,16 @@ def test_pixel_tile_takes_two_channel_blocks_over_a_7x7_map():
     assert pixel_tile((7, 7), 2, 16, AVX2) == (2, 2)
 
 
+def test_pixel_tile_pairs_channel_blocks_when_a_row_tile_cannot_hide_the_fma_latency():
+    # AVX-512: a 7-pixel row of one zmm is 7 accumulators, one short of 2 FMAs x 4 cycles;
+    # 7 pixels x 2 blocks make 14, whether or not the row is ragged
+    znver5 = "llvm -mcpu=znver5"
+    assert pixel_tile((7, 7), 32, 16, znver5) == (7, 2)
+    assert pixel_tile((7, 7), 32, 16, znver5, ragged=False) == (7, 2)
+    assert pixel_tile((14, 14), 16, 16, znver5) is None    # 14 px: 14 accumulators already
+    assert pixel_tile((7, 7), 32, 16, AVX2, ragged=False) is None   # 4 + 3 px x 2 ymm: 8
+
+
 def test_pixel_tile_leaves_divisible_maps_and_single_blocks_to_row_tile():
     assert pixel_tile((14, 14), 16, 16, AVX2) is None     # 2 x 2 px divide the map
     assert pixel_tile((56, 56), 4, 16, AVX2) is None
