@@ -27,9 +27,11 @@ import importlib
 import math
 import os
 import platform
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import mlcbook as mb
@@ -164,18 +166,36 @@ def paired_ratio(a: Case, b: Case) -> Ratio:
     return Ratio(statistics.median(ratios), low, high, len(ratios))
 
 
+@contextlib.contextmanager
+def switched(module: str, flag: str, value):
+    """Set ``module``'s switch ``flag`` to ``value`` inside the ``with`` (restored after):
+    ``with switched("mlcbook.graph.passes.winograd", "MIN_FLOPS", 0): mb.compile(...)``."""
+    mod = importlib.import_module(module)
+    before = getattr(mod, flag)
+    setattr(mod, flag, value)
+    try:
+        yield
+    finally:
+        setattr(mod, flag, before)
+
+
 def compiled_with(model, module: str, flag: str, value):
     """``mb.compile`` of the ONNX ``model`` with ``module``'s switch ``flag`` set to
     ``value`` for the compile (restored after), to compare a compiler choice with its
     alternative in one process: ``compiled_with(m, "mlcbook.graph.compile",
     "CONCAT_IN_PLACE", False)``."""
-    mod = importlib.import_module(module)
-    before = getattr(mod, flag)
-    setattr(mod, flag, value)
-    try:
+    with switched(module, flag, value):
         return mb.compile(mb.from_onnx(model))
-    finally:
-        setattr(mod, flag, before)
+
+
+#: the target of the AVX2 code a laptop runs (every x86 CPU since Haswell and Zen 1): on an
+#: AVX-512 host, bench/e2e.py, convs.py and zoo.py also time the programs built for it
+AVX2_TARGET = "llvm -mcpu=x86-64-v3"
+
+
+def has_avx512() -> bool:
+    """Whether this host's vectors are 512-bit (then the AVX2 code is worth timing beside)."""
+    return mb.Target().vector_bits == 512
 
 
 def ort_session(model, threads: int | None = None, quiet: bool = False):
@@ -201,14 +221,127 @@ def blas_name() -> str:
     return f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels)"
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``'s "model name", else the platform's), or ""."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model"):
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor().strip()
+
+
+def host_cpu() -> str:
+    """This machine's key in a results file: LLVM's name for the host CPU and the CPU's model
+    name, ``"znver5 / AMD EPYC 9B45"`` (see :func:`merge_results`)."""
+    import llvmlite.binding as llvm
+    model = cpu_model().replace(" / ", " ").replace("-->", "")
+    return f"{llvm.get_host_cpu_name()} / {model}" if model else llvm.get_host_cpu_name()
+
+
 def machine() -> str:
+    """The machine a run measured, for under its tables: a line (CPU, cores, numpy's BLAS,
+    the load, the date; it ends in a full stop) and then, as a fenced block, the machine
+    model the schedules derive their choices from (``mb.Target().machine``: vector width,
+    registers, FMA, caches, cores, dot-product instructions)."""
     import llvmlite.binding as llvm
     import numpy as np
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.machine()} `{llvm.get_host_cpu_name()}`, {os.cpu_count()} cores, "
+    model = cpu_model()
+    line = (f"{platform.machine()} `{llvm.get_host_cpu_name()}`"
+            f"{f' ({model})' if model else ''}, {os.cpu_count()} cores, "
             f"{platform.system()}, Python {platform.python_version()}, numpy {np.__version__} "
             f"with {blas_name()}, load average {load:.1f} (1 min) at the end, "
-            f"{datetime.date.today().isoformat()}")
+            f"{datetime.date.today().isoformat()}.")
+    return f"{line}\n\n```text\n{mb.Target().machine}\n```"
+
+
+# --- results files: one section per CPU ------------------------------------------------------
+
+#: the line that opens a CPU's section of a results file (its key: :func:`host_cpu`)
+_SECTION = re.compile(r"^<!-- cpu: (.*?) -->[ \t]*$", re.M)
+#: the CPU in the machine line of a results file written before there were sections:
+#: "x86_64 `znver3`, 2 cores, ..."
+_LEGACY_CPU = re.compile(r"`([\w.+-]+)`(?: \([^\n]*?\))?, \d+ cores")
+
+
+def _same_cpu(a: str, b: str) -> bool:
+    """Keys of one CPU: the same LLVM name, and the same model name unless one is unknown
+    (a section from before model names were recorded)."""
+    (na, _, ma), (nb, _, mb_) = a.partition(" / "), b.partition(" / ")
+    return na == nb and (ma == mb_ or not ma or not mb_)
+
+
+def _demote(body: str) -> str:
+    """``body`` with each markdown heading one level down (# -> ##) outside fenced blocks, so
+    that it sits inside a CPU's section."""
+    out, fenced = [], False
+    for line in body.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _section(cpu: str, body: str, note: str = "") -> str:
+    name, _, model = cpu.partition(" / ")
+    heading = f"## {'unknown CPU' if name == 'unknown' else name}" \
+        + (f" ({model})" if model else "") + note
+    return f"<!-- cpu: {cpu} -->\n{heading}\n\n{_demote(body.strip())}\n"
+
+
+def results_sections(text: str) -> list[tuple[str, str]]:
+    """The sections of a results file: ``[(cpu key, section text)]`` in file order. A file
+    written before there were sections is one section, keyed by the CPU its machine line
+    names ("unknown" if none), its title dropped and its headings one level down."""
+    marks = list(_SECTION.finditer(text))
+    if not marks:
+        body = text.strip()
+        if not body:
+            return []
+        if body.startswith("# "):
+            body = body.partition("\n")[2]
+        found = _LEGACY_CPU.search(body)
+        cpu = found.group(1) if found else "unknown"
+        return [(cpu, _section(cpu, body, " (an earlier run)"))]
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    return [(m.group(1), text[m.start():end].strip() + "\n") for m, end in zip(marks, ends)]
+
+
+def merge_results(old: str, title: str, body: str, cpu: str) -> str:
+    """The results file ``old`` (its text, "" if none) with this run's ``body`` as the section
+    of CPU ``cpu`` (a :func:`host_cpu` key): that CPU's section is replaced where it was, the
+    other CPUs' sections are kept, and a CPU new to the file gets a section at the end. The
+    title (``# title``) and the note under it are written anew."""
+    new = _section(cpu, body)
+    sections, placed = [], False
+    for key, text in results_sections(old):
+        if not _same_cpu(key, cpu):
+            sections.append(text)
+        elif not placed:
+            sections.append(new)
+            placed = True
+    if not placed:
+        sections.append(new)
+    head = (f"# {title}\n\nOne section per CPU the benchmark ran on: compare figures within a "
+            "section only. A run replaces the section of its CPU and keeps the others "
+            "(`bench/_common.write_results`).\n")
+    return "\n".join([head, *sections])
+
+
+def write_results(path, title: str, body: str) -> Path:
+    """Write this run's ``body`` (markdown; its machine line included) as this CPU's section
+    of the results file ``path`` under ``# title``, keeping the other CPUs' sections already
+    there (:func:`merge_results`); returns the path."""
+    path = Path(path)
+    old = path.read_text() if path.exists() else ""
+    path.write_text(merge_results(old, title, body, host_cpu()))
+    return path
 
 
 def table(headers: list[str], rows: list[list]) -> str:

@@ -14,7 +14,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import machine
+from _common import machine, write_results
 
 import mlcbook as mb
 from mlcbook.graph.default_schedule import default_schedule
@@ -51,12 +51,12 @@ def main(argv=None) -> None:
         for name, model in comp.items():
             _clear_cache()
             t0 = time.perf_counter(); mb.compile(mb.from_onnx(model)); times[name].append(time.perf_counter() - t0)
-    lines = [f"# Compile time\n\n{machine()}\n", "| what | median ms | min ms |", "|---|---:|---:|"]
+    lines = [f"{machine()}\n", "| what | median ms | min ms |", "|---|---:|---:|"]
     for name, ts in times.items():
         lines.append(f"| {name} | {statistics.median(ts) * 1e3:.1f} | {min(ts) * 1e3:.1f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    Path(args.out).write_text(text)
+    print(f"# Compile time\n\n{text}")
+    write_results(args.out, "Compile time", text)
 
 
 if __name__ == "__main__":

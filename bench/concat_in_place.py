@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, compiled_with, machine, measure, ort_session, table
+from _common import (Case, by_key, compiled_with, machine, measure, ort_session, table,
+                     write_results)
 from e2e import model_of
 
 THREADS = (1, 2)
@@ -64,14 +65,19 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--model", default="inception")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent
+                                         / "RESULTS_concat_in_place.md"),
+                    help="the results file: this CPU's section of it is replaced, other "
+                    "CPUs' are kept")
     args = ap.parse_args(argv)
     cs, calls = cases(args.model)
     measure(cs, args.rounds)
-    text = (f"# Concat in place vs copied\n\nWritten by `python bench/concat_in_place.py` "
+    title = "Concat in place vs copied"
+    text = (f"Written by `python bench/concat_in_place.py` "
             f"({args.rounds} rounds; each figure the median over interleaved rounds; lower is "
-            f"better).\n\n{report(cs, args.model, calls)}\n\nMachine: {machine()}.\n")
-    print(text)
-    (Path(__file__).resolve().parent / "RESULTS_concat_in_place.md").write_text(text)
+            f"better).\n\n{report(cs, args.model, calls)}\n\nMachine: {machine()}\n")
+    print(f"# {title}\n\n{text}")
+    write_results(args.out, title, text)
 
 
 if __name__ == "__main__":

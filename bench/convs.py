@@ -1,33 +1,48 @@
-"""Convolutions of ResNet/Inception shapes (batch 1): GFLOP/s of mlcbook's default
-schedules in NCHW and in the blocked NCHW16c layout (what ``mb.compile`` uses at opt_level
-3), and for 3x3 convs with stride 1 by Winograd's F(2x2, 3x3) (its three kernels in NCHW16c,
-which ``mb.compile`` uses for the big ones), beside onnxruntime's Conv, at 1 and 2 threads.
+"""Convolutions of ResNet/Inception/ShuffleNet shapes (batch 1): GFLOP/s of the conv kernels
+``mb.compile`` makes (default schedules), beside onnxruntime's Conv, at 1 and 2 threads.
 
-    python bench/convs.py                  # writes bench/RESULTS_convs.md
-    python bench/convs.py --rounds 3       # quicker, noisier
+    python bench/convs.py                  # writes this CPU's section of bench/RESULTS_convs.md
+    python bench/convs.py --rounds 1 --shapes groups,depthwise --out /tmp/convs.md   # smoke
 
-mlcbook figures are the conv kernel alone (data already in its layout, weights packed at
-compile time, as in a compiled model); onnxruntime's are a one-node model's ``run``, which
-includes its own layout changes. GFLOP/s counts 2 * N*K*OH*OW*C/groups*KH*KW, the direct
-conv's work, for Winograd too (its "effective" rate: it does 2.25x fewer products).
+Each mlcbook column is a one-conv graph compiled by ``mb.compile`` for this machine, timed
+through the kernels the compiler made for the conv, without the layout changes at the graph's
+edges (``to_blocked``, ``from_blocked``: in a network they sit at its ends), data already in
+the kernel's layout, weights packed at compile time, as in a compiled model:
+
+* NCHW: ``opt_level=2``, the conv in NCHW;
+* blocked, direct: ``opt_level=3`` with Winograd switched off: the ``conv_nchwc`` that
+  ``convert_layout`` makes (NCHW[b]c, blocks from ``tile_size.channel_block``; a grouped
+  conv in per-group blocks, each group's channels padded to whole blocks). Depthwise convs
+  stay NCHW in the compiler: that column then says so;
+* Winograd: ``opt_level=3`` with every 3x3 stride-1 conv by Winograd's F(2x2, 3x3) (its three
+  kernels in NCHW16c);
+* "mb.compile runs": which of these ``mb.compile`` picks for the shape (Winograd for big 3x3
+  stride-1 convs, ``winograd.MIN_FLOPS``), with the blocks;
+* AVX2 code (on an AVX-512 host, unless ``--no-avx2``): ``mb.compile``'s choice for
+  ``-mcpu=x86-64-v3``, the AVX2 code a laptop runs, measured in the same rounds.
+
+onnxruntime's figures are a one-node model's ``run``, which includes its own layout changes.
+GFLOP/s counts 2 * N*K*OH*OW*C/groups*KH*KW, the direct conv's useful work, for Winograd too
+(its "effective" rate: it does 2.25x fewer products) and for padded groups (whose padding is
+work the kernel does on top).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from _common import (Case, by_key, kernel_call, machine, measure, ort_session,
-                     paired_ratio, table)
+from _common import (AVX2_TARGET, Case, by_key, has_avx512, kernel_call, machine, measure,
+                     ort_session, paired_ratio, switched, table, write_results)
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.ops.layout import blocked, blocked_weight
-from mlcbook.ops.legalize import legalize_call
+from mlcbook.graph.compile import kernel_calls
 from mlcbook.ops.types import TensorType
-from mlcbook.te.ops.winograd import winograd_weight
 
 #: (label, C, K, H, kernel, stride, groups): batch 1, square maps, padding kernel // 2
 SHAPES = [
@@ -45,10 +60,19 @@ SHAPES = [
     # ResNet-18's stage-4 shortcut: a 7x7 map out, like 3x3 512->512 @7
     ("1x1/2 256->512 @14", 256, 512, 14, 1, 2, 1),
     ("depthwise 3x3 64 @56", 64, 64, 56, 3, 1, 64),
-    # shufflenet's grouped 1x1 convs (4 groups), most of its time in the zoo
+    # shufflenet's grouped 1x1 convs (4 groups) of its three stages, most of its time in the
+    # zoo: 34, 68 and 136 channels per group (each padded to whole blocks of 16)
+    ("1x1 136->136 4 groups @28", 136, 136, 28, 1, 1, 4),
     ("1x1 272->272 4 groups @14", 272, 272, 14, 1, 1, 4),
+    ("1x1 544->544 4 groups @7", 544, 544, 7, 1, 1, 4),
 ]
 THREADS = (1, 2)
+#: the mlcbook contenders, in the table's order (AVX2 only on an AVX-512 host)
+NCHW, BLOCKED, WINOGRAD, AVX2 = ("mlcbook NCHW", "mlcbook blocked", "mlcbook Winograd",
+                                 "mlcbook AVX2 code")
+#: the kernels at a one-conv graph's edges, not timed
+LAYOUT_KERNELS = ("to_blocked", "from_blocked")
+_WINOGRAD = "mlcbook.graph.passes.winograd"
 
 
 def _flops(c, k, h, kern, stride, groups) -> float:
@@ -69,104 +93,167 @@ def _onnx(c, k, h, kern, stride, groups, w):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _kernel(op: str, arrays: list, attrs: dict):
-    """``op``'s default-scheduled kernel for ``arrays`` and an output array for it."""
-    func = default_schedule(legalize_call(op, [TensorType(a.shape) for a in arrays], attrs))
-    return mb.build(func), np.empty(func.outputs[0].shape, "float32")
+def _graph(x_shape, w, attrs) -> "mb.graph.Function":
+    """The one-conv graph: input ``x``, constant weights ``w``."""
+    x = mb.graph.Var("x", TensorType(x_shape))
+    return mb.graph.Function([x], mb.graph.op.conv(x, mb.graph.Constant(w), **attrs))
 
 
-def _winograd(xb, wb, out_shape, want):
-    """The three Winograd kernels run one after the other, as a compiled model calls them;
-    checked against ``want``."""
-    u = winograd_weight(wb)
-    k_in, v = _kernel("winograd_input", [xb], {"pads": (1, 1, 1, 1)})
-    k_mm, m = _kernel("winograd_product", [v, u], {})
-    k_out, y = _kernel("winograd_output", [m], {"out_hw": out_shape[2:4]})
+def _compiled(func, x, want, target=None, opt_level: int = 3):
+    """``mb.compile(func)``'s conv kernels as one call (see the module docstring), and the
+    steps of its plan ``[(kernel name, [slot shapes])]``. The plan runs once on buffers of
+    its own (no shared arena, so that no timed kernel overwrites another's input), checked
+    against ``want``; the timed call then runs only the kernels between the layout changes."""
+    exe = mb.compile(func, target=target or "llvm", opt_level=opt_level)
+    plan, consts = exe.plan, exe.constants
+    buffers = {}
+    for i, slot in enumerate(plan.slots):
+        root = plan.root(i)
+        if root != i:
+            buffers[i] = buffers[root].reshape(slot.shape)
+        elif slot.kind == "input":
+            buffers[i] = x
+        elif slot.kind == "const":
+            buffers[i] = consts[i]
+        else:
+            buffers[i] = np.zeros(slot.shape, slot.dtype)
+    calls = [(name, kernel_call(exe.kernels[name], *(buffers[a] for a in args)))
+             for name, args in plan.steps]
+    for _, call in calls:
+        call()
+    np.testing.assert_allclose(buffers[plan.outputs[0]], want, rtol=1e-3, atol=1e-3)
+    timed = [call for name, call in calls if not name.startswith(LAYOUT_KERNELS)]
 
-    def run():
-        k_in(xb, v)
-        k_mm(v, u, m)
-        k_out(m, y)
-    run()
-    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
-    return run
+    def run(keep=(exe, buffers)):   # the default keeps the kernels and buffers alive
+        for call in timed:
+            call()
+    return run, [(name, [plan.slots[a].shape for a in args]) for name, args in plan.steps]
 
 
-def cases():
-    out = []
+def _choice(steps, k: int, groups: int) -> str:
+    """What a compiled plan's ``steps`` (see :func:`_compiled`) run for the conv: Winograd,
+    direct in blocks (with their sizes; padding of each group's output channels), or NCHW."""
+    wino = next((shapes for name, shapes in steps if name.startswith("winograd_input")), None)
+    if wino is not None:
+        return f"Winograd, NCHW{wino[0][-1]}c"
+    conv = next((shapes for name, shapes in steps if name.startswith("conv_nchwc")), None)
+    if conv is None:
+        return "NCHW" + (" (depthwise stays NCHW)" if groups > 1 and groups == k else "")
+    w = conv[1]                      # (K'/co, C'/ci, kh, kw, ci, co)
+    ci, co = w[4], w[5]
+    text = f"direct, NCHW{co}c" if ci == co else f"direct, NCHW{ci}c -> NCHW{co}c"
+    padded = w[0] * co
+    if padded != k:
+        text += f", {groups} groups of {k // groups} padded to {padded // groups}"
+    return text
+
+
+def cases(shapes=SHAPES, avx2: bool = False) -> tuple[list[Case], dict]:
+    """The cases to measure, and per shape label what ``mb.compile`` runs for it (on this
+    machine, and for the AVX2 target when ``avx2``)."""
+    out, choices = [], {}
     rng = np.random.default_rng(0)
-    for label, c, k, h, kern, stride, groups in SHAPES:
+    for label, c, k, h, kern, stride, groups in shapes:
         p = kern // 2
         x = rng.standard_normal((1, c, h, h)).astype("float32")
         w = (rng.standard_normal((k, c // groups, kern, kern)) * 0.1).astype("float32")
         attrs = {"pads": (p,) * 4, "strides": (stride,) * 2, "kernel_shape": (kern, kern),
                  "group": groups}
-        ref_out = mb.graph.interpret(mb.graph.Function(
-            [v := mb.graph.Var("x", TensorType(x.shape))],
-            mb.graph.op.conv(v, mb.graph.Constant(w), **attrs)), x)
-        nchw = mb.build(default_schedule(legalize_call(
-            "conv", [TensorType(x.shape), TensorType(w.shape)], attrs)))
-        y = np.empty(ref_out.shape, "float32")
-        nchw(x, w, y)
-        np.testing.assert_allclose(y, ref_out, rtol=1e-3, atol=1e-3)
-        progs = {"mlcbook NCHW": kernel_call(nchw, x, w, y)}
-        if groups == 1:
-            ci = 16 if c % 16 == 0 else c
-            xb, wb = blocked(x, ci), blocked_weight(w, ci, 16)
-            kb = mb.build(default_schedule(legalize_call(
-                "conv_nchwc", [TensorType(xb.shape), TensorType(wb.shape)],
-                {"pads": (p,) * 4, "strides": (stride,) * 2})))
-            yb = np.empty(blocked(ref_out, 16).shape, "float32")
-            kb(xb, wb, yb)
-            np.testing.assert_allclose(yb, blocked(ref_out, 16), rtol=1e-3, atol=1e-3)
-            progs["mlcbook NCHW16c"] = kernel_call(kb, xb, wb, yb)
-            if kern == 3 and stride == 1:
-                progs["mlcbook Winograd"] = _winograd(xb, wb, yb.shape, blocked(ref_out, 16))
+        func = _graph(x.shape, w, attrs)
+        want = mb.graph.interpret(func, x)
+        progs = {NCHW: _compiled(func, x, want, opt_level=2)[0]}
+        with switched(_WINOGRAD, "MIN_FLOPS", math.inf):
+            run, steps = _compiled(func, x, want)
+        blocked = _choice(steps, k, groups)
+        if blocked.startswith("direct"):
+            progs[BLOCKED] = run
+        winograd = None
+        if kern == 3 and stride == 1 and groups == 1:
+            with switched(_WINOGRAD, "MIN_FLOPS", 0):
+                run, steps = _compiled(func, x, want)
+            winograd = _choice(steps, k, groups)
+            if winograd.startswith("Winograd"):
+                progs[WINOGRAD] = run
+        # mb.compile's own pick: Winograd where the pass takes the conv, else the blocked one
+        names = {n for n, _, _ in kernel_calls(func)}
+        host = winograd if any(n.startswith("winograd") for n in names) else blocked
+        choices[label] = {"host": host}
+        if avx2:
+            progs[AVX2], steps = _compiled(func, x, want, target=AVX2_TARGET)
+            choices[label][AVX2] = _choice(steps, k, groups)
         for t in THREADS:
             sess = ort_session(_onnx(c, k, h, kern, stride, groups, w), t)
             out.append(Case("conv", (label, "onnxruntime"), t,
                             lambda s=sess, x=x: s.run(None, {"input": x})))
             for name, fn in progs.items():
                 out.append(Case("conv", (label, name), t, fn))
-    return out
+    return out, choices
 
 
-def report(cs) -> str:
+def report(cs, choices: dict, shapes=SHAPES) -> str:
     by = by_key(cs)
+    avx2 = any(AVX2 in v for v in choices.values())
     rows = []
-    for label, c, k, h, kern, stride, groups in SHAPES:
+    for label, c, k, h, kern, stride, groups in shapes:
         gf = _flops(c, k, h, kern, stride, groups) / 1e9
         for t in THREADS:
-            ort_s = by[((label, "onnxruntime"), t)].median
-            row = [label, t, f"{gf / ort_s:.1f}"]
-            for name in ("mlcbook NCHW", "mlcbook NCHW16c", "mlcbook Winograd"):
+            ort = by[((label, "onnxruntime"), t)]
+            row = [label, t, f"{gf / ort.median:.1f}"]
+            for name in (NCHW, BLOCKED, WINOGRAD) + ((AVX2,) if avx2 else ()):
                 case = by.get(((label, name), t))
                 if case is None:
-                    row.append("-")
-                    continue
-                speedup = paired_ratio(by[((label, "onnxruntime"), t)], case)
-                row.append(f"{gf / case.median:.1f} ({speedup})")
+                    row.append("stays NCHW (depthwise)" if name == BLOCKED and groups == k > 1
+                               else "stays NCHW" if name == BLOCKED else "-")
+                else:
+                    other = name == AVX2 and choices[label][AVX2] != choices[label]["host"]
+                    row.append(f"{gf / case.median:.1f} ({paired_ratio(ort, case)})"
+                               + (f", {choices[label][AVX2]}" if other else ""))
+                if name == WINOGRAD:
+                    row.append(choices[label]["host"])
             rows.append(row)
-    return table(["conv (batch 1)", "threads", "onnxruntime GFLOP/s",
-                  "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook NCHW16c GFLOP/s (vs ort)",
-                  "mlcbook Winograd effective GFLOP/s (vs ort)"], rows)
+    headers = ["conv (batch 1)", "threads", "onnxruntime GFLOP/s",
+               "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook blocked, direct GFLOP/s (vs ort)",
+               "mlcbook Winograd effective GFLOP/s (vs ort)", "mb.compile runs"]
+    if avx2:
+        headers.append("AVX2 code (`-mcpu=x86-64-v3`) GFLOP/s (vs ort), what it runs where "
+                       "that differs")
+    return table(headers, rows)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--shapes", default=None,
+                    help="comma-separated parts of shape labels: only the shapes whose label "
+                    "contains one (e.g. 'groups,depthwise')")
+    ap.add_argument("--no-avx2", action="store_true",
+                    help="on an AVX-512 host, do not also measure the convs compiled for "
+                    "-mcpu=x86-64-v3 (AVX2)")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS_convs.md"),
+                    help="the results file: this CPU's section of it is replaced, other "
+                    "CPUs' are kept")
     args = ap.parse_args(argv)
-    cs = cases()
+    shapes = SHAPES
+    if args.shapes:
+        parts = [p.strip() for p in args.shapes.split(",") if p.strip()]
+        shapes = [s for s in SHAPES if any(p in s[0] for p in parts)]
+        if not shapes:
+            ap.error(f"no shape label contains any of {parts}; labels: "
+                     + "; ".join(s[0] for s in SHAPES))
+    avx2 = not args.no_avx2 and has_avx512()
+    cs, choices = cases(shapes, avx2)
     measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
-    text = (f"# Convolutions: mlcbook default schedules vs onnxruntime\n\n"
-            f"Written by `python bench/convs.py` ({args.rounds} rounds; each conv's contenders "
+    title = "Convolutions: mlcbook default schedules vs onnxruntime"
+    cmd = shlex.join(["python", "bench/convs.py", *(argv if argv is not None else sys.argv[1:])])
+    text = (f"Written by `{cmd}` ({args.rounds} rounds; each conv's contenders "
             f"at one thread count interleaved side by side; GFLOP/s from the median time; "
             f"(vs ort) is the median over rounds of onnxruntime's time / mlcbook's in the same "
-            f"round, with its 95% interval: > 1 means faster than onnxruntime).\n\n"
-            f"{report(cs)}\n\n"
-            f"Machine: {machine()}.\n")
-    print(text)
-    (Path(__file__).resolve().parent / "RESULTS_convs.md").write_text(text)
+            f"round, with its 95% interval: > 1 means faster than onnxruntime; the kernels "
+            f"`mb.compile` makes for a one-conv graph, see bench/convs.py).\n\n"
+            f"{report(cs, choices, shapes)}\n\n"
+            f"Machine: {machine()}\n")
+    print(f"# {title}\n\n{text}")
+    write_results(args.out, title, text)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     python bench/e2e.py --rounds 15     # more rounds on a busy machine
     python bench/e2e.py --records bench/tune_records   # also mb.compile(..., tuning_records=)
     python bench/e2e.py --records bench/tune_records_remeasured   # after tune.py --remeasure
+    python bench/e2e.py --rounds 2 --models cnn --no-avx2 --out /tmp/e2e.md   # a smoke run
 
 Models (built by mlcbook.frontend.examples, fixed random weights):
 
@@ -17,6 +18,11 @@ Models (built by mlcbook.frontend.examples, fixed random weights):
 default). ``--records DIR`` adds a third contender for every model with tuning records
 ``DIR/<model>.jsonl`` (written by ``python bench/tune.py --models``): the same model
 compiled with ``mb.compile(..., tuning_records=...)``.
+
+On a host with AVX-512 each model is also compiled for ``-mcpu=x86-64-v3`` (the AVX2 code a
+laptop runs, :data:`_common.AVX2_TARGET`) and measured in the same rounds, interleaved with
+the others, so one machine shows both code paths: the "AVX2 code" columns, its ratio to
+onnxruntime beside the native code's. ``--no-avx2`` leaves it out (a quicker run).
 
 Each time is the median latency of a full call (``exe(x)`` including its input checks;
 ``session.run``) over interleaved rounds (see ``_common.measure``). The contenders of one
@@ -44,7 +50,8 @@ import time
 
 import numpy as np
 
-from _common import Case, Ratio, by_key, machine, measure, ort_session, paired_ratio, table
+from _common import (AVX2_TARGET, Case, Ratio, by_key, has_avx512, machine, measure,
+                     ort_session, paired_ratio, table, write_results)
 
 MODELS = ("mlp", "cnn", "resnet", "inception")
 THREADS = (1, 2)
@@ -98,9 +105,16 @@ def trials_in(records, names) -> dict:
     return out
 
 
-def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], dict]:
+#: the contender of the same model built for AVX2 (``-mcpu=x86-64-v3``) on an AVX-512 host
+AVX2 = "mlcbook AVX2 code"
+
+
+def cases(models=MODELS, opt_level: int = 3, records=None,
+          avx2: bool = False) -> tuple[list[Case], dict]:
     """The cases to measure, and per model (compile seconds, kernel calls); with ``records``
-    (a directory) also each model compiled with its tuning records, if it has some."""
+    (a directory) also each model compiled with its tuning records, if it has some; with
+    ``avx2`` also each model compiled for :data:`_common.AVX2_TARGET` (contender
+    :data:`AVX2`)."""
     import mlcbook as mb
     out, info = [], {}
     for name in models:
@@ -117,6 +131,8 @@ def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], 
             tuned = mb.compile(mb.from_onnx(model), opt_level=opt_level,
                                tuning_records=str(path))
             info[name] += (tuned.stats["tuned_kernels"],)
+        avx2_exe = mb.compile(mb.from_onnx(model), target=AVX2_TARGET,
+                              opt_level=opt_level) if avx2 else None
         for t in THREADS:
             sess = ort_session(model, t)
             want = sess.run(None, {"input": x})[0]
@@ -132,6 +148,12 @@ def cases(models=MODELS, opt_level: int = 3, records=None) -> tuple[list[Case], 
                     raise SystemExit(f"{name}: tuned mlcbook and onnxruntime disagree "
                                      f"(max difference {diff:.2e})")
                 out.append(Case("e2e", (name, "mlcbook tuned"), t, lambda e=tuned, x=x: e(x)))
+            if avx2_exe is not None:
+                diff = np.abs(avx2_exe(x) - want).max()
+                if diff > 1e-3 * max(1.0, np.abs(want).max()):
+                    raise SystemExit(f"{name}: mlcbook's AVX2 code and onnxruntime disagree "
+                                     f"(max difference {diff:.2e})")
+                out.append(Case("e2e", (name, AVX2), t, lambda e=avx2_exe, x=x: e(x)))
     return out, info
 
 
@@ -153,18 +175,29 @@ def _pooled(runs: list[dict], key, t: int) -> float:
 
 
 def report(runs: list[dict], info: dict) -> str:
+    """The table: per model and thread count mlcbook's and onnxruntime's latency and their
+    paired ratio; with the AVX2 contender measured (see :func:`cases`), its latency and ratio
+    to onnxruntime too."""
+    avx2 = any(k[0][1] == AVX2 for k in runs[0])
     rows = []
     for name in info:
         compile_s, calls, ops, arena, unplanned = info[name][:5]
         for t in THREADS:
             ratio, each = _ratio(runs, (name, "mlcbook"), t)
-            rows.append([name, t, f"{_pooled(runs, (name, 'mlcbook'), t) * 1e3:.3f}",
-                         f"{_pooled(runs, (name, 'onnxruntime'), t) * 1e3:.3f}", str(ratio),
-                         _per_process(each), f"{calls} / {ops}",
-                         f"{arena / 2**20:.1f} / {unplanned / 2**20:.1f}", f"{compile_s:.2f}"])
-    return table(["model", "threads", "mlcbook ms", "onnxruntime ms",
-                  "ratio (95% interval)", "ratio per process", "kernel calls / ops",
-                  "arena / unplanned MiB", "compile s"], rows)
+            row = [name, t, f"{_pooled(runs, (name, 'mlcbook'), t) * 1e3:.3f}",
+                   f"{_pooled(runs, (name, 'onnxruntime'), t) * 1e3:.3f}", str(ratio),
+                   _per_process(each)]
+            if avx2:
+                avx2_ratio, _ = _ratio(runs, (name, AVX2), t)
+                row += [f"{_pooled(runs, (name, AVX2), t) * 1e3:.3f}", str(avx2_ratio)]
+            rows.append(row + [f"{calls} / {ops}",
+                               f"{arena / 2**20:.1f} / {unplanned / 2**20:.1f}",
+                               f"{compile_s:.2f}"])
+    headers = ["model", "threads", "mlcbook ms", "onnxruntime ms", "ratio (95% interval)",
+               "ratio per process"]
+    if avx2:
+        headers += ["AVX2 code ms", "AVX2 code / onnxruntime (95% interval)"]
+    return table(headers + ["kernel calls / ops", "arena / unplanned MiB", "compile s"], rows)
 
 
 def report_tuned(runs: list[dict], info: dict, tuning: dict) -> str:
@@ -191,7 +224,8 @@ def report_tuned(runs: list[dict], info: dict, tuning: dict) -> str:
 
 def _in_this_process(args) -> tuple[dict, dict]:
     """Measure here: (``by_key`` of the measured cases, per-model info)."""
-    cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records)
+    cs, info = cases(tuple(args.models.split(",")), args.opt_level, args.records,
+                     avx2=not args.no_avx2 and has_avx512())
     measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
     return by_key(cs), info
 
@@ -202,6 +236,8 @@ def _in_processes(args) -> tuple[list[dict], dict]:
             "--opt-level", str(args.opt_level)]
     if args.records:
         argv += ["--records", args.records]
+    if args.no_avx2:
+        argv.append("--no-avx2")
     runs, info = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.processes):
@@ -227,6 +263,13 @@ def main(argv=None) -> None:
     ap.add_argument("--records", default=None,
                     help="directory of tuning records <model>.jsonl (bench/tune.py --models "
                     "or `mlcbook tune MODEL.onnx -o DIR/<model>.jsonl`)")
+    ap.add_argument("--no-avx2", action="store_true",
+                    help="on an AVX-512 host, do not also measure the models compiled for "
+                    "-mcpu=x86-64-v3 (AVX2)")
+    ap.add_argument("--out", default=None,
+                    help="the results file (default: bench/RESULTS_e2e.md, or "
+                    "bench/RESULTS_e2e_tuned.md with --records); this CPU's section of it is "
+                    "replaced, other CPUs' are kept")
     ap.add_argument("--raw", default=None, help=argparse.SUPPRESS)   # a child's measurements
     argv = sys.argv[1:] if argv is None else list(argv)
     args = ap.parse_args(argv)
@@ -243,19 +286,22 @@ def main(argv=None) -> None:
                 "cases": [{"key": list(c.key), "threads": c.threads, "seconds": c.seconds}
                           for c in run.values()]}))
             return
-    text = (f"# End to end: mlcbook (default schedules) vs onnxruntime\n\n"
-            f"Written by `python bench/e2e.py{' ' + ' '.join(argv) if argv else ''}` "
+    title = "End to end: mlcbook (default schedules) vs onnxruntime"
+    avx2 = any(k[0][1] == AVX2 for k in runs[0])
+    text = (f"Written by `python bench/e2e.py{' ' + ' '.join(argv) if argv else ''}` "
             f"({args.rounds} rounds in each of {args.processes} process(es); each time the "
             f"median over all rounds; each ratio the median of per-round ratios of contenders "
             f"measured side by side, with its 95% interval; same thread count for both; "
-            f"opt_level {args.opt_level}; ratio = mlcbook / onnxruntime, lower is better).\n\n"
-            f"{report(runs, info)}\n\nMachine: {machine()}.\n")
+            f"opt_level {args.opt_level}; ratio = mlcbook / onnxruntime, lower is better"
+            + (f"; AVX2 code: the same models compiled for `{AVX2_TARGET}`, measured in the "
+               "same rounds" if avx2 else "") + f").\n\n"
+            f"{report(runs, info)}\n\nMachine: {machine()}\n")
     if args.records:
         tuned = report_tuned(runs, info, trials_in(args.records, info))
         text += f"\n## Tuned (records in {args.records})\n\n{tuned}\n"
-    print(text)
+    print(f"# {title}\n\n{text}")
     name = "RESULTS_e2e_tuned.md" if args.records else "RESULTS_e2e.md"
-    (Path(__file__).resolve().parent / name).write_text(text)
+    write_results(args.out or Path(__file__).resolve().parent / name, title, text)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ import sys
 
 import numpy as np
 
-from _common import Case, by_key, kernel_call, machine, measure, ort_session, table
+from _common import (Case, by_key, kernel_call, machine, measure, ort_session, table,
+                     write_results)
 
 SIZES = (1024,)
 MODELS = ("cnn", "mlp")
@@ -156,7 +157,7 @@ def report(all_cases: list[Case], calls: dict) -> str:
                 cells += [f"{g:.1f}{mark}{' (1 run)' if c.once else ''}", f"{g / f32:.2f}x"]
             rows.append(cells)
     vnni = any("vpdpbusd" in v for v in calls.values())
-    head = (f"machine: {machine()}. VNNI and BF16 figures need a CPU with AVX-512 VNNI / "
+    head = ("VNNI and BF16 figures need a CPU with AVX-512 VNNI / "
             "BF16" + ("" if vnni else "; this one has neither, so the 2.5x (int8 VNNI) and "
                                      "1.5x (bf16) targets cannot be measured here") + ".\n"
             "† measured with 1 thread only.\n\n")
@@ -365,20 +366,25 @@ def main(argv=None) -> None:
     ap.add_argument("--integer-models", nargs="*", default=list(INTEGER_MODELS),
                     choices=list(INTEGER_MODELS),
                     help="onnxruntime-quantized models in ONNX integer ops (none: skip)")
-    ap.add_argument("--save", action="store_true", help="write bench/RESULTS_int8.md")
+    ap.add_argument("--save", action="store_true",
+                    help="write this CPU's section of bench/RESULTS_int8.md (other CPUs' "
+                    "sections are kept)")
+    ap.add_argument("--out", default=None, help="with --save: the results file to write")
     args = ap.parse_args(argv)
     cs, calls = cases(args.sizes)
     ms, model_calls = model_cases(args.models)
     ims, integer_calls = integer_model_cases(args.integer_models)
     measure(cs + ms + ims, args.rounds)
     text = report(cs, calls) + ("\n\n" + model_report(ms, model_calls) if ms else "") + (
-        "\n\n" + integer_model_report(ims, integer_calls) if ims else "")
+        "\n\n" + integer_model_report(ims, integer_calls) if ims else "") + (
+        f"\n\nMachine: {machine()}\n")
     print(text)
-    if args.save:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_int8.md")
-        with open(path, "w") as f:
-            f.write(f"# int8 matmul and quantized models\n\n`python bench/int8.py {' '.join(sys.argv[1:])}`\n\n"
-                    + text + "\n")
+    if args.save or args.out:
+        path = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "RESULTS_int8.md")
+        argv_text = " ".join(sys.argv[1:] if argv is None else argv)
+        write_results(path, "int8 matmul and quantized models",
+                      f"`python bench/int8.py {argv_text}`\n\n{text}")
 
 
 if __name__ == "__main__":

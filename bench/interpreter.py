@@ -10,13 +10,13 @@ bench/RESULTS_interpreter.md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _common import machine, write_results
 
 import mlcbook as mb
 from mlcbook.tir import (Block, BlockRealize, Buffer, BufferRegion, BufferStore, For, IterVar,
@@ -84,14 +84,13 @@ def main(argv=None) -> str:
     evaluate_t, interp_small = statistics.median(evaluate_t), statistics.median(interp_small)
     same_bits = bool(np.array_equal(sc, sc_ref))
 
+    title = "Interpreter: float32 matmul (one block with init)"
     table = "\n".join([
-        f"# Interpreter: {n}x{n}x{n} float32 matmul (one block with init)",
-        "",
         f"Command: `python bench/interpreter.py --n {n} --repeats {args.repeats}` "
-        f"(median of {args.repeats} runs; numpy: median of {args.repeats} x 200 calls).",
-        f"Machine: {platform.machine()}, {platform.system()}, Python {platform.python_version()},"
-        f" numpy {np.__version__}, {os.cpu_count()} cores, load average "
-        f"{os.getloadavg()[0]:.1f} (1 min) after the runs, {time.strftime('%Y-%m-%d')}.",
+        f"({n}x{n}x{n}; median of {args.repeats} runs; numpy: median of {args.repeats} x 200 "
+        "calls).",
+        "",
+        f"Machine: {machine()}",
         "",
         "| what | time (s) | ratio to numpy |",
         "|---|---:|---:|",
@@ -114,8 +113,8 @@ def main(argv=None) -> str:
         "(the interpreter computes each step in float64 and rounds every store to float32).",
         "",
     ])
-    Path(args.out).write_text(table)
-    print(table)
+    write_results(args.out, title, table)
+    print(f"# {title}\n\n{table}")
     return table
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, compiled_with, kernel_call, machine, measure, table
+from _common import (Case, by_key, compiled_with, kernel_call, machine, measure, table,
+                     write_results)
 from e2e import model_of
 
 THREADS = (1, 2)
@@ -111,14 +112,14 @@ def main(argv=None) -> None:
     ap.add_argument("--models", default="resnet,inception")
     ap.add_argument("-o", "--output", default=str(Path(__file__).with_name("RESULTS_pads.md")))
     args = ap.parse_args(argv)
-    parts = [f"# Pad loops of convs: fused vs cut at the border ({args.rounds} interleaved "
-             "rounds, median us per call)\n", machine() + "\n"]
+    title = "Pad loops of convs: fused vs cut at the border"
+    parts = [f"{args.rounds} interleaved rounds, median us per call.\n", machine() + "\n"]
     for name in args.models.split(","):
         cs, calls = cases(name)
         measure(cs, args.rounds)
         parts += [f"## {name}\n", report(cs, name, calls) + "\n"]
         print(parts[-2] + parts[-1])
-    Path(args.output).write_text("\n".join(parts))
+    write_results(args.output, title, "\n".join(parts))
 
 
 if __name__ == "__main__":

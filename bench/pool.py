@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, ort_session, table
+from _common import Case, by_key, machine, measure, ort_session, table, write_results
 
 EMPTY = '''
 @T.prim_func(root=False)
@@ -100,6 +100,9 @@ def cnn_cases() -> tuple[list[Case], list[str]]:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS_pool.md"),
+                    help="the results file: this CPU's section of it is replaced, other "
+                    "CPUs' are kept")
     args = ap.parse_args(argv)
     empty = empty_kernel()
     cases = [Case("launch", ("back to back",), t, empty) for t in (1, 2)]
@@ -125,12 +128,12 @@ def main(argv=None) -> None:
         a, b = by[((what,), 1)].median, by[((what,), 2)].median
         rows.append([what, f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{a / b:.2f}x"])
     model = table(["CNN (batch 8)", "1 thread ms", "2 threads ms", "speed-up"], rows)
-    text = (f"# The thread pool: launch costs, the CNN's kernels at 1 and 2 threads\n\n"
-            f"Written by `python bench/pool.py` ({args.rounds} rounds; medians over "
+    title = "The thread pool: launch costs, the CNN's kernels at 1 and 2 threads"
+    text = (f"Written by `python bench/pool.py` ({args.rounds} rounds; medians over "
             f"interleaved rounds).\n\n{launch}\n\n{kernels}\n\n{model}\n\n"
-            f"Machine: {machine()}.\n")
-    print(text)
-    (Path(__file__).resolve().parent / "RESULTS_pool.md").write_text(text)
+            f"Machine: {machine()}\n")
+    print(f"# {title}\n\n{text}")
+    write_results(args.out, title, text)
 
 
 if __name__ == "__main__":

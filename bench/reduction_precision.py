@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine, ort_session
+from _common import machine, ort_session, write_results
 from onnx import TensorProto, helper
 
 import mlcbook as mb
@@ -64,7 +64,7 @@ def main(argv=None) -> None:
     cases = {"ReduceMean 1x2M": ("ReduceMean", (1, 2_000_000), (1,)),
              "ReduceMean 128kx16 down columns": ("ReduceMean", (131_072, 16), (0,)),
              "LayerNorm 4x64k": ("LayerNormalization", (4, 65_536), (-1,))}
-    lines = [f"# Long reductions\n\n{machine()}\n",
+    lines = [f"{machine()}\n",
              f"two-level sums: {'off' if args.one_level else 'on'}\n",
              "| case | mlcbook rel. err | onnxruntime rel. err | numpy f32 rel. err "
              "| mlcbook ms | onnxruntime ms | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
@@ -88,8 +88,8 @@ def main(argv=None) -> None:
                      f"{err(np_f32) if np_f32 is not None else float('nan'):.1e} | "
                      f"{mb_ms:.2f} | {ort_ms:.2f} | {mb_ms / ort_ms:.2f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    Path(args.out).write_text(text)
+    print(f"# Long reductions\n\n{text}")
+    write_results(args.out, "Long reductions", text)
 
 
 if __name__ == "__main__":

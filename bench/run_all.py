@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import conv2d  # noqa: E402
 import elementwise  # noqa: E402
 import matmul  # noqa: E402
-from _common import machine, measure  # noqa: E402
+from _common import machine, measure, write_results  # noqa: E402
 
 
 def _verdict(ok: bool) -> str:
@@ -57,9 +57,10 @@ def main(argv=None) -> str:
     targets.append(f"- fused elementwise, 1 thread: {ew['fused_ratio']:.2f}x numpy's three "
                    f"passes; target >= 2x: **{_verdict(ew['fused_ratio'] >= 2)}**")
     cmd = "python bench/run_all.py" + (" --quick" if args.quick else "")
-    text = f"""# Native code benchmarks
+    title = "Native code benchmarks"
+    text = f"""Written by `{cmd}` ({minutes:.1f} min, {rounds} rounds).
 
-Written by `{cmd}` ({minutes:.1f} min, {rounds} rounds). Machine: {machine()}.
+Machine: {machine()}
 
 Every figure is the median over interleaved rounds of one run (each round measures every
 case once), with numpy's BLAS pinned to the same thread count as mlcbook's thread pool.
@@ -86,8 +87,8 @@ GB/s counts 8 bytes per element (x read, y written) for both programs.
 
 {cv_text}
 """
-    Path(args.out).write_text(text)
-    print(text)
+    write_results(args.out, title, text)
+    print(f"# {title}\n\n{text}")
     return text
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import Case, by_key, machine, measure, table
+from _common import Case, by_key, machine, measure, table, write_results
 
 SIZES, BATCH, LR, MOMENTUM = (784, 512, 256, 10), 64, 0.01, 0.9
 THREADS = (1, 2)
@@ -107,13 +107,13 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     cs, info = cases()
     measure(cs, args.rounds)
-    text = (f"# Training step: mlcbook vs numpy\n\n"
-            f"Written by `python bench/train.py` ({args.rounds} rounds; each figure the median "
+    title = "Training step: mlcbook vs numpy"
+    text = (f"Written by `python bench/train.py` ({args.rounds} rounds; each figure the median "
             f"over interleaved rounds, same thread count for both). MLP "
             f"{'-'.join(map(str, SIZES))}, batch {BATCH}, momentum SGD.\n\n"
-            f"{report(cs, info)}\n\nMachine: {machine()}.\n")
-    print(text)
-    Path(args.out).write_text(text)
+            f"{report(cs, info)}\n\nMachine: {machine()}\n")
+    print(f"# {title}\n\n{text}")
+    write_results(args.out, title, text)
 
 
 if __name__ == "__main__":

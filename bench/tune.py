@@ -216,13 +216,13 @@ def plot(curves: dict, path: Path) -> None:
 
 
 def kernel_report(args) -> str:
-    from _common import machine, table
+    from _common import machine, table, write_results
     load = mb.runtime.machine_load()
     keep = args.kernels.split(",") if args.kernels else None
     searches = tuple(args.searches.split(","))
     if searches[0] != "xgboost" or not set(searches) <= set(SEARCHES):
         raise SystemExit(f"--searches must start with xgboost and name some of {SEARCHES}")
-    sections = ["# mb.tune benchmarks\n\n" + f"Written by `python bench/tune.py "
+    sections = [f"Written by `python bench/tune.py "
                 f"{' '.join(args.argv)}`.\n\n" + machine() + f"\n\n{load.note()}"]
     smoke = "_smoke" if args.smoke else ""
     part = f"_{args.part}" if args.part != "all" or keep else ""
@@ -264,13 +264,13 @@ def kernel_report(args) -> str:
                    "start: `tune(..., from_default=False)`), so the curves compare the "
                    "searches alone."))
     text = "\n\n".join(sections)
-    (HERE / f"RESULTS_tune{part}{smoke}.md").write_text(text + "\n")
-    return text
+    write_results(HERE / f"RESULTS_tune{part}{smoke}.md", "mb.tune benchmarks", text + "\n")
+    return f"# mb.tune benchmarks\n\n{text}"
 
 
 def model_report(args) -> str:
     import e2e
-    from _common import by_key, machine, measure
+    from _common import by_key, machine, measure, write_results
     from mlcbook.tune.tasks import tune_model
     records = HERE / ("tune_records_smoke" if args.smoke else "tune_records")
     records.mkdir(exist_ok=True)
@@ -295,13 +295,14 @@ def model_report(args) -> str:
                          for n, (t, s) in tuning.items())
     cs, info = e2e.cases(names, records=records)
     measure(cs, args.rounds, group=lambda c: (c.key[0], c.threads))
-    text = (f"# Tuned whole models vs default schedules vs onnxruntime\n\nWritten by "
+    title = "Tuned whole models vs default schedules vs onnxruntime"
+    text = (f"Written by "
             f"`python bench/tune.py {' '.join(args.argv)}` ({args.rounds} interleaved rounds; "
             f"records in {records.relative_to(HERE.parent)}).\n\n"
-            f"{e2e.report_tuned([by_key(cs)], info, tuning)}\n\nMachine: {machine()}.\n")
+            f"{e2e.report_tuned([by_key(cs)], info, tuning)}\n\nMachine: {machine()}\n")
     name = "RESULTS_tune_models_smoke.md" if args.smoke else "RESULTS_tune_models.md"
-    (HERE / name).write_text(text)
-    return text
+    write_results(HERE / name, title, text)
+    return f"# {title}\n\n{text}"
 
 
 def record_tuning_time(records: Path, name: str, trials: int, seconds: float,

@@ -42,6 +42,7 @@ from mlcbook.tune.measure import Job, MeasureResult, Measurer, random_inputs, ru
 from mlcbook.tune.search import tune
 from mlcbook.tune.space import Space
 
+from _common import machine, write_results
 from tune import _conv
 
 HERE = Path(__file__).parent
@@ -113,9 +114,8 @@ def main(argv=None) -> None:
               f"{flops / t['default'] / 1e9:.1f} GFLOP/s", flush=True)
     measurer.close()
     med = {m: {k: statistics.median(v) for k, v in d.items() if v} for m, d in speedups.items()}
-    lines = ["# Tuner measurements against in-process times: 3x3 conv 64->64 @56",
-             "",
-             f"`python bench/{' '.join([Path(__file__).name] + sys.argv[1:])}` — "
+    title = "Tuner measurements against in-process times: 3x3 conv 64->64 @56"
+    lines = [f"`python bench/{' '.join([Path(__file__).name] + sys.argv[1:])}` — "
              f"{args.trials} trials (bare XGBoost search, seed 0), {args.passes} passes; "
              f"speed-ups over the default schedule (median over passes), each method "
              f"against its own default measurement. Candidates named by their rank in "
@@ -145,10 +145,11 @@ def main(argv=None) -> None:
         lines.append(f"| {m} | {100 * statistics.median(errs):.1f}% | "
                      f"{'yes' if best == best_true else f'no ({best} vs {best_true})'} |")
     lines += ["", f"In all {time.perf_counter() - t_start:.0f} s; machine load "
-              f"{mb.runtime.machine_load().others:.2f} cores of others at the end."]
+              f"{mb.runtime.machine_load().others:.2f} cores of others at the end.",
+              "", f"Machine: {machine()}"]
     text = "\n".join(lines) + "\n"
-    (HERE / "RESULTS_tune_fidelity.md").write_text(text)
-    print(text)
+    write_results(HERE / "RESULTS_tune_fidelity.md", title, text)
+    print(f"# {title}\n\n{text}")
 
 
 if __name__ == "__main__":

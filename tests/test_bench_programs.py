@@ -35,3 +35,30 @@ def test_conv2d_program_matches_a_direct_convolution():
         xp, (3, 3), axis=(1, 2)), w)[None]
     got = mb.build(P.conv2d_best(c=4, f=8, h=6, w=6, xr=2))(x, w)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _one_conv(c, k, h, kern, groups):
+    import convs
+    x = RNG.standard_normal((1, c, h, h)).astype("float32")
+    w = (RNG.standard_normal((k, c // groups, kern, kern)) * 0.1).astype("float32")
+    p = kern // 2
+    func = convs._graph(x.shape, w, {"pads": (p,) * 4, "strides": (1, 1),
+                                     "kernel_shape": (kern, kern), "group": groups})
+    return func, x, mb.graph.interpret(func, x)
+
+
+def test_convs_times_the_blocked_kernel_mb_compile_makes_for_a_grouped_conv():
+    import convs
+    func, x, want = _one_conv(48, 48, 6, 1, 4)     # 12 channels a group: padded blocks
+    run, steps = convs._compiled(func, x, want)   # checks the whole plan against want
+    names = [name for name, _ in steps]
+    assert names == ["to_blocked", "conv_nchwc", "from_blocked"]
+    run()                                          # the conv kernel alone
+    assert convs._choice(steps, 48, 4).startswith("direct, NCHW")
+
+
+def test_convs_says_a_depthwise_conv_stays_in_nchw():
+    import convs
+    func, x, want = _one_conv(8, 8, 6, 3, 8)
+    _, steps = convs._compiled(func, x, want)
+    assert convs._choice(steps, 8, 8) == "NCHW (depthwise stays NCHW)"
