@@ -128,6 +128,15 @@ def _parser() -> argparse.ArgumentParser:
                        help="a Jupyter kernel name (default: this Python environment)")
     grade.set_defaults(run=_grade)
 
+    mach = sub.add_parser("machine", help="print the machine model schedules are derived from",
+                          description="Print the machine model of a target (default: this "
+                          "CPU): vector width and registers, FMA and load throughput, caches, "
+                          "cores and dot-product instructions, from which the default schedules "
+                          "and tuning spaces derive their choices.")
+    mach.add_argument("--target", default="llvm", metavar="T",
+                      help="an LLVM target, e.g. 'llvm -mcpu=znver3' (default: this machine)")
+    mach.set_defaults(run=_machine)
+
     bk = sub.add_parser("book", help="list, run or maintain the book's chapters",
                         description="List the book's chapters (default), execute the written "
                         "ones, regenerate the student exercise notebooks, or render the written "
@@ -146,6 +155,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="build: the folder to write the web book to (default: site)")
     bk.set_defaults(run=_book)
     return parser
+
+
+def _machine(args: argparse.Namespace) -> int:
+    from .codegen.target import Target
+    print(Target(args.target).machine)
+    return 0
 
 
 def _version() -> str:

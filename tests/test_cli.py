@@ -66,3 +66,15 @@ def test_grade_unknown_kernel(capsys):
 def test_grade_requires_a_notebook():
     with pytest.raises(SystemExit):
         main(["grade"])
+
+
+def test_machine_prints_the_model_of_a_named_cpu(capsys):
+    assert main(["machine", "--target", "llvm -mcpu=znver3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("znver3 (x86_64)") and "256-bit, 16 registers" in out
+    assert "L1d 32 KiB" in out and "dot products  none" in out
+
+
+def test_machine_of_an_unknown_target_is_a_clear_error(capsys):
+    assert main(["machine", "--target", "gcc -O2"]) == 1
+    assert "unknown target 'gcc -O2'" in capsys.readouterr().err
