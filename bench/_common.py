@@ -198,6 +198,13 @@ def has_avx512() -> bool:
     return mb.Target().vector_bits == 512
 
 
+def add_avx2_argument(ap, what: str) -> None:
+    """``--no-avx2``: on an AVX-512 host, skip timing the ``what`` compiled for x86-64-v3."""
+    ap.add_argument("--no-avx2", action="store_true",
+                    help=f"on an AVX-512 host, do not also measure the {what} compiled for "
+                    "-mcpu=x86-64-v3 (AVX2)")
+
+
 def ort_session(model, threads: int | None = None, quiet: bool = False):
     """An onnxruntime CPU session of the ONNX ``model`` (a ModelProto) that runs each node on
     ``threads`` threads (default: onnxruntime's choice) and never runs two nodes at once, the

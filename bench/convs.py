@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import (AVX2_TARGET, Case, by_key, has_avx512, kernel_call, machine, measure,
-                     ort_session, paired_ratio, switched, table, write_results)
+from _common import (AVX2_TARGET, add_avx2_argument, by_key, Case, has_avx512, kernel_call,
+                     machine, measure, ort_session, paired_ratio, switched, table,
+                     write_results)
 
 import mlcbook as mb
 from mlcbook.graph.compile import kernel_calls
@@ -226,9 +227,7 @@ def main(argv=None) -> None:
     ap.add_argument("--shapes", default=None,
                     help="comma-separated parts of shape labels: only the shapes whose label "
                     "contains one (e.g. 'groups,depthwise')")
-    ap.add_argument("--no-avx2", action="store_true",
-                    help="on an AVX-512 host, do not also measure the convs compiled for "
-                    "-mcpu=x86-64-v3 (AVX2)")
+    add_avx2_argument(ap, "convs")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS_convs.md"),
                     help="the results file: this CPU's section of it is replaced, other "
                     "CPUs' are kept")

@@ -50,8 +50,8 @@ import time
 
 import numpy as np
 
-from _common import (AVX2_TARGET, Case, Ratio, by_key, has_avx512, machine, measure,
-                     ort_session, paired_ratio, table, write_results)
+from _common import (AVX2_TARGET, add_avx2_argument, by_key, Case, has_avx512, machine,
+                     measure, ort_session, paired_ratio, Ratio, table, write_results)
 
 MODELS = ("mlp", "cnn", "resnet", "inception")
 THREADS = (1, 2)
@@ -263,9 +263,7 @@ def main(argv=None) -> None:
     ap.add_argument("--records", default=None,
                     help="directory of tuning records <model>.jsonl (bench/tune.py --models "
                     "or `mlcbook tune MODEL.onnx -o DIR/<model>.jsonl`)")
-    ap.add_argument("--no-avx2", action="store_true",
-                    help="on an AVX-512 host, do not also measure the models compiled for "
-                    "-mcpu=x86-64-v3 (AVX2)")
+    add_avx2_argument(ap, "models")
     ap.add_argument("--out", default=None,
                     help="the results file (default: bench/RESULTS_e2e.md, or "
                     "bench/RESULTS_e2e_tuned.md with --records); this CPU's section of it is "

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import (AVX2_TARGET, Case, by_key, has_avx512, machine, measure, ort_session,
-                     table, write_results)
+from _common import (AVX2_TARGET, add_avx2_argument, by_key, Case, has_avx512, machine,
+                     measure, ort_session, table, write_results)
 
 THREADS = (1, 2)
 #: the contender of the same model built for AVX2 (``-mcpu=x86-64-v3``) on an AVX-512 host
@@ -95,9 +95,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--models", default=",".join(ZOO))
     ap.add_argument("--opt-level", type=int, default=3)
-    ap.add_argument("--no-avx2", action="store_true",
-                    help="on an AVX-512 host, do not also measure the models compiled for "
-                    "-mcpu=x86-64-v3 (AVX2)")
+    add_avx2_argument(ap, "models")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS_zoo.md"),
                     help="the results file: this CPU's section of it is replaced, other "
                     "CPUs' are kept")
