@@ -27,6 +27,10 @@ The bf16 row is the fp32 schedule on bfloat16 inputs (widened to float32 as load
 in float32): without AVX-512 BF16's ``vdpbf16ps`` it can at best match fp32, halving only
 the bytes the inputs take.
 
+The ``bf16 vdpbf16ps`` row (CPUs with AVX-512 BF16 only, "-" elsewhere) is
+``mlcbook.graph.bf16_matmul``: B packed in bf16 pairs, register tiles of float32 sums
+added by ``vdpbf16ps``, two products per lane per instruction.
+
 The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16 >= 1.5x fp32) can only be judged on a
 CPU with VNNI / AVX-512 BF16. onnxruntime's MatMulInteger gets the 7-bit weights (its AVX2
 kernel saturates on full-range ones). Operations are counted as 2 n^3 (a multiply and an
@@ -48,7 +52,8 @@ SIZES = (1024,)
 MODELS = ("cnn", "mlp")
 THREADS = (1, 2)
 PROGRAMS = ("mlcbook int8, 7-bit weights", "mlcbook int8, 8-bit weights",
-            "mlcbook int8, chapter 8", "mlcbook bf16", "mlcbook fp32 best", "numpy int32",
+            "mlcbook int8, chapter 8", "mlcbook bf16", "mlcbook bf16 vdpbf16ps",
+            "mlcbook fp32 best", "numpy int32",
             "onnxruntime MatMulInteger")
 
 
@@ -72,6 +77,8 @@ def _ort_matmul_integer(n: int, threads: int):
 
 def cases(sizes=SIZES) -> tuple[list[Case], dict]:
     import mlcbook as mb
+    from mlcbook.graph.bf16_matmul import bf16_matmul, bf16_variant, pack_bf16, \
+        schedule_bf16_matmul
     from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, int8_matmul_tiled, \
         pack_weights, schedule_int8_kernel, schedule_int8_matmul
     from mlcbook.ops.int8_kernels import pack_int8
@@ -117,6 +124,15 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
         hwant = ha.astype(np.float32).astype(np.float64) @ hb.astype(np.float32).astype(np.float64)
         if not np.allclose(hc, hwant, rtol=1e-4, atol=1e-2 * n):
             raise SystemExit(f"bf16 matmul n={n}: wrong result")
+        # bf16 with vdpbf16ps register tiles, only where this CPU has AVX-512 BF16
+        dkern = None
+        if bf16_variant() is not None and n % 16 == 0:
+            dkern, dbp = mb.build(schedule_bf16_matmul(bf16_matmul(n, n, n))), pack_bf16(hb)
+            dc = np.zeros((n, n), np.float32)
+            dkern(ha, dbp, dc)
+            if not np.allclose(dc, hwant, rtol=1e-4, atol=1e-2 * n):
+                raise SystemExit(f"bf16 vdpbf16ps matmul n={n}: wrong result")
+            calls["mlcbook bf16 vdpbf16ps"] = tensor_calls(dkern)
         # one session per thread count: onnxruntime's default is every core, and its idle
         # workers spin for tens of ms after a run, taking a core from what runs next (the
         # harness settles after every case of more than one thread)
@@ -133,6 +149,9 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
                             kernel_call(kern, a, bp, c)))
             out.append(Case("int8", (n, "mlcbook fp32 best"), t, kernel_call(fkern, fa, fb, fc)))
             out.append(Case("int8", (n, "mlcbook bf16"), t, kernel_call(hkern, ha, hb, hc)))
+            if dkern is not None:
+                out.append(Case("int8", (n, "mlcbook bf16 vdpbf16ps"), t,
+                                kernel_call(dkern, ha, dbp, dc)))
             out.append(Case("int8", (n, "onnxruntime MatMulInteger"), t,
                             lambda s=sessions[t], a=a, b=bkn: s.run(None, {"A": a, "B": b})))
         # numpy's integer matmul does not use BLAS nor threads: one thread only, and at
@@ -151,6 +170,9 @@ def report(all_cases: list[Case], calls: dict) -> str:
             cells = [f"{n}", p, f"`{calls[p]}`" if p in calls else ""]
             for t in (1, 2):
                 c = by.get(((n, p), t)) or by.get(((n, p), 1))
+                if c is None:   # not run on this CPU (bf16 vdpbf16ps without AVX-512 BF16)
+                    cells += ["-", "-"]
+                    continue
                 g = ops / c.median / 1e9
                 f32 = ops / by[((n, "mlcbook fp32 best"), t)].median / 1e9
                 mark = " †" if c.threads != t else ""

@@ -8,22 +8,23 @@ emitter registered here with the CPU features its instructions need.
 :func:`check_features` runs before code generation: a call whose features the target lacks
 is a :class:`~mlcbook.errors.MissingFeatureError` naming them, never a crash at run time.
 The x86 emitters below compute exactly what their ``desc`` says (integer sums never saturate;
-float32 tiles use fused multiply-add, so they differ from ``desc`` by rounding only).
+float32 tiles use fused multiply-add and bf16 tiles ``vdpbf16ps``, which flushes denormals,
+so they differ from ``desc`` by rounding only).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import llvmlite.ir as ir
 
 from ..errors import BuildError, MissingFeatureError
 from ..tir.expr import TensorCall
 from ..tir.functor import post_order_visit
-from ..tir.x86_intrinsics import FMA_KERNELS, TILE_COLS, VNNI_VARIANTS, parse_tile_op, \
-    tile_features
-from .llvm_types import I32, I64, reg_type
+from ..tir.x86_intrinsics import BF16_VARIANTS, FMA_KERNELS, TILE_COLS, VNNI_VARIANTS, \
+    parse_tile_op, tile_features
+from .llvm_types import I32, I64, mem_type
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def tensor_call(name: str, features=()) -> Callable[[Callable], Callable]:
 def lookup(name: str) -> TensorCallOp:
     tile = parse_tile_op(name) if name not in TENSOR_CALLS else None
     if tile is not None:
-        emit = _tile_vpdpbusd(tile) if tile.variant in VNNI_VARIANTS else \
+        emit = _tile_dot(tile) if tile.variant in {**VNNI_VARIANTS, **BF16_VARIANTS} else \
             _TILE_EMITTERS[tile.variant](tile.rows, tile.depth)
         tensor_call(name, tile_features(tile.variant))(emit)
     try:
@@ -116,8 +117,9 @@ def emit_tensor_call(em, e: TensorCall) -> None:
     ptrs = []
     for a in e.args:
         idx = em.expr(a.indices[0])
+        # elements as stored: a bfloat16 is 2 bytes in memory (a float in registers)
         ptrs.append(em.b.gep(em.buffers[a.buffer], [idx.value],
-                             source_etype=reg_type(a.buffer.dtype), inbounds=True))
+                             source_etype=mem_type(a.buffer.dtype), inbounds=True))
     op.emit(em, ptrs, e.strides)
 
 
@@ -380,46 +382,94 @@ def _offset(em, ptr, t, *terms):
     return B.gep(ptr, [total], source_etype=t, inbounds=True)
 
 
-def _tile_vpdpbusd(op):
-    """C[i, b, j] += sum over d, k of u8 A[i, 4d + k] * i8 B[b, d, j, k] with ``vpdpbusd``:
-    a register tile of ``tile_rows`` x ``tile_blocks`` column tiles keeps its sums in
-    registers over the whole depth, each row's 4 activations broadcast once per group and
-    used against every weight vector of the group. Whole register tiles run in a loop; the
-    rows and column tiles left over get a smaller tile of the same code."""
-    bits = VNNI_VARIANTS[op.variant][0]
+class _BFloat(ir.Type):
+    """LLVM's ``bfloat`` (llvmlite has no class for it): the operand element type of the
+    AVX-512 BF16 intrinsics since LLVM 17 (before, ``i16``; llvmlite >= 0.45 is LLVM 20)."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _BFloat)
+
+    def __hash__(self) -> int:
+        return hash(_BFloat)
+
+
+class _DotKind(NamedTuple):
+    """How one family of register-tiled dot kernels reads memory: ``fn`` the intrinsic,
+    ``acc`` the 32-bit sum type, ``operand`` the vector type its two inputs are bitcast to
+    (None: ``<lanes x i32>`` as loaded), ``elem`` the type of one A / B element in memory,
+    ``terms`` the elements of one group (4 bytes: one i32 broadcast per row), and whether C
+    has a blocks axis (int8's (rows, blocks, 16)) or is the (rows, 16 x blocks) matrix."""
+
+    fn: str
+    acc: ir.Type
+    operand: ir.Type | None
+    elem: ir.Type
+    terms: int
+    blocks_axis: bool
+
+
+def _dot_kind(variant: str) -> tuple[int, _DotKind]:
+    """(register bits, :class:`_DotKind`) of a VNNI or BF16 tile variant."""
+    if variant in BF16_VARIANTS:
+        bits = BF16_VARIANTS[variant][0]
+        return bits, _DotKind(f"llvm.x86.avx512bf16.dpbf16ps.{bits}", ir.FloatType(),
+                              _vec(bits // 16, _BFloat()), ir.IntType(16), 2, False)
+    bits = VNNI_VARIANTS[variant][0]   # the VEX form (AVX-VNNI) is the same intrinsic
+    return bits, _DotKind(f"llvm.x86.avx512.vpdpbusd.{bits}", I32, None, ir.IntType(8), 4,
+                          True)
+
+
+def _tile_dot(op):
+    """C[i, b, j] += sum over d, k of A[i, T d + k] * B[b, d, j, k] with one dot instruction
+    per (row, weight vector, group of T terms): ``vpdpbusd`` (u8 x i8, T = 4, int32 sums)
+    or ``vdpbf16ps`` (bf16 x bf16, T = 2, float32 sums; C the (rows, 16 x blocks) matrix).
+    A register tile of ``tile_rows`` x ``tile_blocks`` column tiles keeps its sums in
+    registers over the whole depth, each row's group of terms (4 bytes) broadcast once per
+    group and used against every weight vector of the group. Whole register tiles run in a
+    loop; the rows and column tiles left over get a smaller tile of the same code."""
+    bits, kind = _dot_kind(op.variant)
     lanes = bits // 32
     per = TILE_COLS // lanes                   # registers per 16-column tile
-    fn = f"llvm.x86.avx512.vpdpbusd.{bits}"    # the VEX form (AVX-VNNI) is the same intrinsic
+    fn, T = kind.fn, kind.terms
 
     def emit(em, ptrs, strides):
         a, b, c = ptrs
         (sa, sb, sc) = strides
-        if sa[-1] != 1 or sb[-3:] != (TILE_COLS * 4, 4, 1) or sc[-1] != 1:
-            raise BuildError("the VNNI int8 tile reads A rows with k innermost, B as packed "
-                             "16 x 4 tiles and C rows contiguous; got strides "
-                             f"{sa}, {sb}, {sc}. Instead: pack the weights with pack_int8")
-        Bd, i8, vt = em.b, ir.IntType(8), _vec(lanes, I32)
+        if sa[-1] != 1 or sb[-3:] != (TILE_COLS * T, T, 1) or sc[-1] != 1:
+            raise BuildError(f"the {op.variant} tile reads A rows with k innermost, B as "
+                             f"packed 16 x {T} tiles and C rows contiguous; got strides "
+                             f"{sa}, {sb}, {sc}. Instead: pack the weights with "
+                             f"{'pack_bf16' if T == 2 else 'pack_int8'}")
+        Bd, el, vt, at = em.b, kind.elem, _vec(lanes, I32), _vec(lanes, kind.acc)
+        # C's step from one 16-column tile to the next, in elements
+        c_block = sc[1] if kind.blocks_axis else TILE_COLS
+
+        def operand(v):
+            return v if kind.operand is None else Bd.bitcast(v, kind.operand)
 
         def tile(r0, nr, b0, nb):
             """One register tile: rows r0.. (nr of them) x column tiles b0.. (nb)."""
-            ap = _offset(em, a, i8, (r0, sa[0]))
-            bp = _offset(em, b, i8, (b0, sb[0]))
-            cp = _offset(em, c, I32, (r0, sc[0]), (b0, sc[1]))
+            ap = _offset(em, a, el, (r0, sa[0]))
+            bp = _offset(em, b, el, (b0, sb[0]))
+            cp = _offset(em, c, kind.acc, (r0, sc[0]), (b0, c_block))
             where = [(r, v) for r in range(nr) for v in range(nb * per)]
-            cptr = [_at(em, cp, r * sc[0] + (v // per) * sc[1] + (v % per) * lanes, I32)
+            cptr = [_at(em, cp, r * sc[0] + (v // per) * c_block + (v % per) * lanes, kind.acc)
                     for r, v in where]
-            acc = [Bd.load(p, typ=vt, align=4) for p in cptr]
+            acc = [Bd.load(p, typ=at, align=4) for p in cptr]
 
             def group(d, acc):
-                w = [Bd.load(_offset(em, bp, i8, (d, sb[1]), ((v // per) * sb[0] + (
-                    v % per) * lanes * 4, 1)), typ=vt, align=1) for v in range(nb * per)]
+                w = [operand(Bd.load(_offset(em, bp, el, (d, sb[1]), ((v // per) * sb[0] + (
+                    v % per) * lanes * T, 1)), typ=vt, align=1)) for v in range(nb * per)]
                 out = list(acc)
                 for r in range(nr):
-                    x = Bd.load(_offset(em, ap, i8, (d, 4), (r * sa[0], 1)), typ=I32, align=1)
-                    x = _splat(em, x, lanes)
+                    x = Bd.load(_offset(em, ap, el, (d, T), (r * sa[0], 1)), typ=I32, align=1)
+                    x = operand(_splat(em, x, lanes))
                     for v in range(nb * per):
                         k = r * nb * per + v
-                        out[k] = _call(em, fn, vt, [out[k], x, w[v]])
+                        out[k] = _call(em, fn, at, [out[k], x, w[v]])
                 return out
 
             def unrolled(i, acc):

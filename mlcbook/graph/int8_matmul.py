@@ -185,15 +185,17 @@ def int8_tile_variant(target=None, narrow: bool = False) -> str | None:
     return None
 
 
-def dot_chains(target=None) -> int:
-    """How many independent sums ``target``'s u8 x i8 dot instruction needs in flight to
-    start one every time it can: its latency times how many start per cycle
-    (``Target.machine.dot_product("u8i8")``; 1 without one).
+def dot_chains(target=None, kind: str = "u8i8") -> int:
+    """How many independent sums ``target``'s ``kind`` dot instruction (``"u8i8"``,
+    ``"bf16"``) needs in flight to start one every time it can: its latency times how many
+    start per cycle (``Target.machine.dot_product(kind)``; 1 without one).
 
         >>> dot_chains("llvm -mcpu=znver5"), dot_chains("llvm -mcpu=cascadelake")
         (8, 10)
+        >>> dot_chains("llvm -mcpu=znver5", "bf16")
+        12
     """
-    dot = Target(target or "llvm").machine.dot_product("u8i8")
+    dot = Target(target or "llvm").machine.dot_product(kind)
     return 1 if dot is None else max(1, math.ceil(dot.latency * dot.per_cycle))
 
 

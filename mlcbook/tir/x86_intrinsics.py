@@ -50,8 +50,18 @@ it as its ``tensor_intrin`` annotation.
     >>> mb.tir.TensorIntrin.available(mb.Target("llvm -mcpu=znver3"))   # before any u8i8_tile
     ['x86.avx2.dot_u8i8_8x4', 'x86.avx2.fma_f32_4x16']
 
-A BF16 dot product (``vdpbf16ps``) is not among them: bfloat16 is a loop-IR dtype, but no
-intrinsic describes that instruction yet.
+The bfloat16 analogue, :func:`bf16_tile`: ``C[i, 16b + j] += f32(A[i, 2d + k]) *
+f32(B[b, d, j, k])`` with ``k < 2`` (weights packed as bf16 pairs, C the float32 (rows, 16
+x blocks) product itself), the float32 sums in registers. Its one variant,
+``vdpbf16ps512`` (AVX-512 BF16), adds two bf16 x bf16 products into each float32 lane of a
+zmm; a row's pair is broadcast as one 32-bit value. The same :func:`register_tile` sizes
+it (from ``vdpbf16ps``'s latency x throughput: 4 rows x 4 zmm on Zen 5), the same code
+covers the rows left over. The instruction flushes denormals and adds the pair's odd
+product first, so a sum differs from ``desc``'s by float32 rounding only (the products of
+two bf16 values are exact in float32).
+
+    >>> bf16_tile(7, 128, 4, (4, 4)).name
+    'x86.avx512bf16.bf16_vdpbf16ps512_7x64x256_4x64'
 """
 
 from __future__ import annotations
@@ -131,15 +141,18 @@ TILE_VARIANTS = {"pmaddubsw": 4, "pmaddwd": 2}
 #: AVX-512, of a ymm (the instruction's VEX form)
 VNNI_VARIANTS = {"vpdpbusd512": (512, ("avx512vnni", "avx512f")),
                  "vpdpbusd256": (256, ("avxvnni",))}
-#: columns of one packed weight tile: 16 int32 sums, one zmm or two ymm
+#: the bfloat16 variants of :func:`bf16_tile` -> (register bits, CPU features): one
+#: ``vdpbf16ps`` adds two bf16 x bf16 products into each float32 lane of a zmm
+BF16_VARIANTS = {"vdpbf16ps512": (512, ("avx512bf16", "avx512f"))}
+#: columns of one packed weight tile: 16 int32 (or float32) sums, one zmm or two ymm
 TILE_COLS = 16
-_TILE_OP = re.compile(r"x86\.u8i8_tile\.(\w+)\.(\d+)x(\d+)x(\d+)(?:\.(\d+)x(\d+))?$")
+_TILE_OP = re.compile(r"x86\.(u8i8|bf16)_tile\.(\w+)\.(\d+)x(\d+)x(\d+)(?:\.(\d+)x(\d+))?$")
 
 
 class TileOp(NamedTuple):
     """What a :func:`tile_op` name says: the call's ``rows`` x ``blocks`` packed column tiles
-    x ``depth`` groups of 4 terms, and for VNNI the register tile (``tile_rows`` x
-    ``tile_blocks``) the code covers them with."""
+    x ``depth`` groups of terms (4 uint8 or 2 bfloat16), and for VNNI and BF16 the register
+    tile (``tile_rows`` x ``tile_blocks``) the code covers them with."""
 
     variant: str
     rows: int
@@ -150,49 +163,57 @@ class TileOp(NamedTuple):
 
 
 def tile_op(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> str:
-    """The tensor-call op of a :func:`u8i8_tile` kernel (``depth`` counts groups of 4).
+    """The tensor-call op of a :func:`u8i8_tile` or :func:`bf16_tile` kernel (``depth``
+    counts groups of 4 uint8 or 2 bfloat16 terms).
 
         >>> tile_op("vpdpbusd512", 50, 256, 4, (4, 4))
         'x86.u8i8_tile.vpdpbusd512.50x64x256.4x64'
+        >>> tile_op("vdpbf16ps512", 50, 512, 4, (4, 4))
+        'x86.bf16_tile.vdpbf16ps512.50x64x512.4x64'
     """
     if variant in TILE_VARIANTS:
         return f"x86.u8i8_tile.{variant}.{rows}x{TILE_COLS}x{depth}"
     r, b = tile
-    return f"x86.u8i8_tile.{variant}.{rows}x{TILE_COLS * blocks}x{depth}.{r}x{TILE_COLS * b}"
+    kind = "bf16" if variant in BF16_VARIANTS else "u8i8"
+    return f"x86.{kind}_tile.{variant}.{rows}x{TILE_COLS * blocks}x{depth}.{r}x{TILE_COLS * b}"
 
 
 def parse_tile_op(op: str) -> TileOp | None:
     """The :class:`TileOp` of a :func:`tile_op` name, None for other ops."""
     m = _TILE_OP.match(op)
-    if m is None or m.group(1) not in {**TILE_VARIANTS, **VNNI_VARIANTS}:
+    family = BF16_VARIANTS if m is not None and m.group(1) == "bf16" else \
+        {**TILE_VARIANTS, **VNNI_VARIANTS}
+    if m is None or m.group(2) not in family:
         return None
-    variant, rows, cols, depth = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
-    if (m.group(5) is None) != (variant in TILE_VARIANTS) or cols % TILE_COLS:
+    variant, rows, cols, depth = m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5))
+    if (m.group(6) is None) != (variant in TILE_VARIANTS) or cols % TILE_COLS:
         return None
     if variant in TILE_VARIANTS:
         return TileOp(variant, rows, depth) if cols == TILE_COLS else None
-    return TileOp(variant, rows, depth, cols // TILE_COLS, int(m.group(5)),
-                  int(m.group(6)) // TILE_COLS)
+    return TileOp(variant, rows, depth, cols // TILE_COLS, int(m.group(6)),
+                  int(m.group(7)) // TILE_COLS)
 
 
 def tile_features(variant: str) -> tuple[str, ...]:
-    """The CPU features a :func:`u8i8_tile` variant's instructions need."""
-    return VNNI_VARIANTS[variant][1] if variant in VNNI_VARIANTS else ("avx2",)
+    """The CPU features a :func:`u8i8_tile` or :func:`bf16_tile` variant's instructions
+    need."""
+    wide = {**VNNI_VARIANTS, **BF16_VARIANTS}
+    return wide[variant][1] if variant in wide else ("avx2",)
 
 
 def register_tile(registers: int, lanes: int, chains: int, blocks: int,
                   most_rows: int = 16) -> tuple[int, int]:
-    """``(rows, column tiles)`` of the VNNI register tile for a target with ``registers``
-    vector registers of ``lanes`` int32, whose dot instruction needs ``chains`` independent
-    sums in flight (its latency x how many start per cycle), over ``blocks`` packed column
-    tiles of 16. Each (row, column tile) takes ``16 // lanes`` accumulators, and the tile
-    must fit beside its weight vectors and one broadcast per row (what LLVM keeps live when
-    it hoists the broadcasts; then it need not spill). Among the tiles that fit: enough
-    accumulators for ``chains`` (else as many as fit), then the most instructions per
-    vector loaded (accumulators / (rows + weight vectors)), then more rows. Rows are powers
-    of two up to ``most_rows`` (they divide the usual shapes; a call covers the rest with a
-    smaller tile); column tiles, up to 8, divide ``blocks`` (no column tail: the rows adapt
-    instead).
+    """``(rows, column tiles)`` of the VNNI (or BF16) register tile for a target with
+    ``registers`` vector registers of ``lanes`` 32-bit sums, whose dot instruction needs
+    ``chains`` independent sums in flight (its latency x how many start per cycle), over
+    ``blocks`` packed column tiles of 16. Each (row, column tile) takes ``16 // lanes``
+    accumulators, and the tile must fit beside its weight vectors and one broadcast per row
+    (what LLVM keeps live when it hoists the broadcasts; then it need not spill). Among the
+    tiles that fit: enough accumulators for ``chains`` (else as many as fit), then the most
+    instructions per vector loaded (accumulators / (rows + weight vectors)), then more rows.
+    Rows are powers of two up to ``most_rows`` (they divide the usual shapes; a call covers
+    the rest with a smaller tile); column tiles, up to 8, divide ``blocks`` (no column tail:
+    the rows adapt instead).
 
         >>> register_tile(32, 16, 8, blocks=64)      # AVX-512: 4 rows x 4 zmm, 16 sums
         (4, 4)
@@ -287,6 +308,45 @@ def _vnni_tile(variant: str, rows: int, depth: int, blocks: int, tile) -> Tensor
     return TensorIntrin.register(name, desc, impl, tile_features(variant))
 
 
+def bf16_tile(rows: int, depth: int, blocks: int, tile, variant: str = "vdpbf16ps512"
+              ) -> TensorIntrin:
+    """The register-tiled kernel ``C[i, 16b + j] += f32(A[i, 2d + k]) * f32(B[b, d, j, k])``
+    for ``i < rows, b < blocks, j < 16, d < depth, k < 2`` (A bfloat16, B ``blocks``
+    packed tiles of bf16 pairs, C float32), registered on first use; its code covers the
+    rows and columns with register tiles of ``tile`` = (rows, column tiles)
+    (:func:`register_tile`), as the VNNI kernels of :func:`u8i8_tile` do.
+
+        >>> bf16_tile(50, 512, 64, (4, 4)).name
+        'x86.avx512bf16.bf16_vdpbf16ps512_50x1024x1024_4x64'
+    """
+    if variant not in BF16_VARIANTS:
+        raise TIRError(f"no bf16 tile variant {variant!r}; Instead: use one of "
+                       f"{', '.join(BF16_VARIANTS)}")
+    r, b = min(tile[0], rows), min(tile[1], blocks)
+    if min(rows, depth, blocks, r, b) < 1:
+        raise TIRError(f"the {variant} bf16 tile needs at least 1 row, column tile, pair of "
+                       f"terms and register tile row and column, not rows={rows}, "
+                       f"blocks={blocks}, depth={depth}, tile={tuple(tile)}. Instead: take "
+                       "the register tile from register_tile")
+    name = (f"x86.avx512bf16.bf16_{variant}_{rows}x{TILE_COLS * blocks}x{2 * depth}_"
+            f"{r}x{TILE_COLS * b}")
+    if name in TensorIntrin.names():
+        return TensorIntrin.get(name)
+
+    def params():
+        return (Buffer("A", (rows, 2 * depth), "bfloat16"),
+                Buffer("B", (blocks, depth, TILE_COLS, 2), "bfloat16"),
+                Buffer("C", (rows, TILE_COLS * blocks), "float32"))
+
+    A, B, C = ps = params()
+    desc = _desc(name + "_desc", ps, (rows, blocks, TILE_COLS, depth, 2), "SSSRR",
+                 lambda i, o, j, d, k: BufferStore(C, C[i, o * TILE_COLS + j] + cast(
+                     "float32", A[i, d * 2 + k]) * cast("float32", B[o, d, j, k]),
+                     (i, o * TILE_COLS + j)))
+    impl = _impl(name + "_impl", tile_op(variant, rows, depth, blocks, (r, b)), params())
+    return TensorIntrin.register(name, desc, impl, tile_features(variant))
+
+
 def pairs_fit_int16(wp: np.ndarray) -> bool:
     """Whether ``vpmaddubsw`` sums weights ``wp`` exactly: in each packed group of 4 (the
     last axis), ``|w0| + |w1|`` and ``|w2| + |w3|`` are at most 128, so that a pair of
@@ -313,5 +373,6 @@ def best_dot_u8i8(target) -> TensorIntrin | None:
 
 
 __all__ = ["FMA_KERNELS", "DOT_AVX2", "DOT_VNNI", "FMA_AVX2", "FMA_AVX512", "best_dot_u8i8",
-           "TILE_VARIANTS", "VNNI_VARIANTS", "TILE_COLS", "TileOp", "tile_op", "parse_tile_op",
-           "tile_features", "register_tile", "u8i8_tile", "pairs_fit_int16"]
+           "TILE_VARIANTS", "VNNI_VARIANTS", "BF16_VARIANTS", "TILE_COLS", "TileOp", "tile_op",
+           "parse_tile_op", "tile_features", "register_tile", "u8i8_tile", "bf16_tile",
+           "pairs_fit_int16"]
