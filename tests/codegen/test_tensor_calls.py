@@ -30,11 +30,13 @@ def test_every_intrinsic_op_has_an_emitter():
     u8i8_tile("pmaddwd", 2, 3)     # a register-tiled kernel's emitter is made on first lookup
     u8i8_tile("vpdpbusd512", 5, 3, 2, (4, 2))
     u8i8_tile("vpdpbusd256", 5, 3, 2, (4, 1))
-    for name in mb.tir.TensorIntrin.names():
+    # the library's own intrinsics: a test may have registered others (a grader registers a
+    # student's dot intrinsic, without features)
+    for name in (n for n in mb.tir.TensorIntrin.names() if n.startswith("x86.")):
         intrin = mb.tir.TensorIntrin.get(name)
         op = intrin.impl.body.value.op
         assert lookup(op).name == op and op in TENSOR_CALLS
-        assert set(lookup(op).features) <= set(intrin.features) | {"avx512f"}
+        assert set(lookup(op).features) <= set(intrin.features) | {"avx512f"}, name
 
 
 @pytest.mark.parametrize("variant, needs", [("vpdpbusd512", "avx512vnni"),
