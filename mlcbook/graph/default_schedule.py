@@ -47,7 +47,7 @@ from ..tir.stmt import KEEP_MATERIALIZED, UNROLLED_TILE, BlockRealize
 from .border import border_loop
 from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
-from .tile_size import pixel_tile, row_tile, stream_lanes
+from .tile_size import panel_accumulator_bytes, pixel_tile, row_tile, stream_lanes
 from .tile_size import register_tile  # noqa: F401 - its old home
 
 #: parallelize a loop nest only when it does at least this many inner iterations in total
@@ -356,6 +356,11 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     flat = b is not None and pixel_tile(
         rows, _extent(sch, outer[b]), _extent(sch, j), target, dtype,
         ragged=shares_channel_blocks(sch, reduce_, _extent(sch, j), dtype, target))
+    if flat and flat[0] != rows[0] and _panel_bytes(rows, flat, _extent(sch, j), dtype) \
+            > panel_accumulator_bytes(target):
+        # tiles across rows of the map need the panel, whose accumulators must fit: without
+        # it the parallel tile loop writes parts of the map it cannot prove apart
+        flat = None
     if flat:
         # the map's rows and columns as one axis of pixels, tiled with channel blocks
         (p, m), (x, y) = flat, rows_at
@@ -411,14 +416,11 @@ def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
 PANEL_STEPS = 64
 
 
-def panel_accumulator_bytes(target: Target) -> int:
-    """The most bytes a block of register tiles may accumulate in cache, beside the panel
-    of the vector operand it shares (see :func:`_panel_loops`): half of L1.
-
-        >>> panel_accumulator_bytes(Target("llvm -mcpu=znver3"))
-        16384
-    """
-    return target.machine.l1d_bytes // 2
+def _panel_bytes(rows: tuple, flat: tuple, cols: int, dtype: str) -> int:
+    """Bytes of the accumulators of one row of pixel tiles ``flat`` = (pixels, blocks)
+    over a map of ``rows``: the whole map's, as its pixels are one axis."""
+    (p, m), n = flat, math.prod(rows)
+    return -(-n // p) * p * m * cols * max(1, bits(dtype) // 8)
 
 
 def shares_channel_blocks(sch: Schedule, reduce_: list, cols: int, dtype: str,

@@ -138,7 +138,8 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     sizes, c = row_tile(rows, cols, target, dtype, ragged=True)
     v, r = -(-c // lanes), math.prod(sizes)
     uneven = not all(e % d == 0 for e, d in zip(rows, sizes))
-    if not (uneven and ragged or r * v < mach.fma_per_cycle * mach.fma_latency):
+    short = not (uneven and ragged)
+    if short and r * v >= mach.fma_per_cycle * mach.fma_latency:
         return None
     best, best_speed = None, _speed(mach, r * c / lanes * _filled(rows, sizes), r * v, r + v)
     v, n = -(-cols // lanes), math.prod(rows)
@@ -146,7 +147,10 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
         for p in range(1, regs):
             if p * m * v + m * v + 1 > regs:
                 break
-            if n % p not in (0, p - 1):
+            # a short row's tiles are whole rows: then each tile's pixels are one row of
+            # the map, which the parallel tile loops keep apart (a tile across rows would
+            # have only a region of the map in its accumulators, not a box)
+            if n % p not in (0, p - 1) or short and p != rows[0]:
                 continue
             useful = p * m * cols / lanes * _filled((n,), (p,))
             speed = _speed(mach, useful, p * m * v, p + m * v)
@@ -192,4 +196,16 @@ def channel_block(target: Target) -> int:
     """
     return stream_lanes(target)
 
-__all__ = ["register_tile", "row_tile", "pixel_tile", "stream_lanes", "channel_block"]
+
+def panel_accumulator_bytes(target: Target) -> int:
+    """The most bytes a block of register tiles may accumulate in cache, beside the panel
+    of the vector operand it shares (a conv's channel panel): half of the target's L1.
+
+        >>> panel_accumulator_bytes(Target("llvm -mcpu=znver3"))
+        16384
+    """
+    return target.machine.l1d_bytes // 2
+
+
+__all__ = ["register_tile", "row_tile", "pixel_tile", "stream_lanes", "channel_block",
+           "panel_accumulator_bytes"]

@@ -62,11 +62,11 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.border import border_loop
 from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
-                                      panel_accumulator_bytes, reuse_axis, root_stmts,
+                                      reuse_axis, root_stmts,
                                       shares_channel_blocks, tiled_blocks,
                                       unroll_tile)
 from ..graph.tile_size import row_tile as default_row_tile
-from ..graph.tile_size import stream_lanes
+from ..graph.tile_size import panel_accumulator_bytes, stream_lanes
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var, bits
@@ -486,7 +486,7 @@ def _default_panel(sch: Schedule, reduce_: list, row_tiles, rows: int, width: in
     """Whether the default schedule takes the outermost reduce loop above a row of register
     tiles: the reduction shares its channel blocks
     (:func:`~mlcbook.graph.default_schedule.shares_channel_blocks`) and a row of tiles
-    accumulates within :func:`~mlcbook.graph.default_schedule.panel_accumulator_bytes`."""
+    accumulates within :func:`~mlcbook.graph.tile_size.panel_accumulator_bytes`."""
     item = max(1, bits(dtype) // 8)
     return shares_channel_blocks(sch, reduce_, width, dtype, target) \
         and _extent(sch, row_tiles) * rows * width * item <= panel_accumulator_bytes(target)

@@ -155,6 +155,16 @@ def test_avx512_blocked_conv_onto_a_7x7_map_tiles_7_pixels_with_two_channel_bloc
     check()
 
 
+@pytest.mark.parametrize("target", ["llvm -mcpu=x86-64-v3", AVX2, "llvm -mcpu=znver5"])
+@pytest.mark.parametrize("cin,cout,k,size", [(32, 96, 5, 27), (32, 64, 1, 14), (32, 64, 3, 9)])
+def test_blocked_conv_tiles_pixels_across_rows_only_under_a_panel(target, cin, cout, k, size):
+    # a pixel tile across rows of the map, without a panel above it, left the parallel tile
+    # loop writing regions of the accumulators it could not prove apart (MLC-S015; a 5x5
+    # conv onto 27x27 for x86-64-v3)
+    g, check = _blocked_conv(4, cin, cout, k, size, pad=k // 2, target=target)
+    check()
+
+
 def test_blocked_1x1_conv_of_a_7_pixel_row_tiles_it_4_plus_3_in_registers():
     # a short reduction (16 channels) stays innermost; only the pixel tile is ragged (its
     # weights fit L1, so no channel blocks above the tiles, nor two in a tile)
