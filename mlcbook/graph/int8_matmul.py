@@ -290,6 +290,17 @@ def _tile_epilogue(acc, epilogue, most_bytes: int) -> bool:
         math.prod(sums.shape) * 4 > most_bytes
 
 
+def _product_loops(sch: Schedule, block):
+    """The loops ``(outer, row, jo, ji, window, ko, ki)`` of an int8 product block: the
+    batch-like loops, the row loop, the packed column tiles and their lanes, the window's
+    reduce loops (a conv's taps), the groups of 4 terms and the 4 terms."""
+    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
+    loops = sch.get_loops(block)
+    n_spatial = len(loops) - n_reduce
+    return (loops[:n_spatial - 3], loops[n_spatial - 3], *loops[n_spatial - 2:n_spatial],
+            loops[n_spatial:-2], loops[-2], loops[-1])
+
+
 def _tile_product(sch: Schedule, block, variant: str, panel_bytes: int, parallel: bool,
                   epilogue=None) -> None:
     """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
@@ -300,13 +311,8 @@ def _tile_product(sch: Schedule, block, variant: str, panel_bytes: int, parallel
     ``MAX_TILE_DEPTH`` that divides it; ``jo_i`` the column tiles whose weights fit
     ``panel_bytes``. An ``epilogue`` block goes under ``row_o`` (all columns inside it),
     its channels vectorized: it requantizes each tile of sums while they are in cache."""
-    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
-    loops = sch.get_loops(block)
-    n_spatial = len(loops) - n_reduce
-    outer, row = loops[:n_spatial - 3], loops[n_spatial - 3]
-    jo, ji = loops[n_spatial - 2:n_spatial]
-    window, ko, ki = loops[n_spatial:-2], loops[-2], loops[-1]
-    most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), n_spatial - 3) else 1
+    outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
+    most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), len(outer)) else 1
     rows = max(r for r in range(1, most + 1) if _extent(sch, row) % r == 0)
     depth = max(d for d in range(1, MAX_TILE_DEPTH + 1) if _extent(sch, ko) % d == 0)
     terms = 4 * math.prod(_extent(sch, lp) for lp in (*window, ko))
@@ -336,13 +342,8 @@ def _vnni_product(sch: Schedule, block, variant: str, target: Target, parallel: 
     weights in cache for all of them (rows outside: the 1024^3 product ran 10-15% slower on
     Zen 5). With an ``epilogue``, which needs every column of a row tile before it
     requantizes them, the column groups go inside ``row_o`` and the epilogue under it."""
-    n_reduce = sum(iv.kind == "reduce" for iv in sch.get(block).iter_vars)
-    loops = sch.get_loops(block)
-    n_spatial = len(loops) - n_reduce
-    outer, row = loops[:n_spatial - 3], loops[n_spatial - 3]
-    jo, ji = loops[n_spatial - 2:n_spatial]
-    window, ko, ki = loops[n_spatial:-2], loops[-2], loops[-1]
-    unit = _unit_row_step(sch.get(block), n_spatial - 3)
+    outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
+    unit = _unit_row_step(sch.get(block), len(outer))
     tile = int8_register_tile(target, _extent(sch, jo), _extent(sch, row) if unit else 1)
     rows = row_chunk(_extent(sch, row), tile[0]) if unit else 1
     row_o, row_i = sch.split(row, [None, rows])
