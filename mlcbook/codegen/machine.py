@@ -75,6 +75,8 @@ class Machine:
     cores: int | None         # this process's usable cores when this is the host CPU, else None
     dot_products: tuple[DotProduct, ...]
     basis: str = ""           # where the figures come from
+    l1d_set_stride: int = 4096  # addresses this far apart share an L1 set (size / ways: 64 sets
+    #                             of 64-byte lines on every core in the table)
 
     def lanes(self, dtype: str = "float32") -> int:
         """How many ``dtype`` values fit in one vector register: 16 float32 on AVX-512."""

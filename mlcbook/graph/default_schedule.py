@@ -48,6 +48,7 @@ from .border import border_loop
 from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8_matmul import int8_acc_blocks, schedule_int8_kernel
 from .tile_size import panel_accumulator_bytes, pixel_tile, row_tile, stream_lanes
+from .unrolled_tile import unroll_tile
 from .tile_size import register_tile  # noqa: F401 - its old home
 
 #: parallelize a loop nest only when it does at least this many inner iterations in total
@@ -143,36 +144,12 @@ def _schedule_spatial(sch: Schedule, name: str, width: int) -> None:
     _parallel_outer(sch, list(loops[:-1]) + rest, work)
 
 
-def unroll_tile(sch: Schedule, name: str) -> tuple[list, object]:
-    """Split the loops that block ``name``'s :data:`~mlcbook.tir.UNROLLED_TILE` names by
-    their factors and unroll the inner parts, placed in that order just above the innermost
-    loop; returns (the loops above them, the innermost loop).
-
-        >>> unroll_tile(sch, "winograd_output")   # loops n, ko, y, x, k; y and x by 2
-        ([n, ko, yo, xo], k)
-    """
-    block = sch.get_block(name)
-    loops = sch.get_loops(block)   # one per iteration variable, in their order
-    outer, inner = list(loops[:-1]), []
-    for axis, factor in dict(sch.get(block).annotations)[UNROLLED_TILE]:
-        at = outer.index(loops[axis])
-        if _extent(sch, outer[at]) <= factor:
-            inner.append(outer.pop(at))
-        else:
-            outer[at], part = sch.split(outer[at], [None, factor])
-            inner.append(part)
-    sch.reorder(*outer, *inner, loops[-1])
-    for lp in inner:
-        sch.unroll(lp)
-    return outer, loops[-1]
-
-
-def _schedule_unrolled_tile(sch: Schedule, name: str, width: int) -> None:
+def _schedule_unrolled_tile(sch: Schedule, name: str, width: int, target: Target) -> None:
     """A block whose value depends on its position in a small tile (a Winograd transform):
     those positions unrolled (:func:`unroll_tile`), the innermost loop vectorized, the
     loops above fused and parallel."""
     work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
-    outer, inner = unroll_tile(sch, name)
+    outer, inner = unroll_tile(sch, name, target)
     _vectorize_inner(sch, inner, width)
     _parallel_outer(sch, outer, work)
 
@@ -584,7 +561,7 @@ def default_schedule(func: PrimFunc, target=None) -> PrimFunc:
                 block = sch.get_block(name)
                 _schedule_row_reduction(sch, block, len(sch.get_loops(block)) - 1)
         elif dict(block.annotations).get(UNROLLED_TILE):
-            _schedule_unrolled_tile(sch, name, stream_lanes(target))
+            _schedule_unrolled_tile(sch, name, stream_lanes(target), target)
         elif n_spatial == len(block.iter_vars):
             if not (_reads_any(block, tiled_results) and _fold_epilogue(sch, name)):
                 _schedule_spatial(sch, name, stream_lanes(target))

@@ -62,11 +62,11 @@ from ..codegen.target import Target
 from ..errors import ScheduleError
 from ..graph.border import border_loop
 from ..graph.default_schedule import (PARALLEL_WORK, inline_intermediates, loop_nest,
-                                      reuse_axis, root_stmts,
-                                      shares_channel_blocks, tiled_blocks,
-                                      unroll_tile)
+                                      reuse_axis, root_stmts, shares_channel_blocks,
+                                      tiled_blocks)
 from ..graph.tile_size import row_tile as default_row_tile
 from ..graph.tile_size import panel_accumulator_bytes, stream_lanes
+from ..graph.unrolled_tile import unroll_tile
 from ..schedule import Schedule
 from ..tir.analysis import free_vars
 from ..tir.expr import BufferLoad, Const, Var, bits
@@ -287,11 +287,11 @@ def schedule_spatial(knobs: Knobs, name: str, space: Space) -> None:
 
 def schedule_unrolled_tile(knobs: Knobs, name: str, space: Space) -> None:
     """The tile positions unrolled as the default schedule does
-    (:func:`~mlcbook.graph.default_schedule.unroll_tile`), the innermost loop vectorized;
+    (:func:`~mlcbook.graph.unrolled_tile.unroll_tile`), the innermost loop vectorized;
     knob: the parallel depth of the loops above."""
     sch = knobs.sch
     work = math.prod(_extent(sch, lp) for lp in sch.get_loops(sch.get_block(name)))
-    outer, inner = unroll_tile(sch, name)
+    outer, inner = unroll_tile(sch, name, space.target)
     # a block of channels, as the default vectorizes it
     if 4 <= _extent(sch, inner) <= stream_lanes(space.target):
         sch.vectorize(inner)

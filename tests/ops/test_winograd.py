@@ -79,3 +79,18 @@ def test_an_output_whose_tiles_do_not_cover_the_map_is_refused():
 def test_a_window_that_does_not_fit_is_refused():
     with pytest.raises(MLCError, match=r"winograd_input: a 3x3 window does not fit in 2x2"):
         get("winograd_input").infer_type([T((1, 1, 2, 2, 8))], {"pads": (0, 0, 0, 0)})
+
+
+@pytest.mark.parametrize("blocks,size,aliased", [(4, 56, True), (8, 28, False), (32, 7, True)])
+def test_positions_whose_stores_alias_in_l1_go_above_the_row_of_tiles(blocks, size, aliased):
+    # the 16 positions' planes lie 196 KiB (4 x 16 at 56x56) or 32 KiB (32 x 16 at 7x7) apart,
+    # multiples of 4 KiB: one tile's 16 stores would share an L1 set
+    f = legalize_call("winograd_input", [T((1, blocks, size, size, 16))], {"pads": (1,) * 4})
+    g = default_schedule(f, "llvm -mcpu=znver5")
+    loops = [line.strip() for line in g.script().splitlines() if line.strip().startswith("for ")]
+    assert ("tx in range" in loops[2]) == aliased and "T.unroll(16)" in loops[1]
+    x = np.random.default_rng(blocks).standard_normal(f.params[0].shape).astype("float32")
+    want, got = np.zeros(f.params[1].shape, "float32"), np.zeros(f.params[1].shape, "float32")
+    mb.tir.interpret(f, x, want)
+    mb.build(g)(x, got)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
