@@ -40,7 +40,7 @@ from ..codegen.target import Target
 from ..schedule import Schedule
 from ..schedule.errors import ScheduleError
 from ..tir.analysis import free_vars
-from ..tir.expr import BufferLoad, bits
+from ..tir.expr import Binary, BufferLoad, bits
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED, UNROLLED_TILE, BlockRealize
@@ -278,6 +278,20 @@ def reuse_axes(sch: Schedule, name: str, n_spatial: int) -> list[int]:
     return [k for k in reversed(range(n_spatial - 1)) if ivs[k] not in used]
 
 
+def _pool_rows(sch: Schedule, name: str, n_spatial: int) -> list[int]:
+    """``[the axis outside the vectorized one]`` for a max or min over a window of one
+    operand (a max pool), else ``[]``: no load serves two outputs, but a tile of outputs
+    along the row keeps independent running maxima instead of one chain through the
+    instruction's latency (max pools of ResNet and SqueezeNet in NCHW16c ran 1.4-1.65x faster
+    on Zen 5; average pools, sums, gained at stride 2 and lost at stride 1: left alone)."""
+    block = sch.get(sch.get_block(name))
+    written = {id(w.buffer) for w in block.writes}
+    operands = {id(r.buffer) for r in block.reads if id(r.buffer) not in written}
+    value = getattr(block.body, "value", None)
+    extreme = isinstance(value, Binary) and value.op in ("max", "min")
+    return [n_spatial - 2] if extreme and len(operands) == 1 and n_spatial >= 2 else []
+
+
 def reuse_axis(sch: Schedule, name: str, n_spatial: int) -> int | None:
     """The innermost of :func:`reuse_axes`, or None."""
     axes = reuse_axes(sch, name, n_spatial)
@@ -310,7 +324,7 @@ def _split_tile_row(sch: Schedule, loop, lanes: int):
 
 def _schedule_tiled(sch: Schedule, name: str, n_spatial: int, target: Target):
     block = sch.get_block(name)
-    rows_at = reuse_axes(sch, name, n_spatial)[:2]
+    rows_at = reuse_axes(sch, name, n_spatial)[:2] or _pool_rows(sch, name, n_spatial)
     dtype = sch.get(block).writes[0].buffer.dtype
     # accumulate each tile in a local buffer (registers, once compact_allocations shrinks
     # it to the tile) and write it back once, after its reduction

@@ -452,3 +452,15 @@ def test_a_conv_of_8_output_channels_leaves_a_register_spare():
     w = rng.standard_normal((1, 1, 3, 3, 1, 8)).astype("float32")
     g = default_schedule(f, AVX2)
     np.testing.assert_allclose(run(g, [x, w]), run(f, [x, w]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,tiled", [("max_pool", True), ("avg_pool", False)])
+def test_a_max_pool_keeps_a_row_of_running_maxima_in_registers(op, tiled):
+    # no load serves two outputs of a pool, but several outputs along the row are independent
+    # chains of vmaxps instead of one through its latency; average pools keep one chain
+    f = legalize_call(op, [T((1, 2, 13, 13, 16))],
+                      {"kernel_shape": (3, 3, 1), "strides": (2, 2, 1)})
+    g = default_schedule(f, AVX512)
+    assert ("T.unroll(" in g.script()) == tiled
+    x = np.random.default_rng(7).standard_normal((1, 2, 13, 13, 16)).astype("float32")
+    np.testing.assert_allclose(run(g, [x]), run(f, [x], run_reference), rtol=1e-6)
