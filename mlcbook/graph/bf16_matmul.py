@@ -17,9 +17,8 @@ one for the rows left over, so every ``M`` gets the kernel::
     kernel(a, bp, c)                                # c (M, N) float32 == a @ b, summed in fp32
 
 A target without AVX-512 BF16 is a :class:`~mlcbook.errors.MissingFeatureError` from
-:func:`schedule_bf16_matmul` naming the feature: there, the fp32 schedule on bfloat16
-inputs widened as loaded (``bench/_programs.py``'s ``matmul_best(n, in_dtype="bfloat16")``)
-is the bf16 matmul, never picked silently here.
+:func:`schedule_bf16_matmul` naming the feature: there, a float32 product of the bfloat16
+inputs widened as loaded is the bf16 matmul, never picked silently here.
 """
 
 from __future__ import annotations
@@ -142,10 +141,10 @@ def schedule_bf16_matmul(func: PrimFunc, target=None, parallel_work: int = 1 << 
     if variant is None:
         raise MissingFeatureError(
             f"the bf16 matmul {func.name!r} needs AVX-512 BF16 (the CPU feature avx512bf16, "
-            f"for vdpbf16ps), which target {t} does not have. Instead: build the fp32 schedule "
-            "on bfloat16 inputs widened as loaded (bench/_programs.py: matmul_best(n, "
-            "in_dtype='bfloat16')), or target a CPU that has it (e.g. mb.Target('llvm "
-            "-mcpu=znver4') or 'llvm -mcpu=sapphirerapids') to read the assembly")
+            f"for vdpbf16ps), which target {t} does not have. Instead: compute the product in "
+            "float32 from the bfloat16 inputs (a te.compute that casts them, under the default "
+            "schedule), or target a CPU that has it (e.g. 'llvm -mcpu=znver4' or "
+            "'llvm -mcpu=sapphirerapids') to read the assembly")
     sch = Schedule(func)
     i, jo, ji, ko, ki = sch.get_loops(sch.get_block("C"))
     m, nb, kb = (sch.get(lp).extent.value for lp in (i, jo, ko))
