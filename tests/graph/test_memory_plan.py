@@ -65,3 +65,13 @@ def test_the_lifetime_plot_draws_a_box_per_temp():
     ax = plot_lifetimes(exe.plan, mp)
     assert len(ax.patches) == len(mp.lifetimes)
     assert "arena" in ax.get_title()
+
+
+def test_an_arena_of_a_mebibyte_or_more_starts_on_a_huge_page():
+    # where 4 KiB pages land would decide a memory-bound kernel's cache conflicts
+    from mlcbook.runtime.pages import HUGE_PAGE
+    from mlcbook.frontend import examples
+    exe = mb.compile(mb.from_onnx(examples.resnet(size=128, classes=10)), opt_level=2)
+    assert exe.plan.arena_bytes >= 1 << 20
+    temps = [b for b, s in zip(exe._arena()[0], exe.plan.slots) if s.kind == "temp"]
+    assert min(t.ctypes.data for t in temps) % HUGE_PAGE == 0
