@@ -30,8 +30,8 @@ from ..errors import MissingFeatureError, ScheduleError
 from ..schedule import Schedule
 from ..script import parse
 from ..tir.function import PrimFunc
-from ..tir.x86_intrinsics import BF16_VARIANTS, TILE_COLS, bf16_tile, register_tile
-from .int8_matmul import dot_chains, row_chunk
+from ..tir.x86_intrinsics import BF16_VARIANTS, TILE_COLS, bf16_tile
+from .int8_matmul import dot_register_tile, row_chunk
 
 
 def _up(n: int, m: int) -> int:
@@ -117,11 +117,7 @@ def bf16_register_tile(target=None, blocks: int = 64, most_rows: int = 16) -> tu
         >>> bf16_register_tile("llvm -mcpu=znver5", blocks=1)
         (8, 1)
     """
-    m = Target(target or "llvm").machine
-    dot = m.dot_product("bf16")
-    lanes = m.lanes("float32") if dot is None else dot.lanes
-    return register_tile(m.vector_registers, lanes, dot_chains(target, "bf16"), blocks,
-                         most_rows)
+    return dot_register_tile(target, "bf16", blocks, most_rows)
 
 
 def schedule_bf16_matmul(func: PrimFunc, target=None, parallel_work: int = 1 << 20

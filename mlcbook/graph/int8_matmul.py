@@ -210,10 +210,23 @@ def int8_register_tile(target=None, blocks: int = 64, most_rows: int = 16) -> tu
         >>> int8_register_tile("llvm -mcpu=x86-64-v3 -mattr=+avx2,+avxvnni")   # 8 ymm
         (4, 1)
     """
+    return dot_register_tile(target, "u8i8", blocks, most_rows)
+
+
+def dot_register_tile(target=None, kind: str = "u8i8", blocks: int = 64,
+                      most_rows: int = 16) -> tuple[int, int]:
+    """``(rows, column tiles of 16)`` of the register tile of ``target``'s ``kind`` dot
+    instruction (``"u8i8"``, ``"bf16"``): :func:`~mlcbook.tir.x86_intrinsics.register_tile`
+    of its vector registers, the instruction's 32-bit lanes and :func:`dot_chains`.
+
+        >>> dot_register_tile("llvm -mcpu=znver5", "bf16")
+        (4, 4)
+    """
     m = Target(target or "llvm").machine
-    dot = m.dot_product("u8i8")
+    dot = m.dot_product(kind)
     lanes = dot.lanes if dot is not None else m.lanes("int32")
-    return register_tile(m.vector_registers, lanes, dot_chains(target), blocks, most_rows)
+    return register_tile(m.vector_registers, lanes, dot_chains(target, kind), blocks,
+                         most_rows)
 
 
 def row_chunk(rows: int, tile_rows: int) -> int:
@@ -387,5 +400,5 @@ def _extent(sch: Schedule, loop) -> int:
 
 __all__ = ["int8_matmul", "pack_weights", "schedule_int8_matmul", "dot_lanes",
            "int8_acc_blocks", "schedule_int8_kernel", "int8_matmul_tiled", "int8_tile_variant",
-           "dot_chains", "int8_register_tile", "row_chunk", "l2_budget", "MAX_TILE_DEPTH",
-           "ROW_CHUNK", "L2_SHARE"]
+           "dot_chains", "int8_register_tile", "dot_register_tile", "row_chunk", "l2_budget",
+           "MAX_TILE_DEPTH", "ROW_CHUNK", "L2_SHARE"]

@@ -283,29 +283,9 @@ def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -
 
 
 def _vnni_tile(variant: str, rows: int, depth: int, blocks: int, tile) -> TensorIntrin:
-    r, b = min(tile[0], rows), min(tile[1], blocks)
-    if min(rows, depth, blocks, r, b) < 1:
-        raise TIRError(f"the {variant} int8 tile needs at least 1 row, column tile, group of "
-                       f"4 terms and register tile row and column, not rows={rows}, "
-                       f"blocks={blocks}, depth={depth}, tile={tuple(tile)}. Instead: take "
-                       "the register tile from register_tile")
     isa = "avx512vnni" if VNNI_VARIANTS[variant][0] == 512 else "avxvnni"
-    name = (f"x86.{isa}.u8i8_{variant}_{rows}x{TILE_COLS * blocks}x{4 * depth}_"
-            f"{r}x{TILE_COLS * b}")
-    if name in TensorIntrin.names():
-        return TensorIntrin.get(name)
-
-    def params():
-        return (Buffer("A", (rows, 4 * depth), "uint8"),
-                Buffer("B", (blocks, depth, TILE_COLS, 4), "int8"),
-                Buffer("C", (rows, blocks, TILE_COLS), "int32"))
-
-    A, B, C = ps = params()
-    desc = _desc(name + "_desc", ps, (rows, blocks, TILE_COLS, depth, 4), "SSSRR",
-                 lambda i, o, j, d, k: BufferStore(C, C[i, o, j] + cast(
-                     "int32", A[i, d * 4 + k]) * cast("int32", B[o, d, j, k]), (i, o, j)))
-    impl = _impl(name + "_impl", tile_op(variant, rows, depth, blocks, (r, b)), params())
-    return TensorIntrin.register(name, desc, impl, tile_features(variant))
+    return _dot_tile(variant, isa, "u8i8", rows, depth, blocks, tile, 4, ("uint8", "int8"),
+                     "int32", (rows, blocks, TILE_COLS), lambda i, o, j: (i, o, j))
 
 
 def bf16_tile(rows: int, depth: int, blocks: int, tile, variant: str = "vdpbf16ps512"
@@ -322,27 +302,42 @@ def bf16_tile(rows: int, depth: int, blocks: int, tile, variant: str = "vdpbf16p
     if variant not in BF16_VARIANTS:
         raise TIRError(f"no bf16 tile variant {variant!r}; Instead: use one of "
                        f"{', '.join(BF16_VARIANTS)}")
+    return _dot_tile(variant, "avx512bf16", "bf16", rows, depth, blocks, tile, 2,
+                     ("bfloat16", "bfloat16"), "float32", (rows, TILE_COLS * blocks),
+                     lambda i, o, j: (i, o * TILE_COLS + j))
+
+
+def _dot_tile(variant: str, isa: str, kind: str, rows: int, depth: int, blocks: int, tile,
+              terms: int, dtypes: tuple[str, str], acc: str, c_shape: tuple,
+              c_index) -> TensorIntrin:
+    """The intrinsic of a register-tiled dot kernel: ``C[c_index(i, o, j)] += acc(A[i,
+    terms d + k]) * acc(B[o, d, j, k])``, A and B of ``dtypes``, its code covering rows and
+    column tiles with register tiles of ``tile``; registered on first use."""
     r, b = min(tile[0], rows), min(tile[1], blocks)
+    what = "group of 4 terms" if terms == 4 else "pair of terms"
     if min(rows, depth, blocks, r, b) < 1:
-        raise TIRError(f"the {variant} bf16 tile needs at least 1 row, column tile, pair of "
-                       f"terms and register tile row and column, not rows={rows}, "
+        raise TIRError(f"the {variant} {kind} tile needs at least 1 row, column tile, {what} "
+                       f"and register tile row and column, not rows={rows}, "
                        f"blocks={blocks}, depth={depth}, tile={tuple(tile)}. Instead: take "
                        "the register tile from register_tile")
-    name = (f"x86.avx512bf16.bf16_{variant}_{rows}x{TILE_COLS * blocks}x{2 * depth}_"
+    name = (f"x86.{isa}.{kind}_{variant}_{rows}x{TILE_COLS * blocks}x{terms * depth}_"
             f"{r}x{TILE_COLS * b}")
     if name in TensorIntrin.names():
         return TensorIntrin.get(name)
 
     def params():
-        return (Buffer("A", (rows, 2 * depth), "bfloat16"),
-                Buffer("B", (blocks, depth, TILE_COLS, 2), "bfloat16"),
-                Buffer("C", (rows, TILE_COLS * blocks), "float32"))
+        return (Buffer("A", (rows, terms * depth), dtypes[0]),
+                Buffer("B", (blocks, depth, TILE_COLS, terms), dtypes[1]),
+                Buffer("C", c_shape, acc))
 
     A, B, C = ps = params()
-    desc = _desc(name + "_desc", ps, (rows, blocks, TILE_COLS, depth, 2), "SSSRR",
-                 lambda i, o, j, d, k: BufferStore(C, C[i, o * TILE_COLS + j] + cast(
-                     "float32", A[i, d * 2 + k]) * cast("float32", B[o, d, j, k]),
-                     (i, o * TILE_COLS + j)))
+
+    def value(i, o, j, d, k):
+        at = c_index(i, o, j)
+        return BufferStore(C, C[at] + cast(acc, A[i, d * terms + k]) * cast(acc, B[o, d, j, k]),
+                           at)
+
+    desc = _desc(name + "_desc", ps, (rows, blocks, TILE_COLS, depth, terms), "SSSRR", value)
     impl = _impl(name + "_impl", tile_op(variant, rows, depth, blocks, (r, b)), params())
     return TensorIntrin.register(name, desc, impl, tile_features(variant))
 
