@@ -21,7 +21,7 @@ primitive is still missing) written out by hand as the loop nest a schedule woul
 from __future__ import annotations
 
 import mlcbook as mb
-from mlcbook.graph.tile_size import register_tile
+from mlcbook.rules.tile_size import register_tile
 
 
 def matmul_naive(n: int, in_dtype: str = "float32"):

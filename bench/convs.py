@@ -11,7 +11,7 @@ the kernel's layout, weights packed at compile time, as in a compiled model:
 
 * NCHW: ``opt_level=2``, the conv in NCHW;
 * blocked, direct: ``opt_level=3`` with Winograd switched off: the ``conv_nchwc`` that
-  ``convert_layout`` makes (NCHW[b]c, blocks from ``tile_size.channel_block``; a grouped
+  ``convert_layout`` makes (NCHW[b]c, blocks from ``rules.tile_size.channel_block``; a grouped
   conv in per-group blocks, each group's channels padded to whole blocks). Depthwise convs
   stay NCHW in the compiler: that column then says so;
 * Winograd: ``opt_level=3`` with every 3x3 stride-1 conv by Winograd's F(2x2, 3x3) (its three

@@ -80,7 +80,8 @@ def cases(sizes=SIZES) -> tuple[list[Case], dict]:
     from mlcbook.graph.bf16_matmul import bf16_matmul, bf16_variant, pack_bf16, \
         schedule_bf16_matmul
     from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, int8_matmul_tiled, \
-        pack_weights, schedule_int8_kernel, schedule_int8_matmul
+        pack_weights, schedule_int8_matmul
+    from mlcbook.rules.int8 import schedule_int8_kernel
     from mlcbook.ops.int8_kernels import pack_int8
     from mlcbook.tir.x86_intrinsics import pairs_fit_int16
     import _programs as P

@@ -44,7 +44,7 @@ def pad_alone(lowered):
 def cases(name: str) -> tuple[list[Case], dict]:
     import mlcbook as mb
     model, shape = model_of(name)
-    exes = {kind: compiled_with(model, "mlcbook.graph.default_schedule", "PAD_BORDER_LOOPS",
+    exes = {kind: compiled_with(model, "mlcbook.rules.spatial", "PAD_BORDER_LOOPS",
                                 kind == "border") for kind in KINDS}
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
     want = exes["fused"](x)

@@ -23,7 +23,7 @@ from _common import machine, ort_session, write_results
 from onnx import TensorProto, helper
 
 import mlcbook as mb
-from mlcbook.graph import default_schedule as ds
+from mlcbook.rules import spatial as ds
 
 
 def _model(op: str, shape, axes):

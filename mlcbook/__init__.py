@@ -10,6 +10,7 @@ The whole user-facing surface::
     mb.Schedule, mb.Trace, mb.ScheduleError   # transform loop IR step by step (mb.schedule)
     mb.lower, mb.build, mb.Target, mb.time_kernel   # native code through LLVM
     mb.from_onnx, mb.compile, mb.load   # whole models: ONNX -> graph IR -> Executable
+    mb.rules        # schedule rules: each block's schedule, its decisions knobs the machine sets
     mb.tune         # automatic optimization: search spaces, cost models, tuning records
     mb.to_onnx      # graph IR -> ONNX (e.g. a model trained with mb.train)
     mb.train        # training: grad, losses, optimizers, a compiled step, checkpoints
@@ -30,6 +31,7 @@ _LAZY = {
     "graph": (".graph", None), "ops": (".ops", None), "frontend": (".frontend", None),
     "codegen": (".codegen", None), "runtime": (".runtime", None), "models": (".models", None),
     "grading": (".grading", None), "train": (".train", None), "tune": (".tune", None),
+    "rules": (".rules", None),
     "Schedule": (".schedule", "Schedule"), "Trace": (".schedule", "Trace"),
     "lower": (".tir.transform", "lower"), "build": (".runtime", "build"),
     "time_kernel": (".runtime", "time_kernel"), "Target": (".codegen", "Target"),

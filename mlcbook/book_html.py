@@ -1,9 +1,11 @@
 """The course as a web book: every written chapter and its exercises rendered to static HTML.
 
 Pages are made from the executed notebooks as saved (their outputs are what the reader sees);
-nothing is re-run. Markdown goes through markdown-it, code through Pygments, and figures
-(PNG and SVG outputs) are inlined as data URIs, so the site is a folder of self-contained
-pages that opens from disk::
+nothing is re-run. Markdown goes through markdown-it, code through Pygments, math (``$...$``
+and ``$$...$$``) through latex2mathml into MathML that the browser renders itself (no
+script, no CDN), and figures (PNG and SVG outputs) are inlined as data URIs, so the site is a
+folder of self-contained pages that opens from disk. Every page links its notebook, copied
+into the site's ``notebooks/`` folder, for download::
 
     >>> from mlcbook import book, book_html
     >>> pages = book_html.build(book.load(), "site")      # doctest: +SKIP
@@ -20,6 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import latex2mathml.converter
 import nbformat
 from markdown_it import MarkdownIt
 from pygments import highlight
@@ -28,8 +31,18 @@ from pygments.lexers import PythonLexer
 
 from .book import Book, Chapter
 from .errors import BookError
+from .paths import output_folder
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# What markdown must not see: code (left as it is) and math (rendered apart, so that its
+# backslashes and underscores reach the converter untouched). An inline $...$ does not start
+# or end with a space, so that "costs $5 and $6" stays text.
+_CODE_OR_MATH = re.compile(r"(?P<fence>^```.*?^```)|(?P<code>`[^`\n]+`)"
+                           r"|\$\$(?P<block>.+?)\$\$"
+                           r"|(?<![\\$])\$(?P<inline>[^\s$](?:[^$\n]*[^\s$\\])?)\$(?!\$)",
+                           re.DOTALL | re.MULTILINE)
+_MATH_SLOT = "MLCBOOKMATH{}X"
+_UNKNOWN_COMMAND = re.compile(r">(\\[A-Za-z]+)<")
 _FORMATTER = HtmlFormatter(nowrap=True)
 _LEXER = PythonLexer()
 
@@ -47,7 +60,7 @@ def build(loaded: Book, out_dir: str | Path) -> list[Path]:
     Returns the pages written, the index first. Raises :class:`BookError` if a written
     chapter's notebook is missing or has never been executed (no outputs saved).
     """
-    out = Path(out_dir)
+    out = output_folder(out_dir, "the book's site", BookError)
     written = [c for c in loaded.chapters if c.written]
     for ch in written:
         for path in (ch.notebook, ch.exercises):
@@ -63,6 +76,11 @@ def build(loaded: Book, out_dir: str | Path) -> list[Path]:
         shutil.rmtree(out)
     (out / "chapters").mkdir(parents=True)
     (out / "exercises").mkdir()
+    for kind in ("chapters", "exercises"):
+        (out / "notebooks" / kind).mkdir(parents=True)
+        for ch in written:
+            source = ch.notebook if kind == "chapters" else ch.exercises
+            shutil.copyfile(source, out / "notebooks" / kind / source.name)
     (out / "style.css").write_text(_CSS + _FORMATTER.get_style_defs(".code"), encoding="utf-8")
     pages = [out / "index.html"]
     pages[0].write_text(_index(loaded, written), encoding="utf-8")
@@ -115,7 +133,10 @@ def _chapter_page(loaded: Book, ch: Chapter, kind: str, prev: Chapter | None,
                         "`mlcbook book run --save`")
     md = _markdown()
     headings: list[_Heading] = []
-    cells = [_cell(cell, md, headings) for cell in nb.cells]
+    try:
+        cells = [_cell(cell, md, headings) for cell in nb.cells]
+    except BookError as err:
+        raise BookError(f"{path}: {err}") from None
     other = "exercises" if kind == "chapters" else "chapters"
     other_label = "Exercises" if kind == "chapters" else "Back to the chapter"
     nav = ['<a href="../index.html">Contents</a>']
@@ -123,6 +144,7 @@ def _chapter_page(loaded: Book, ch: Chapter, kind: str, prev: Chapter | None,
         nav.append(f'<a rel="prev" href="{_href(prev, kind)}">&larr; {prev.number}. '
                    f"{html.escape(prev.title)}</a>")
     nav.append(f'<a href="{_href(ch, other)}">{other_label}</a>')
+    nav.append(f'<a href="../notebooks/{kind}/{path.name}" download>Download the notebook</a>')
     if nxt:
         nav.append(f'<a rel="next" href="{_href(nxt, kind)}">{nxt.number}. '
                    f"{html.escape(nxt.title)} &rarr;</a>")
@@ -163,7 +185,46 @@ def _cell(cell, md: MarkdownIt, headings: list[_Heading]) -> str:
     return f'<div class="cell">{src}{outs}</div>\n'
 
 
+def math_to_mathml(latex: str, display: bool) -> str:
+    """``latex`` (the text between the dollars) as a MathML element.
+
+    >>> math_to_mathml("x^2", display=False)[:6]
+    '<math '
+    """
+    try:
+        out = latex2mathml.converter.convert(latex.strip(),
+                                             display="block" if display else "inline")
+    except Exception as err:  # noqa: BLE001 - the converter raises several unrelated types
+        why = f"{type(err).__name__}: {err}".rstrip(": ")
+    else:
+        # an unknown command comes out as its own name, backslash and all
+        unknown = _UNKNOWN_COMMAND.search(out)
+        if unknown is None:
+            return out
+        why = f"unknown command {unknown.group(1)}"
+    raise BookError(f"the formula ${latex}$ cannot be converted to MathML ({why}); Instead: "
+                    "write it with the LaTeX commands latex2mathml knows (\\frac, \\sum, "
+                    "\\sqrt, ...)")
+
+
+def _take_math(text: str) -> tuple[str, list[str]]:
+    """``text`` with each formula replaced by a slot markdown leaves alone, and the MathML
+    of each slot, in order."""
+    rendered: list[str] = []
+
+    def slot(m: re.Match) -> str:
+        if m.group("fence") is not None or m.group("code") is not None:
+            return m.group(0)
+        block = m.group("block")
+        rendered.append(math_to_mathml(block if block is not None else m.group("inline"),
+                                       display=block is not None))
+        return _MATH_SLOT.format(len(rendered) - 1)
+
+    return _CODE_OR_MATH.sub(slot, text), rendered
+
+
 def _render_markdown(text: str, md: MarkdownIt, headings: list[_Heading]) -> str:
+    text, maths = _take_math(text)
     tokens = md.parse(text)
     used = {h.anchor for h in headings}
     for k, tok in enumerate(tokens):
@@ -177,7 +238,10 @@ def _render_markdown(text: str, md: MarkdownIt, headings: list[_Heading]) -> str
             used.add(anchor)
             tok.attrSet("id", anchor)
             headings.append(_Heading(int(tok.tag[1]), anchor, words))
-    return md.renderer.render(tokens, md.options, {})
+    out = md.renderer.render(tokens, md.options, {})
+    for k in reversed(range(len(maths))):  # slot 1 before slot 10 would eat its prefix
+        out = out.replace(_MATH_SLOT.format(k), maths[k])
+    return out
 
 
 def _output(out) -> str:
@@ -233,5 +297,6 @@ img.fig { max-width: 100%; display: block; margin: 6px 0 14px; }
 .summary, .needs, .foot { color: #555; font-size: 14px; }
 li.planned { color: #888; }
 .ex { font-size: 14px; }
+math[display="block"] { display: block; margin: 10px 0; font-size: 110%; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccd; padding: 3px 8px; }
 """

@@ -4,10 +4,11 @@
     mlcbook compile MODEL.onnx -o OUT.mlcb [--batch-size N] [--shape NAME=D1,D2,...]
     mlcbook compile MODEL.onnx -o OUT.mlcb --records RECORDS.jsonl   (tuned kernels)
     mlcbook tune MODEL.onnx --trials N -o RECORDS.jsonl [--cost-model xgboost|random|analytic]
-                                                        [--warm-start N]
-    mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--batch-size N] [--shape ...]
-    mlcbook run OUT.mlcb --input [NAME=]X.npy ... [--output Y.npy] [--sha256 HEX]
-    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate]
+                                                        [--warm-start N] [--scheduler ADDRESS]
+    mlcbook export MODEL.onnx -o DIR [--name NAME] [--target T] [--cc CC] [--batch-size N] ...
+    mlcbook run OUT.mlcb [--input [NAME=]X.npy ...] [--output Y.npy] [--repeat N] [--profile]
+    mlcbook grade NOTEBOOK... [--json out.json] [--timeout S] [--isolate] [--seed N] [--jobs N]
+    mlcbook grade STUDENT_DIR... --csv grades.csv [--json grades.json] [--jobs N]
     mlcbook book                        the table of contents, with each chapter's status
     mlcbook book run [--save]           execute every written chapter and solution notebook
     mlcbook book make-student [--check] regenerate the student exercise notebooks
@@ -22,7 +23,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from . import cli_run
 from .errors import MLCError
+from .optional import progress, require
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,13 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from . import tour as tour_module
-    tour = sub.add_parser("tour", help="run the built-in end-to-end demo",
+    tour = sub.add_parser("tour", formatter_class=_Formatter, help="run the built-in end-to-end demo",
                           description="Run the built-in end-to-end demo: a small model from "
                           "ONNX to native code, then one kernel through the layers below.")
     tour_module.add_arguments(tour)
     tour.set_defaults(run=lambda args: tour_module.run(args, tour))
 
-    comp = sub.add_parser("compile", help="compile an ONNX model to a deployable .mlcb file",
+    comp = sub.add_parser("compile", formatter_class=_Formatter, help="compile an ONNX model to a deployable .mlcb file",
                           description="Import an ONNX model, compile it to native code with the "
                           "default schedules, and save the executable (object code, plan, "
                           "weights) for `mlcbook run`.")
@@ -63,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="tuning records (from `mlcbook tune`) to schedule the kernels with")
     comp.set_defaults(run=_compile)
 
-    exp = sub.add_parser("export", help="compile an ONNX model to a C library and header",
+    exp = sub.add_parser("export", formatter_class=_Formatter, help="compile an ONNX model to a C library and header",
                          description="Import an ONNX model, compile it, and write NAME.h, "
                          "libNAME.so and libNAME.a: the model as a C library that needs only "
                          "libc, libm and pthreads (no Python, numpy or LLVM).")
@@ -72,11 +75,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="the folder to write the header and libraries to")
     exp.add_argument("--name", default="model",
                      help="the C name prefix: NAME_run, NAME.h (default: model)")
+    exp.add_argument("--cc", default="cc", metavar="CC",
+                     help="the C compiler that links the library; for another architecture's "
+                     "target, that architecture's (e.g. aarch64-linux-gnu-gcc)")
     exp.add_argument("--target", default="llvm", metavar="T",
                      help="the target, e.g. 'llvm -mcpu=x86-64-v3' (default: this CPU)")
     _add_shape_arguments(exp)
     exp.set_defaults(run=_export)
-    tn = sub.add_parser("tune", help="tune the kernels of an ONNX model, writing tuning records",
+    tn = sub.add_parser("tune", formatter_class=_Formatter, help="tune the kernels of an ONNX model, writing tuning records",
                         description="Measure schedules of every kernel of an ONNX model on this "
                         "machine, guided by a cost model, and append the records to a JSON-lines "
                         "file that `mlcbook compile --records` uses.")
@@ -93,31 +99,45 @@ def _parser() -> argparse.ArgumentParser:
                     "round (0: none)")
     tn.add_argument("--timeout", type=float, default=60.0,
                     help="seconds before a candidate is given up as hanging")
+    tn.add_argument("--scheduler", metavar="ADDRESS",
+                    help="measure on the Dask cluster of this scheduler (tcp://host:8786; the "
+                    "tune-dask extra); a crashing or hanging candidate costs no worker")
+    tn.add_argument("--one-per-host", dest="one_per_host", action="store_true",
+                    help="with --scheduler: measure on one worker per host, so that no two "
+                    "measurements share a machine")
     _add_shape_arguments(tn)
     tn.set_defaults(run=_tune)
 
     run = sub.add_parser("run", help="run a compiled model on inputs stored as .npy files",
                          description="Load a model written by `mlcbook compile`, run it on "
-                         "inputs saved with numpy.save, and print or save its outputs.")
-    run.add_argument("artifact", metavar="MODEL.mlcb")
-    run.add_argument("-i", "--input", action="append", required=True, metavar="[NAME=]X.npy",
-                     help="an input array; by position, or NAME=X.npy by input name "
-                     "(repeat for several inputs)")
-    run.add_argument("-o", "--output", metavar="Y.npy",
-                     help="save the output (several outputs: an .npz archive)")
-    run.add_argument("--sha256", metavar="HEX",
-                     help="refuse to run unless the file's sha256 is HEX (as printed by "
-                     "`mlcbook compile`): an artifact holds native code, run only ones you trust")
-    run.set_defaults(run=_run)
+                         "inputs saved with numpy.save (random ones for inputs not given), and "
+                         "print or save its outputs by name; --repeat times it, --profile "
+                         "times each kernel.", formatter_class=_Formatter)
+    cli_run.add_arguments(run)
+    run.set_defaults(run=cli_run.run_command)
 
-    grade = sub.add_parser("grade", help="execute exercise notebooks and print their scores",
+    grade = sub.add_parser("grade", formatter_class=_Formatter, help="execute exercise notebooks and print their scores",
                            description="Execute each notebook in a fresh kernel (every cell, "
                            "even after one raises), check each exercise's answer there with "
                            "freshly loaded graders, and print a score table (optionally as "
                            "JSON). Student code runs with your rights: grade untrusted "
                            "notebooks in a disposable container or account.")
-    grade.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    grade.add_argument("notebooks", nargs="+", metavar="SUBMISSION",
+                       help="one student's notebooks (NN_topic.ipynb); or, for a gradebook, a "
+                       "folder per student, a class folder of them, or a file per student "
+                       "with --chapter")
     grade.add_argument("--json", metavar="PATH", help="also write the scores as JSON to PATH")
+    grade.add_argument("--csv", metavar="PATH",
+                       help="grade the submissions as a class and write the gradebook: a row "
+                       "per student, a column per exercise, the total")
+    grade.add_argument("--chapter", type=int, metavar="N",
+                       help="the chapter of notebooks not named NN_topic.ipynb (a file per "
+                       "student)")
+    grade.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="notebooks graded at once, each in its own kernel (default: 1)")
+    grade.add_argument("--seed", type=int, metavar="N",
+                       help="draw the checks' cases from this seed (default: a fresh one, "
+                       "printed and recorded in the JSON)")
     grade.add_argument("--timeout", type=float, default=120, metavar="S",
                        help="seconds one cell (or one exercise's check) may run before it "
                        "is interrupted (default: 120)")
@@ -128,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="a Jupyter kernel name (default: this Python environment)")
     grade.set_defaults(run=_grade)
 
-    mach = sub.add_parser("machine", help="print the machine model schedules are derived from",
+    mach = sub.add_parser("machine", formatter_class=_Formatter, help="print the machine model schedules are derived from",
                           description="Print the machine model of a target (default: this "
                           "CPU): vector width and registers, FMA and load throughput, caches, "
                           "cores and dot-product instructions, from which the default schedules "
@@ -137,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="an LLVM target, e.g. 'llvm -mcpu=znver3' (default: this machine)")
     mach.set_defaults(run=_machine)
 
-    bk = sub.add_parser("book", help="list, run or maintain the book's chapters",
+    bk = sub.add_parser("book", formatter_class=_Formatter, help="list, run or maintain the book's chapters",
                         description="List the book's chapters (default), execute the written "
                         "ones, regenerate the student exercise notebooks, or render the written "
                         "chapters and their exercises as a web book.")
@@ -155,6 +175,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="build: the folder to write the web book to (default: site)")
     bk.set_defaults(run=_book)
     return parser
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default, where it has one that its help does not say."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default == [] \
+                or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def _machine(args: argparse.Namespace) -> int:
@@ -231,12 +262,26 @@ def _compile_onnx(args: argparse.Namespace, target: str = "llvm", records=None):
 
 def _export(args: argparse.Namespace) -> int:
     import time
+    from .errors import ExportError
+    from .paths import output_folder
     t0 = time.perf_counter()
+    output_folder(args.output, "the C library", ExportError, create=False)  # before compiling
     exe = _compile_onnx(args, target=args.target)
-    lib = exe.export(args.output, name=args.name)
+    lib = exe.export(args.output, name=args.name, cc=args.cc)
     print(f"exported {args.model} in {time.perf_counter() - t0:.2f} s for {args.target}:")
-    for path in (lib.header, lib.shared, lib.static):
-        print(f"  {path}")
+    src = lib.folder / "src"
+    for path in (lib.header, lib.shared, lib.static, src, lib.folder / "SHA256SUMS"):
+        if path is not None:
+            print(f"  {path}")
+    if lib.shared is None:
+        # the compiler makes code for another architecture: say how to finish the build
+        print(f"{args.cc!r} cannot link code for {args.target}, so no library was built; "
+              f"build them with that architecture's C compiler, e.g. again with --cc "
+              f"aarch64-linux-gnu-gcc, or by hand in {src}:\n"
+              f"  CC -O2 -fPIC -std=c11 -I {lib.folder} -c {args.name}_runtime.c\n"
+              f"  CC -shared -o lib{args.name}.so {args.name}_runtime.o kernels.o "
+              f"-Wl,--version-script={args.name}.map -lm -lpthread")
+        return 0
     print(f"call {args.name}_run(inputs, outputs) from C; link with -L{args.output} "
           f"-l{args.name}")
     return 0
@@ -245,8 +290,10 @@ def _export(args: argparse.Namespace) -> int:
 def _compile(args: argparse.Namespace) -> int:
     import time
 
-    from .errors import ArgumentError
+    from .errors import ArgumentError, ArtifactError
+    from .paths import output_file
     t0 = time.perf_counter()
+    output_file(args.output, "the compiled model", ArtifactError)  # before compiling
     exe = _compile_onnx(args, records=args.records)
     try:
         exe.save(args.output)
@@ -268,114 +315,77 @@ def _compile(args: argparse.Namespace) -> int:
 def _tune(args: argparse.Namespace) -> int:
     import time
 
-    from .errors import ArgumentError
+    from .errors import ArgumentError, DatabaseError
+    from .paths import output_file
+    from .tune.report import report, tasks_by_share, why_untuned
     from .tune.tasks import tune_model
     if args.trials < 1:
         raise ArgumentError(f"--trials must be at least 1, got {args.trials}")
+    # the tune extra, checked before minutes of importing and profiling
+    require("tqdm", "`mlcbook tune`")
+    if args.cost_model == "xgboost":
+        require("xgboost", "`mlcbook tune --cost-model xgboost`")
+    output_file(args.output, "the tuning records", DatabaseError)  # before any tuning
     t0 = time.perf_counter()
     mod = _import_onnx(args)
-    results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
-                         batch=args.batch, timeout=args.timeout, warm_start=args.warm_start)
-    for name, r in results.items():
-        best = f"{r.best_seconds * 1e3:.3f} ms" if r.best_seconds else "no valid candidate"
-        print(f"  {name}: best {best} after {len(r.history)} records")
-    print(f"tuned {len(results)} kernels of {args.model} in {time.perf_counter() - t0:.1f} s; "
-          f"records in {args.output}; use them with `mlcbook compile {args.model} -o OUT.mlcb "
-          f"--records {args.output}`")
-    return 0
-
-
-def _load_npy(path: str):
-    import numpy as np
-
-    from .errors import ArgumentError
+    executor = None
+    if args.scheduler:
+        from .tune.cluster import DaskExecutor
+        executor = DaskExecutor(args.scheduler, timeout=args.timeout,
+                                one_per_host=args.one_per_host)
+        print(f"measuring on the Dask cluster at {args.scheduler}: "
+              f"{sum(map(len, executor.hosts.values()))} workers on {len(executor.hosts)} "
+              f"host{'s' * (len(executor.hosts) != 1)}, CPU {executor.target}")
+    # the biggest kernels first: the first rounds go to them, and the report lists them so
+    tasks, shares = tasks_by_share(mod, target=getattr(executor, "target", None))
+    print(f"{len(tasks)} kernels to tune, by their share of an untuned run: "
+          + ", ".join(f"{t.name} {shares[t.name]:.0%}" for t in tasks))
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(6)
-        if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):
-            raise ValueError("it is not a .npy file")
-        value = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ArgumentError(f"no input file {path!r}") from None
-    except (OSError, ValueError) as err:
-        raise ArgumentError(f"cannot read {path!r} as a numpy array ({err}); write inputs "
-                            "with numpy.save(path, array)") from None
-    if not isinstance(value, np.ndarray):
-        value.close()
-        raise ArgumentError(f"{path!r} is an .npz archive of several arrays; pass one .npy "
-                            "file per input, e.g. --input NAME=X.npy")
-    return value
-
-
-def _run(args: argparse.Namespace) -> int:
-    import time
-
-    import numpy as np
-
-    from .errors import ArgumentError
-    from .graph import load
-    exe = load(args.artifact, expected_sha256=args.sha256)
-    names = exe.input_names
-    positional, named, files = [], {}, {}
-    for spec in args.input:
-        name, sep, path = spec.partition("=")
-        if sep and name not in names and not Path(spec).exists():
-            raise ArgumentError(f"--input {spec!r}: {args.artifact} has no input named "
-                                f"{name!r}; its inputs are: {', '.join(names)}")
-        if sep and name in names:
-            if name in named:
-                raise ArgumentError(f"input {name!r} is given twice")
-            named[name], files[name] = _load_npy(path), path
-        else:
-            if len(positional) < len(names):
-                files[names[len(positional)]] = spec
-            positional.append(_load_npy(spec))
-    # a shape that differs is usually a batch size chosen at compile time: say how to change it
-    given = {**dict(zip(names, positional)), **named}
-    for name, ty in exe.plan.inputs:
-        value = given.get(name)
-        if value is not None and tuple(value.shape) != ty.shape:
-            fix = (f"--batch-size {value.shape[0]}" if value.ndim == len(ty.shape)
-                   and value.shape[1:] == ty.shape[1:] else
-                   f"--shape {name}={','.join(map(str, value.shape))}")
-            raise ArgumentError(
-                f"input {name!r} of {args.artifact} has the shape {ty.shape} it was compiled "
-                f"for, but {files[name]!r} holds {tuple(value.shape)}; shapes are fixed at "
-                f"compile time: pass an array of that shape, or compile again with {fix}")
-    t0 = time.perf_counter()
-    result = exe(*positional, **named)
-    seconds = time.perf_counter() - t0
-    outputs = list(result) if isinstance(result, tuple) else [result]
-    print(f"ran {args.artifact} in {seconds * 1e3:.2f} ms")
-    for k, y in enumerate(outputs):
-        print(f"output {k}: shape {y.shape}, {y.dtype}")
-        print(np.array2string(y, threshold=40, edgeitems=3, precision=5))
-    if args.output:
-        # numpy adds the suffix when it is missing; say which file was really written
-        suffix = ".npy" if len(outputs) == 1 else ".npz"
-        path = args.output if args.output.endswith(suffix) else args.output + suffix
-        try:
-            if len(outputs) == 1:
-                np.save(path, outputs[0])
-            else:
-                np.savez(path, **{f"output_{k}": y for k, y in enumerate(outputs)})
-        except OSError as err:
-            raise ArgumentError(f"cannot write {args.output!r}: {err.strerror or err}; check "
-                                "that its folder exists and is writable") from None
-        kind = "array" if len(outputs) == 1 else f"{len(outputs)} arrays output_0, output_1, ..."
-        print(f"wrote {path} ({kind})")
+        results = tune_model(mod, args.trials, database=args.output, model=args.cost_model,
+                             batch=args.batch, timeout=args.timeout, warm_start=args.warm_start,
+                             tasks=tasks, executor=executor)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    print(report(tasks, shares, results, trials=args.trials, batch=args.batch))
+    tuned = sum(why_untuned(t, results.get(t.name), args.trials, args.batch, len(tasks)) is None
+                for t in tasks)
+    spent = sum(r.trials_run for r in results.values())
+    print(f"tuned {tuned} of {len(tasks)} kernel{'s' * (len(tasks) != 1)} of {args.model} with "
+          f"{spent} trial{'s' * (spent != 1)} in {time.perf_counter() - t0:.1f} s; records in "
+          f"{args.output}; use them with `mlcbook compile {args.model} -o OUT.mlcb --records "
+          f"{args.output}`")
     return 0
+
+
+#: what `mlcbook grade` and `mlcbook book run` import: a Jupyter kernel and its client
+_NOTEBOOK_RUNNER = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "IPython", "traitlets")
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .grading import grade
+    for module in _NOTEBOOK_RUNNER:
+        require(module, "`mlcbook grade`")
+    from .grading import grade, gradebook
     from .grading.execute import CURRENT_ENV
-    reports = grade.grade(args.notebooks, timeout=args.timeout,
-                          kernel_name=args.kernel or CURRENT_ENV, isolate=args.isolate)
-    print(grade.format_table(reports))
+    options = dict(timeout=args.timeout, kernel_name=args.kernel or CURRENT_ENV,
+                   isolate=args.isolate, jobs=args.jobs)
+    seed = grade.new_seed() if args.seed is None else args.seed
+    as_class = args.csv or args.chapter is not None or any(Path(p).is_dir()
+                                                          for p in args.notebooks)
+    if not as_class:
+        reports = grade.grade(args.notebooks, seed=seed, **options)
+        print(grade.format_table(reports))
+        data = grade.to_json(reports)
+    else:
+        subs = gradebook.submissions(args.notebooks, args.chapter)
+        book = gradebook.grade_submissions(subs, seed=seed, chapter=args.chapter, **options)
+        print(gradebook.format_book(book, seed))
+        data = gradebook.to_json(book, seed)
+        if args.csv:
+            gradebook.write_csv(book, args.csv)
+            print(f"gradebook written to {args.csv}")
     if args.json:
-        Path(args.json).write_text(json.dumps(grade.to_json(reports), indent=2) + "\n",
-                                   encoding="utf-8")
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         print(f"scores written to {args.json}")
     return 0
 
@@ -396,8 +406,12 @@ def _book(args: argparse.Namespace) -> int:
         print(f"\n{written} of {len(loaded.chapters)} chapters written; book.toml: {loaded.path}")
         return 0
     if args.action == "run":
+        for module in _NOTEBOOK_RUNNER:
+            require(module, "`mlcbook book run`")
         return _book_run(loaded, timeout=args.timeout, save=args.save)
     if args.action == "build":
+        for module in ("nbformat", "markdown_it", "pygments", "latex2mathml"):
+            require(module, "`mlcbook book build`")
         from .book_html import build
         pages = build(loaded, args.output)
         print(f"wrote {len(pages)} pages to {args.output}/; open {pages[0]} in a browser")
@@ -406,14 +420,14 @@ def _book(args: argparse.Namespace) -> int:
 
 
 def _book_run(loaded, *, timeout: float, save: bool) -> int:
-    import nbformat
-    from tqdm.auto import tqdm
+    nbformat = require("nbformat", "`mlcbook book run`")
 
     from .grading.execute import execute_notebook
     paths = [p for c in loaded.chapters if c.written for p in (c.notebook, c.solutions)]
     failures = 0
     rows = []
-    for path in tqdm(paths, desc="running the book", unit="notebook"):
+    for path in progress(paths, desc="running the book", unit="notebook",
+                         feature="`mlcbook book run`", extra="course"):
         run = execute_notebook(path, timeout=timeout)
         rows.append((path.relative_to(loaded.root), run.seconds, run.error))
         if run.error is not None:
@@ -427,6 +441,7 @@ def _book_run(loaded, *, timeout: float, save: bool) -> int:
 
 
 def _book_make_student(loaded, *, check: bool) -> int:
+    require("nbformat", "`mlcbook book make-student`")
     from .grading.make_student import make_student
     stale = []
     for ch in loaded.chapters:

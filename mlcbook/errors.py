@@ -116,6 +116,13 @@ class ScheduleError(MLCError):
     code = "MLC-S000"
 
 
+class SpaceError(ScheduleError):
+    """A schedule the rules reject before it is built or measured: a register tile larger
+    than the vector registers can hold, a decision no candidate of its knob matches."""
+
+    code = "MLC-U001"
+
+
 # --- automatic tuning (U); subclasses live in mlcbook.tune.errors ----------------------------
 class TuneError(MLCError):
     """Tuning was asked something it cannot do (a bad budget, a database it cannot read)."""
@@ -264,6 +271,14 @@ class InductionError(TrainingError):
     """Structural induction (a corpus of runs, a structure model, a proposal) is used wrongly."""
 
     code = "MLC-D004"
+
+
+# --- installation (I) ----------------------------------------------------------------------
+class MissingDependencyError(MLCError):
+    """A feature needs a package of an extra (``pip install "mlcbook[tune]"``) that is not
+    installed; the core install compiles and runs models only."""
+
+    code = "MLC-I001"
 
 
 # --- grading and the book (B) --------------------------------------------------------------

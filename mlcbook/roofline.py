@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ArgumentError
+from .optional import require
 
 __all__ = ["Roofline", "KernelPoint", "measure", "measure_peak_gflops", "measure_bandwidth_gbs",
            "plot", "fma_program", "copy_program"]
@@ -251,7 +252,7 @@ def plot(roofs: Roofline | Sequence[Roofline], points: Sequence[KernelPoint] = (
             raise ArgumentError(f"plot places KernelPoint objects, got {type(p).__name__} "
                                 f"{p!r:.60}")
     if ax is None:
-        import matplotlib.pyplot as plt
+        plt = require("matplotlib.pyplot", "the roofline plot")
         _, ax = plt.subplots(figsize=(11, 5), layout="constrained")
     intensities = [p.intensity for p in points] + [r.ridge for r in roofs]
     lo = min(0.05, min(intensities) / 3)

@@ -23,8 +23,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--remote-debugging-port=0", "--window-size=1280,900"]
 
-# what the page reports about itself once loaded: every link and source, every id, and
-# each image's decoded width (0 for an image the browser could not decode)
+# what the page reports about itself once loaded: every link and source, every id, each
+# image's decoded width (0 for an image the browser could not decode), the visible text, and
+# the size each MathML formula was laid out at (0 wide: the browser did not render it)
 _PROBE = """JSON.stringify({
   links: [...document.querySelectorAll('[href],[src]')].map(e => [e.tagName,
           e.getAttribute('href') !== null ? e.getAttribute('href') : e.getAttribute('src'),
@@ -32,7 +33,10 @@ _PROBE = """JSON.stringify({
   ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   images: [...document.images].map(e => [e.getAttribute('src').slice(0, 40), e.complete,
            e.naturalWidth]),
-  title: document.title})"""
+  title: document.title,
+  text: document.body ? document.body.innerText : '',
+  math: [...document.querySelectorAll('math')].map(e => [e.getAttribute('display') || 'inline',
+         e.getBoundingClientRect().width, e.getBoundingClientRect().height])})"""
 
 
 def find_chromium() -> str | None:

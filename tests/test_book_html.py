@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -47,3 +48,36 @@ def test_it_refuses_to_overwrite_a_folder_it_did_not_build(tmp_path):
     with pytest.raises(BookError, match="not a site built by `mlcbook book build`"):
         build(book.load(), tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_math_renders_as_mathml_with_its_backslashes(tmp_path):
+    pages = build(book.load(), tmp_path / "site")
+    text = next(p for p in pages if p.parent.name == "exercises"
+                and p.name.startswith("06_")).read_text()
+    assert "$$" not in text and '<math xmlns="http://www.w3.org/1998/Math/MathML" ' \
+        'display="block">' in text
+    assert "<mfrac>" in text and "<msqrt>" in text   # \frac and \sqrt survived markdown
+
+
+def test_inline_math_is_told_from_prices_and_code():
+    from mlcbook.book_html import _markdown, _render_markdown
+    out = _render_markdown("a $x_i^2$ and `$HOME` cost $5 and $6", _markdown(), [])
+    assert out.count("<math ") == 1 and "<code>$HOME</code>" in out and "$5 and $6" in out
+
+
+@pytest.mark.parametrize("latex, why", [("x^", "MissingSuperScriptOrSubscriptError"),
+                                        (r"\notacommand x", r"unknown command \\notacommand")])
+def test_a_formula_the_converter_refuses_names_itself(latex, why):
+    from mlcbook.book_html import math_to_mathml
+    with pytest.raises(BookError, match=rf"\${re.escape(latex)}\$ cannot be converted.*{why}.*Instead"):
+        math_to_mathml(latex, display=False)
+
+
+def test_every_page_links_its_notebook_for_download(tmp_path):
+    out = tmp_path / "site"
+    pages = build(book.load(), out)
+    for page in pages[1:]:
+        link = re.search(r'<a href="\.\./(notebooks/[^"]+\.ipynb)" download>', page.read_text())
+        assert link, page
+        assert (out / link.group(1)).is_file()
+        assert (out / link.group(1)).name.startswith(page.stem)

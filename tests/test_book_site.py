@@ -1,6 +1,7 @@
 """The web book, opened in a real browser: every page loads without console errors, every
 link and source resolves to a file of the site (and every #fragment to an id on its page),
-every figure decodes, and one page is saved as a screenshot."""
+every figure decodes, no page shows a raw `$$` (every formula was rendered, as MathML the
+browser lays out), and pages are saved as screenshots."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def _problems(out: Path, pages: list[Path], browser) -> tuple[list[str], dict]:
         problems += [f"{rel}: {e}" for e in probe["errors"]]
         problems += [f"{rel}: image {src!r} did not decode" for src, done, width in
                      probe["images"] if not (done and width > 0)]
+        if "$$" in probe["text"]:
+            problems.append(f"{rel}: raw $$ in the page: a formula was not rendered")
+        problems += [f"{rel}: a {display} formula was laid out {width:g} px wide"
+                     for display, width, _ in probe["math"] if not width > 0]
         for tag, raw, resolved in probe["links"]:
             url = urlsplit(resolved)
             if url.scheme == "data":
@@ -71,12 +76,13 @@ def test_the_check_catches_a_broken_link_a_bad_image_and_a_console_error(tmp_pat
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><head><title>bad</title></head><body>'
                     '<a href="missing.html">gone</a><a href="#nowhere">anchor</a>'
-                    '<img src="data:image/png;base64,AAAA">'
+                    '<img src="data:image/png;base64,AAAA"><p>$$x^2$$</p>'
                     '<script>console.error("boom")</script></body></html>')
     problems, _ = _problems(tmp_path, [page], browser)
     text = "\n".join(problems)
     assert "'missing.html' names no file" in text and "no id 'nowhere'" in text
     assert "did not decode" in text and "console.error" in text
+    assert "raw $$ in the page" in text
 
 
 def test_a_chapter_page_renders_with_figures_and_a_screenshot(site, browser, tmp_path_factory):
@@ -87,4 +93,19 @@ def test_a_chapter_page_renders_with_figures_and_a_screenshot(site, browser, tmp
     shot = tmp_path_factory.getbasetemp() / "chapter01.png"
     browser.screenshot(shot)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    print(f"screenshot: {shot}")
+
+
+def test_formulas_render_as_math_with_a_screenshot(site, browser, tmp_path_factory):
+    out, pages = site
+    page = next(p for p in pages if p.name.startswith("06_") and p.parent.name == "exercises")
+    probe = browser.visit(page.resolve().as_uri())
+    blocks = [(w, h) for display, w, h in probe["math"] if display == "block"]
+    assert blocks and all(w > 100 and h > 20 for w, h in blocks), probe["math"]
+    assert "$$" not in probe["text"] and "\\frac" not in probe["text"]
+    browser.call("Runtime.evaluate", expression="document.querySelector('math[display=block]')"
+                 ".scrollIntoView({block: 'center'})")
+    shot = tmp_path_factory.getbasetemp() / "exercises06_math.png"
+    browser.screenshot(shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"screenshot: {shot}")

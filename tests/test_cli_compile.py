@@ -47,7 +47,7 @@ def test_compile_then_run_matches_onnxruntime(convnet, capsys):
     assert main(["run", str(d / "tiny.mlcb"), "--input", str(d / "x.npy"),
                  "--output", str(d / "y.npy")]) == 0
     out = capsys.readouterr().out
-    assert "output 0: shape (3, 10), float32" in out and f"wrote {d / 'y.npy'}" in out
+    assert "probs: shape (3, 10), float32" in out and f"wrote {d / 'y.npy'}" in out
     y = np.load(d / "y.npy")
     expected, = _ort(models.tiny_convnet(), {"image": x})
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
@@ -90,9 +90,9 @@ def test_a_model_with_two_inputs_and_two_outputs(tmp_path, capsys):
     # b by name, a by position
     assert main(["run", str(tmp_path / "two.mlcb"), "-i", f"b={tmp_path / 'b.npy'}",
                  "-i", str(tmp_path / "a.npy"), "-o", str(tmp_path / "out.npz")]) == 0
-    assert "2 arrays output_0, output_1" in capsys.readouterr().out
-    with np.load(tmp_path / "out.npz") as z:
-        got = [z["output_0"], z["output_1"]]
+    assert "2 arrays sum, prod" in capsys.readouterr().out
+    with np.load(tmp_path / "out.npz") as z:  # keyed by the ONNX output names
+        got = [z["sum"], z["prod"]]
     for g, e in zip(got, _ort(model, {"a": a, "b": b})):
         np.testing.assert_allclose(g, e, rtol=1e-6)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mlcbook.book import tomllib
+from mlcbook.optional import PROVIDERS
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -90,39 +91,62 @@ def _undeclared(modules: set[str], declared: set[str]) -> list[str]:
     return missing
 
 
-#: subpackages that need an extra beyond [project] dependencies -> that extra
-EXTRAS = {"fuzz": "fuzz"}
-#: modules that import an extra's package inside a function, for one feature -> that package
-#: (the extra is named in the error they raise when it is missing)
-OPTIONAL_IMPORTS = {"frontend/conformance.py": {"onnxruntime"},
-                    "frontend/quantize.py": {"onnxruntime"}}
+def _extra(name: str) -> list[str]:
+    """The requirements of the extra ``name``, with ``mlcbook[a,b]`` expanded to a's and b's."""
+    out = []
+    for req in PYPROJECT["project"]["optional-dependencies"][name]:
+        nested = re.fullmatch(r"mlcbook\[([^\]]+)\]", req)
+        out += [r for e in nested.group(1).split(",") for r in _extra(e.strip())] if nested else [req]
+    return out
 
 
-def test_every_runtime_import_is_a_declared_dependency():
-    modules = set()
+#: parts of the package that serve one extra's feature alone -> that extra: they may import its
+#: packages at the top (the commands that reach them check through mlcbook.optional first)
+EXTRAS = {"fuzz": "fuzz", "grading": "course", "book_html.py": "course"}
+
+
+def _package_imports(only=None) -> dict[str, set[str]]:
+    """{part (top folder or module of mlcbook): the third-party modules it imports}"""
+    found: dict[str, set[str]] = {}
     for path in (ROOT / "mlcbook").rglob("*.py"):
-        rel = path.relative_to(ROOT / "mlcbook")
-        if rel.parts[0] not in EXTRAS:
-            modules |= _imports(path.read_text()) - OPTIONAL_IMPORTS.get(rel.as_posix(), set())
+        part = path.relative_to(ROOT / "mlcbook").parts[0]
+        found.setdefault(part, set()).update(_imports(path.read_text()))
+    return found
+
+
+def test_every_runtime_import_is_a_core_dependency():
+    # anything else goes through mlcbook.optional.require, which names the extra
+    modules = set().union(*(m for part, m in _package_imports().items() if part not in EXTRAS))
     missing = _undeclared(modules, _names(PYPROJECT["project"]["dependencies"]))
     assert missing == [], f"imported but not in [project] dependencies: {missing}"
 
 
-@pytest.mark.parametrize("package, extra", sorted(EXTRAS.items()))
-def test_a_subpackage_with_an_extra_imports_only_it_and_the_dependencies(package, extra):
-    modules = set()
-    for path in (ROOT / "mlcbook" / package).rglob("*.py"):
-        modules |= _imports(path.read_text())
-    declared = _names(PYPROJECT["project"]["dependencies"] +
-                      PYPROJECT["project"]["optional-dependencies"][extra])
-    missing = _undeclared(modules, declared)
+@pytest.mark.parametrize("part, extra", sorted(EXTRAS.items()))
+def test_a_part_with_an_extra_imports_only_it_and_the_dependencies(part, extra):
+    declared = _names(PYPROJECT["project"]["dependencies"] + _extra(extra))
+    missing = _undeclared(_package_imports()[part], declared)
     assert missing == [], f"imported but not in the dependencies or [{extra}]: {missing}"
 
 
+@pytest.mark.parametrize("module", sorted(PROVIDERS))
+def test_each_optional_module_is_in_the_extra_its_error_names(module):
+    dist, extra = PROVIDERS[module]
+    assert _normalize(dist.split("[")[0]) in _names(_extra(extra))
+
+
+def test_the_core_is_what_compiling_and_running_needs():
+    assert _names(PYPROJECT["project"]["dependencies"]) == {
+        "numpy", "llvmlite", "onnx", "ml-dtypes", "tomli"}
+
+
+def test_the_test_extra_installs_every_other_extra():
+    test = _names(_extra("test"))
+    for extra in PYPROJECT["project"]["optional-dependencies"]:
+        assert _names(_extra(extra)) <= test, extra
+
+
 def test_every_chapter_import_is_installed_for_readers():
-    # readers install the `course` extra; chapter 5 compares with onnxruntime, which it adds
-    declared = (_names(PYPROJECT["project"]["dependencies"])
-                | _names(PYPROJECT["project"]["optional-dependencies"]["course"]))
+    declared = _names(PYPROJECT["project"]["dependencies"]) | _names(_extra("course"))
     modules = set()
     for path in (ROOT / "chapters").glob("*.ipynb"):
         modules |= _notebook_imports(path)
@@ -131,8 +155,7 @@ def test_every_chapter_import_is_installed_for_readers():
 
 
 def test_every_test_import_is_declared():
-    declared = (_names(PYPROJECT["project"]["dependencies"])
-                | _names(PYPROJECT["project"]["optional-dependencies"]["test"]))
+    declared = _names(PYPROJECT["project"]["dependencies"]) | _names(_extra("test"))
     modules = set()
     for path in (ROOT / "tests").rglob("*.py"):
         modules |= _imports(path.read_text())
@@ -144,21 +167,33 @@ def test_every_test_import_is_declared():
     assert missing == [], f"imported by tests but not declared for them: {missing}"
 
 
+def test_every_bench_import_is_in_the_bench_extra():
+    declared = _names(PYPROJECT["project"]["dependencies"]) | _names(_extra("bench"))
+    modules = set()
+    for path in (ROOT / "bench").glob("*.py"):
+        modules |= _imports(path.read_text())
+    modules -= {p.stem for p in (ROOT / "bench").glob("*.py")}
+    missing = _undeclared(modules, declared)
+    assert missing == [], f"imported by bench/ but not in the bench extra: {missing}"
+
+
 def test_onnxruntime_is_an_extra_not_a_dependency():
     assert "onnxruntime" not in _names(PYPROJECT["project"]["dependencies"])
-    for extra in ("test", "course", "fuzz"):
-        assert "onnxruntime" in _names(PYPROJECT["project"]["optional-dependencies"][extra])
+    for extra in ("test", "course", "fuzz", "bench"):
+        assert "onnxruntime" in _names(_extra(extra))
 
 
-#: imports every module of mlcbook but the fuzzer (its extra is onnxruntime) and the `python
-#: -m` entry points with onnxruntime made unimportable, then asks the two features that need
-#: it (the conformance command's onnxruntime rates, quantize_qdq) for it
-_WITHOUT_ONNXRUNTIME = """
+#: imports every module of mlcbook but the parts of an extra and the `python -m` entry points
+#: with every optional package made unimportable, then asks features that need one for it
+_CORE_ONLY = """
 import importlib, pkgutil, sys
-sys.modules["onnxruntime"] = None  # import onnxruntime now raises ImportError
+from mlcbook.optional import PROVIDERS
+for name in PROVIDERS:
+    sys.modules[name] = None  # import NAME now raises ImportError
 import mlcbook
+skip = ("mlcbook.fuzz", "mlcbook.grading", "mlcbook.book_html")
 for m in pkgutil.walk_packages(mlcbook.__path__, "mlcbook."):
-    if not m.name.startswith("mlcbook.fuzz") and not m.name.endswith("__main__"):
+    if not m.name.startswith(skip) and not m.name.endswith("__main__"):
         importlib.import_module(m.name)
 from mlcbook.frontend import conformance
 try:
@@ -170,20 +205,30 @@ try:
     mlcbook.frontend.quantize_qdq(examples.mlp(batch=1), [{}])
 except mlcbook.MLCError as e:
     print("QUANTIZE", e)
+try:
+    mlcbook.tune.XGBModel()
+except mlcbook.MLCError as e:
+    print("XGBOOST", e)
+print("HTML", mlcbook.tir.printer.to_html("x = 1")[:5])
 """
 
 
-def test_mlcbook_imports_without_onnxruntime_and_conformance_says_how_to_install_it():
-    proc = subprocess.run([sys.executable, "-c", _WITHOUT_ONNXRUNTIME], cwd=ROOT,
+def test_mlcbook_imports_without_any_extra_and_features_name_theirs():
+    proc = subprocess.run([sys.executable, "-c", _CORE_ONLY], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "ERROR [MLC-A001]" in proc.stdout
-    assert 'pip install "mlcbook[test]"' in proc.stdout
-    assert "QUANTIZE [MLC-A001] quantize_qdq calls onnxruntime's" in proc.stdout
+    lines = dict(ln.split(" ", 1) for ln in proc.stdout.splitlines())
+    assert lines["ERROR"].startswith("[MLC-I001] the conformance command's --onnxruntime needs "
+                                     "onnxruntime")
+    assert lines["ERROR"].endswith('Instead: pip install "mlcbook[fuzz]"')
+    assert lines["QUANTIZE"].startswith("[MLC-I001] quantize_qdq (onnxruntime's static "
+                                        "quantizer) needs onnxruntime")
+    assert lines["XGBOOST"].endswith('Instead: pip install "mlcbook[tune]"')
+    assert lines["HTML"] == "<pre>"  # no pygments: plain text, quietly
 
 
 def test_xgboost_comes_as_the_cpu_wheel_where_one_exists():
-    deps = PYPROJECT["project"]["dependencies"]
+    deps = PYPROJECT["project"]["optional-dependencies"]["tune"]
     assert "xgboost-cpu; sys_platform == 'linux' or sys_platform == 'win32'" in deps
     assert "xgboost; sys_platform == 'darwin'" in deps
 

@@ -16,7 +16,11 @@ Loop kinds become:
   parallel loop inside another one runs serially inside its thread.
 
 ``Allocate`` reserves memory in the function's entry block: on the stack when small, with
-``aligned_alloc`` (freed on return) when large, always 64-byte aligned.
+``aligned_alloc`` (freed on return) when large, always 64-byte aligned. A function with a heap
+allocation (:func:`heap_allocations`) returns an ``i32`` status instead of ``void``: 0, or
+:data:`ALLOC_FAILED` when an allocation returned NULL, in which case it frees what it did
+allocate and runs nothing; a parallel chunk whose allocation fails stores
+:data:`ALLOC_FAILED` into its kernel's status word and skips its work.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ MAX_LANES = 64
 #: an unrolled loop longer than this is an error (split it first)
 MAX_UNROLL = 4096
 
+#: the status a kernel returns when an allocation failed (0: success)
+ALLOC_FAILED = 1
+
 LAUNCH_TYPE = ir.FunctionType(VOID, [PTR, I64, PTR])
 BODY_TYPE = ir.FunctionType(VOID, [I64, I64, PTR])
 
@@ -55,8 +62,13 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
     """Emit one LLVM function; ``launcher`` is the runtime's parallel-for (None: run serially).
     ``self.stmt(s)`` emits a statement, ``self.expr(e)`` an expression."""
 
-    def __init__(self, cg, fn: ir.Function, name: str, launcher, fast: bool):
+    def __init__(self, cg, fn: ir.Function, name: str, launcher, fast: bool, status=None):
         self.cg, self.fn, self.name, self.launcher, self.fast = cg, fn, name, launcher, fast
+        # where a failed allocation is reported: a parallel chunk's pointer to its kernel's
+        # status word, or the kernel's own word (made when a parallel loop needs one)
+        self.status = status
+        self.returns_status = isinstance(fn.function_type.return_type, ir.IntType)
+        self.failed: list = []    # per heap allocation: it returned NULL
         entry = fn.append_basic_block("entry")
         self.body_block = fn.append_basic_block("body")
         self.alloca_b = ir.IRBuilder(entry)
@@ -70,12 +82,44 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
         self.heap: list = []
 
     def finish(self) -> None:
-        if self.heap:
-            free = self.cg.declare("free", ir.FunctionType(VOID, [PTR]))
-            for p in self.heap:
-                self.b.call(free, [p])
-        self.b.ret_void()
-        self.alloca_b.branch(self.body_block)
+        free = self.cg.declare("free", ir.FunctionType(VOID, [PTR])) if self.heap else None
+        for p in self.heap:
+            self.b.call(free, [p])
+        if self.returns_status:
+            self.b.ret(self.b.load(self.status, typ=I32) if self.status is not None
+                       else ir.Constant(I32, 0))
+        else:
+            self.b.ret_void()
+        A = self.alloca_b
+        if not self.failed:
+            A.branch(self.body_block)
+            return
+        failed = self.failed[0]
+        for f in self.failed[1:]:
+            failed = A.or_(failed, f)
+        fail_bb = self.fn.append_basic_block("alloc.failed")
+        A.cbranch(failed, fail_bb, self.body_block)
+        F = ir.IRBuilder(fail_bb)
+        for p in self.heap:   # free(NULL) does nothing
+            F.call(free, [p])
+        if self.returns_status:
+            F.ret(ir.Constant(I32, ALLOC_FAILED))
+            return
+        if self.status is None:
+            raise BuildError(f"{self.name}: a heap allocation with nowhere to report its "
+                             "failure; this is a bug in mlcbook's code generator")
+        # chunks on several threads may fail at once: an atomic write, read after the join
+        F.atomic_rmw("xchg", self.status, ir.Constant(I32, ALLOC_FAILED), "monotonic")
+        F.ret_void()
+
+    def _status_word(self):
+        """The kernel's status word (0 until a parallel chunk's allocation fails)."""
+        if self.status is None:
+            p = self.alloca_b.alloca(I32, name="status")
+            p.type = PTR
+            self.alloca_b.store(ir.Constant(I32, 0), p)
+            self.status = p
+        return self.status
 
     # --- statements -----------------------------------------------------------------------------
     def unhandled_stmt(self, s) -> None:
@@ -135,6 +179,7 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
             p = A.call(aligned_alloc, [ir.Constant(I64, 64), ir.Constant(I64, -(-size // 64) * 64)],
                        name=buf.name)
             self.heap.append(p)
+            self.failed.append(A.icmp_unsigned("==", p, ir.Constant(PTR, None)))
         self.buffers[buf] = p
         self.stmt(s.body)
 
@@ -251,9 +296,12 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
         ext = self.expr(s.extent)
         vars_, bufs = _captures(s)
         values = [self.env[v].value for v in vars_] + [self._buffer(b) for b in bufs]
+        status = self._status_word() if heap_allocations(s.body) else None
         body_fn = ir.Function(self.cg.module, BODY_TYPE, self.cg.fresh(f"{self.name}_parallel"))
         body_fn.linkage = "internal"
-        helper = self._parallel_helper(s, vars_, bufs, values)
+        helper = self._parallel_helper(s, vars_, bufs, values, status)
+        if status is not None:
+            values = values + [status]
         # the body unpacks the closure and calls the helper, which LLVM inlines into it
         bb = ir.IRBuilder(body_fn.append_basic_block("entry"))
         begin, end, closure = body_fn.args
@@ -279,23 +327,24 @@ class FunctionEmitter(ExprEmitter, StmtFunctor):
             n = ext.value if ext.value.type.width == 64 else B.sext(ext.value, I64)
         B.call(_IndirectCallee(self.launcher, LAUNCH_TYPE), [_AsPtr(body_fn), n, cl])
 
-    def _parallel_helper(self, s: For, vars_, bufs, values) -> ir.Function:
+    def _parallel_helper(self, s: For, vars_, bufs, values, status=None) -> ir.Function:
         """``helper(begin, end, vars..., buffers...)``: the loop over one chunk. Its buffer
         parameters are ``noalias`` (as the kernel's own), and it assumes
         ``0 <= begin <= end <= extent``: without them the chunk's code ran up to 2.5x slower
         than the same loop left serial (signed divisions of the loop variable, loads not
         moved past stores)."""
-        types = [I64, I64] + [x.type for x in values]
+        types = [I64, I64] + [x.type for x in values] + ([PTR] if status is not None else [])
         fn = ir.Function(self.cg.module, ir.FunctionType(VOID, types),
                          self.cg.fresh(f"{self.name}_chunk"))
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
-        sub = FunctionEmitter(self.cg, fn, fn.name, None, self.fast)
+        sub = FunctionEmitter(self.cg, fn, fn.name, None, self.fast,
+                              status=fn.args[-1] if status is not None else None)
         begin, end = fn.args[:2]
         for var, arg in zip(vars_, fn.args[2:]):
             sub.env[var] = Val(S, arg)
-        ptrs = fn.args[2 + len(vars_):]
+        ptrs = fn.args[2 + len(vars_):2 + len(values)]
         distinct = len({id(v) for v in values[len(vars_):]}) == len(bufs)
         for buf, arg in zip(bufs, ptrs):
             if distinct:
@@ -351,6 +400,21 @@ def _field(b: ir.IRBuilder, base, st, k: int):
     p = b.gep(base, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=st)
     p.type = PTR  # opaque pointers: llvmlite would otherwise type it as a typed pointer
     return p
+
+
+def heap_allocations(stmt) -> bool:
+    """Whether ``stmt`` allocates a buffer on the heap (larger than :data:`STACK_LIMIT`)."""
+    class _Heap(Visitor):
+        found = False
+
+        def visit_Allocate(self, s):
+            if math.prod(s.buffer.shape) * itemsize(s.buffer.dtype) > STACK_LIMIT:
+                self.found = True
+            self.generic_visit(s)
+
+    v = _Heap()
+    v.visit(stmt)
+    return v.found
 
 
 def _captures(loop: For) -> tuple[list[Var], list[Buffer]]:

@@ -4,6 +4,9 @@ The calling convention of an entry (what :mod:`mlcbook.runtime` calls) is C's::
 
     void mlcb_<name>(void *A, void *B, ..., void *C, void *launcher);
 
+(``int``, 0 or ``ALLOC_FAILED``, for an entry that allocates on the heap: its EntryInfo says
+``may_fail``);
+
 one data pointer per buffer parameter, in order, then the runtime's parallel launcher
 ``void launcher(void (*body)(int64_t, int64_t, void *), int64_t n, void *closure)``.
 Buffer pointers are ``noalias`` (the runtime rejects outputs that overlap another
@@ -24,8 +27,8 @@ import llvmlite.ir as ir
 
 from ..errors import BuildError
 from ..tir.function import IRModule, PrimFunc
-from .llvm_func import FunctionEmitter
-from .llvm_types import PTR, VOID, itemsize
+from .llvm_func import FunctionEmitter, heap_allocations
+from .llvm_types import I32, PTR, VOID, itemsize
 
 META_SYMBOL = "mlcb_meta"
 
@@ -45,16 +48,22 @@ class EntryInfo:
     symbol: str
     params: tuple
     num_outputs: int
+    #: the entry returns an int status (0, or ALLOC_FAILED) instead of nothing: it allocates
+    #: on the heap (see mlcbook.codegen.llvm_func)
+    may_fail: bool = False
 
     def to_json(self) -> dict:
-        return {"name": self.name, "symbol": self.symbol, "num_outputs": self.num_outputs,
-                "params": [[p.name, list(p.shape), p.dtype] for p in self.params]}
+        d = {"name": self.name, "symbol": self.symbol, "num_outputs": self.num_outputs,
+             "params": [[p.name, list(p.shape), p.dtype] for p in self.params]}
+        if self.may_fail:
+            d["may_fail"] = True
+        return d
 
     @staticmethod
     def from_json(d: dict) -> "EntryInfo":
         return EntryInfo(d["name"], d["symbol"],
                          tuple(ParamInfo(n, tuple(s), t) for n, s, t in d["params"]),
-                         d["num_outputs"])
+                         d["num_outputs"], d.get("may_fail") is True)
 
 
 class ModuleContext:
@@ -102,7 +111,8 @@ def _entry(cg: ModuleContext, key: str, func: PrimFunc, fastmath: bool) -> Entry
     shapes = dict(func.attrs).get("param_shapes") or tuple(b.shape for b in func.params)
     params = tuple(ParamInfo(b.name, tuple(s), b.dtype) for b, s in zip(func.params, shapes))
     symbol = _symbol(key)
-    fnty = ir.FunctionType(VOID, [PTR] * (len(func.params) + 1))
+    may_fail = heap_allocations(func.body)
+    fnty = ir.FunctionType(I32 if may_fail else VOID, [PTR] * (len(func.params) + 1))
     fn = ir.Function(cg.module, fnty, name=symbol)
     fn.attributes.add("nounwind")
     for arg, buf in zip(fn.args, func.params):
@@ -117,4 +127,4 @@ def _entry(cg: ModuleContext, key: str, func: PrimFunc, fastmath: bool) -> Entry
         em.buffers[buf] = arg
     em.stmt(func.body)
     em.finish()
-    return EntryInfo(key, symbol, params, func.num_outputs)
+    return EntryInfo(key, symbol, params, func.num_outputs, may_fail)

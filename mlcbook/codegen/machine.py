@@ -1,6 +1,6 @@
 """What one core of the target CPU can do, described once: vector width and registers, FMA
 and load throughput, caches, dot-product instructions. Schedules derive their choices from
-it (:mod:`mlcbook.graph.tile_size` sizes register tiles by FMA and load throughput) instead
+it (:mod:`mlcbook.rules.tile_size` sizes register tiles by FMA and load throughput) instead
 of from constants fitted to one CPU.
 
     >>> print(mb.Target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1").machine)

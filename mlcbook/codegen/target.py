@@ -26,10 +26,13 @@ caches, dot products) is :attr:`Target.machine`, from which schedules size their
 
 from __future__ import annotations
 
+import difflib
 import functools
+import subprocess
+import sys
 
 from ..errors import TargetError
-from .machine import X86_LEVELS, Machine, feature_set, machine_for
+from .machine import CPUS, X86_LEVELS, Machine, feature_set, machine_for
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,18 +72,23 @@ class Target:
         host_cpu = llvm.get_host_cpu_name()
         default_cpu = host_cpu if on_host else "generic"
         self.cpu = opts.get("-mcpu", default_cpu)
+        try:
+            llvm.Target.from_triple(self.triple)
+        except RuntimeError as e:
+            raise TargetError(f"LLVM does not know the triple {self.triple!r}: {e}") from None
+        # LLVM aborts the whole process on some CPU names it does not know (it goes on
+        # with a CPU that lacks 64-bit mode), and ignores unknown features: check first.
+        if "-mcpu" in opts and self.cpu != host_cpu:
+            _check_cpu(self.cpu, self.triple)
         if "-mattr" in opts:
             self.features = opts["-mattr"]
+            _check_features(self.features, self.triple)
         elif on_host and self.cpu == host_cpu:
             self.features = llvm.get_host_cpu_features().flatten()
         elif self.cpu in X86_LEVELS and self.arch == "x86_64":
             self.features = ",".join(X86_LEVELS[self.cpu])
         else:
             self.features = ""
-        try:
-            llvm.Target.from_triple(self.triple)
-        except RuntimeError as e:
-            raise TargetError(f"LLVM does not know the triple {self.triple!r}: {e}") from None
 
     @staticmethod
     def host() -> "Target":
@@ -184,3 +192,75 @@ def _normalize_triple(triple: str) -> str:
     if len(parts) == 3 and parts[1] in ("linux", "windows", "darwin", "none"):
         return f"{parts[0]}-unknown-{parts[1]}-{parts[2]}"
     return triple
+
+
+_LISTING = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.initialize_all_asmprinters()
+llvm.Target.from_triple(sys.argv[1]).create_target_machine(cpu="help", features="")
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def llvm_names(triple: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The CPU names and feature names LLVM knows for ``triple``, as ``(cpus, features)``.
+
+        >>> "znver4" in llvm_names("x86_64-unknown-linux-gnu")[0]
+        True
+
+    LLVM prints them only as its ``-mcpu=help`` listing on the C-level stderr, so a child
+    process prints it and this one parses it (once per triple). Empty sets if that fails.
+    """
+    try:
+        done = subprocess.run([sys.executable, "-c", _LISTING, triple], capture_output=True,
+                              text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset(), frozenset()
+    sections: dict[str, set[str]] = {"CPUs": set(), "features": set()}
+    current = None
+    for line in done.stderr.splitlines():
+        if line.startswith("Available "):
+            current = sections.get(line.split()[1])
+        elif current is not None and line.startswith("  ") and " - " in line:
+            current.add(line.split()[0])
+    return frozenset(sections["CPUs"]), frozenset(sections["features"])
+
+
+def _suggest(name: str, known) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+
+
+def _check_cpu(cpu: str, triple: str) -> None:
+    arch = _arch(triple)
+    row = CPUS.get(cpu)
+    if cpu == "generic" or (row is not None and row.arch == arch) or (
+            cpu in X86_LEVELS and arch == "x86_64"):
+        return
+    cpus = llvm_names(triple)[0]
+    if cpu in cpus:
+        return
+    known = cpus or {c for c, r in CPUS.items() if r.arch == arch}
+    raise TargetError(f"unknown CPU {cpu!r} in -mcpu= for {triple}: LLVM does not know it "
+                      f"(and would stop the process); {_suggest(cpu, known)}Instead: use a CPU "
+                      f"name LLVM knows, e.g. {', '.join(sorted(known)[:6])}, or 'generic'")
+
+
+def _check_features(features: str, triple: str) -> None:
+    words = [w for w in features.split(",") if w]
+    for word in words:
+        if word[0] not in "+-" or len(word) < 2:
+            raise TargetError(f"the feature {word!r} in -mattr={features} has no sign: "
+                              f"Instead: write +{word.lstrip('+-')} to enable it or "
+                              f"-{word.lstrip('+-')} to disable it")
+    known = llvm_names(triple)[1]
+    if not known:
+        return
+    for word in words:
+        if word[1:] not in known:
+            raise TargetError(f"unknown CPU feature {word[1:]!r} in -mattr={features} for "
+                              f"{triple}: LLVM would silently ignore it; "
+                              f"{_suggest(word[1:], known)}Instead: use LLVM's feature names "
+                              "(avx2, fma, avx512f, ...) or leave it out")

@@ -54,7 +54,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, InvalidModelError, MLCError, UnsupportedModelError
+from ..errors import InvalidModelError, MLCError, UnsupportedModelError
+from .. import optional
 
 
 @dataclass
@@ -187,15 +188,9 @@ def run_case(case, runner: str = "interpret") -> CaseResult:
 
 
 def import_onnxruntime():
-    """The ``onnxruntime`` module; an :class:`~mlcbook.errors.ArgumentError` saying how to
+    """The ``onnxruntime`` module; a :class:`~mlcbook.errors.MissingDependencyError` saying how to
     install it when it is missing (it is an extra, not a dependency of mlcbook)."""
-    try:
-        import onnxruntime
-    except ImportError:
-        raise ArgumentError(
-            "the conformance command compares with onnxruntime (--onnxruntime), which is not "
-            'installed. Instead: pip install "mlcbook[test]"') from None
-    return onnxruntime
+    return optional.require("onnxruntime", "the conformance command's --onnxruntime", extra="fuzz")
 
 
 def run_case_onnxruntime(case) -> CaseResult:
@@ -277,8 +272,8 @@ def run_all(ops: Sequence[str] | None = None, runner: str = "interpret",
             progress: bool = False) -> list[CaseResult]:
     cases = supported_cases(ops)
     if progress:
-        from tqdm.auto import tqdm
-        cases = tqdm(cases, desc="onnx node tests", unit="case")
+        cases = optional.progress(cases, desc="onnx node tests", unit="case",
+                                  feature="the conformance command's progress bar", extra="fuzz")
     return [run_case(c, runner) for c in cases]
 
 

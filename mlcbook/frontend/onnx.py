@@ -15,8 +15,10 @@
   every offending node with its op type, name and the reason.
 
 The converters speak opset 13 and newer. An older model is converted to opset 13 with
-``onnx.version_converter`` first (a log line says so); an opset newer than the installed
-onnx knows, or a model the converter cannot convert, is an error.
+``onnx.version_converter`` first (a log line says so; ops whose meaning changed on the way
+but which the converter keeps as they are are rewritten, or refused, by
+:mod:`.onnx_old_opsets`); an opset newer than the installed onnx knows, or a model the
+converter cannot convert, is an error.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from ..graph.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Va
 from ..graph.interpret import evaluate
 from ..graph.passes.fold import fold_expr
 from ..ops import get as get_op
-from .onnx_context import Context, Unsupported, onnx_dtype
+from . import onnx_old_opsets as old_opsets
+from .onnx_context import Context, Unsupported, onnx_dtype, tensor_array
 from .onnx_ops import CONVERTERS, static_problems
 
 #: the opset the converters are written for; older models are converted up to it
@@ -105,13 +108,14 @@ def upgrade_opset(model) -> Any:
     logger.warning("the model uses ONNX opset %d: converting it to opset %d with "
                    "onnx.version_converter", opset, MIN_OPSET)
     light, weights = _weights_apart(model)
+    light, fixes = old_opsets.before_conversion(light, opset)
     try:
         converted = version_converter.convert_version(light, MIN_OPSET)
     except Exception as e:  # the converter raises RuntimeError/ConvertError with its reason
         raise UnsupportedModelError(
             f"onnx.version_converter cannot bring the model from opset {opset} to {MIN_OPSET}: "
             f"{e}. Instead: re-export the model at opset {MIN_OPSET} or newer") from None
-    return _weights_back(converted, weights)
+    return _weights_back(old_opsets.after_conversion(converted, fixes), weights)
 
 
 #: initializers from this many elements on are weights: no conversion adapter reads them
@@ -299,8 +303,6 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
 def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) -> IRModule:
     """The graph of ``model`` (checked, at a supported opset) with its symbolic first
     dimensions set to ``batch_size``."""
-    from onnx import numpy_helper
-
     opset = model_opset(model)
     graph = model.graph
     problems: list[str] = []
@@ -313,7 +315,8 @@ def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) 
         except Unsupported as e:
             problems.append(str(e))
             continue
-        cx.values[init.name] = Constant(numpy_helper.to_array(init), name=init.name)
+        cx.values[init.name] = Constant(tensor_array(init, f"initializer {init.name!r}"),
+                                        name=init.name)
     for name, value in constants.items():
         try:
             cx.values[name] = Constant(np.asarray(value))
@@ -360,7 +363,9 @@ def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) 
         raise _import_error(problems, failed)
     outs = [cx.values[o.name] for o in graph.output]
     body = outs[0] if len(outs) == 1 else Tuple(outs)
-    return IRModule({"main": Function(tuple(params), body, "main")})
+    # the graph's output names, for exe.outputs, `mlcbook run` and the exported header
+    names = {"output_names": tuple(o.name for o in graph.output)}
+    return IRModule({"main": Function(tuple(params), body, "main", names)})
 
 
 def _import_error(problems: list[str], failed: list[tuple[GraphError, str]]) -> GraphError:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidModelError
 from ..graph.expr import Call, Constant, Expr, Function, Var, post_order
 from ..graph.interpret import evaluate
 from ..ops.types import GRAPH_DTYPES
@@ -74,3 +75,15 @@ class Context:
             f"its {schema_name} ({names[index]!r}) must be known at import, but it is computed "
             f"from the model's inputs; make it a constant or pass its value with "
             f"from_onnx(..., constants={{{names[index]!r}: value}})")
+
+
+def tensor_array(tensor, what: str) -> np.ndarray:
+    """The value of an ONNX TensorProto; InvalidModelError when its data does not hold
+    exactly the elements its shape says (the checker lets longer raw data through)."""
+    from onnx import numpy_helper
+    try:
+        return numpy_helper.to_array(tensor)
+    except ValueError as e:
+        raise InvalidModelError(f"{what} has shape {list(tensor.dims)} but its data holds a "
+                                f"different number of elements ({e}); Instead: re-export the "
+                                "model, or fix the tensor's dims or data") from None

@@ -20,7 +20,7 @@ from ..errors import OpDTypeError
 from ..graph.expr import Constant, Expr
 from ..ops.nn import auto_pads
 from ..ops.types import LOWBIT_DTYPES
-from .onnx_context import Context, Unsupported, onnx_dtype
+from .onnx_context import Context, Unsupported, onnx_dtype, tensor_array
 
 
 @dataclass(frozen=True)
@@ -410,10 +410,9 @@ def _check_constant(attrs):
                               "value_ints", "value_string", "value_strings", "sparse_value"),
            check=_check_constant)
 def _constant(cx, ins, attrs):
-    from onnx import numpy_helper
     if "value" in attrs:
         onnx_dtype(attrs["value"].data_type, "the constant")
-        return Constant(numpy_helper.to_array(attrs["value"]))
+        return Constant(tensor_array(attrs["value"], "the value of a Constant node"))
     for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
                        ("value_int", np.int64), ("value_ints", np.int64)):
         if key in attrs:

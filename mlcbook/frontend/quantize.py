@@ -19,7 +19,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, UnsupportedModelError
+from ..errors import UnsupportedModelError
+from ..optional import require
 
 __all__ = ["quantize_qdq"]
 
@@ -29,13 +30,9 @@ def quantize_qdq(model, calibration: Sequence[Mapping[str, np.ndarray]],
     """``model`` (an ``onnx.ModelProto``) quantized by onnxruntime in QDQ format, its
     activation ranges measured on the ``calibration`` inputs (a list of feed dicts)."""
     import onnx
-    try:
-        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                              quantize_static)
-    except ImportError:
-        raise ArgumentError("quantize_qdq calls onnxruntime's static quantizer, and onnxruntime "
-                            'is not installed. Instead: pip install "mlcbook[test]" (or '
-                            '"mlcbook[course]")') from None
+    ortq = require("onnxruntime.quantization", "quantize_qdq (onnxruntime's static quantizer)")
+    CalibrationDataReader, QuantFormat = ortq.CalibrationDataReader, ortq.QuantFormat
+    QuantType, quantize_static = ortq.QuantType, ortq.quantize_static
     if not calibration:
         raise UnsupportedModelError("quantize_qdq: no calibration inputs; Instead: pass a few "
                                     "typical inputs, e.g. [{'input': x} for x in samples]")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..optional import require
 from .generate import Case
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -38,11 +38,7 @@ class Failure:
 
 
 def run_onnxruntime(case: Case) -> list[np.ndarray]:
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise ArgumentError("the fuzzer compares with onnxruntime, which is not installed. "
-                            "Instead: pip install 'mlcbook[fuzz]'") from None
+    ort = require("onnxruntime", "the fuzzer (it compares with onnxruntime)", extra="fuzz")
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = ort.InferenceSession(case.model.SerializeToString(), opts,

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .hard import GENERATORS, old_opset_model
+
 OPSET = 18
 #: ranks of Gather's index tensors: 0-d (a scalar index drops the axis), 1-d and 2-d
 GATHER_INDEX_RANKS = (0, 1, 2)
@@ -52,6 +54,8 @@ class _Builder:
         self.inputs: dict[str, np.ndarray] = {}
         self.input_infos: list = []
         self.values: list[_Value] = []
+        #: names of values that are model outputs although later nodes use them too
+        self.keep_outputs: set[str] = set()
         self.n = 0
 
     def fresh(self, stem: str) -> str:
@@ -480,22 +484,26 @@ def _large(b: _Builder) -> None:
         b.node(op, [x.name, b.const(np.ones(n, np.float32))], x.shape, axis=-1)
 
 
-def random_model(rng: np.random.Generator, max_nodes: int = 8, large: float = 0.01) -> Case:
+def random_model(rng: np.random.Generator, max_nodes: int = 8, large: float = 0.01,
+                 old: float = 0.05) -> Case:
     """A random model of up to ``max_nodes`` generator steps (a fraction ``large`` of models
-    are single long reductions instead) and its inputs."""
+    are single long reductions instead, and a fraction ``old`` small models at an old opset:
+    :func:`~mlcbook.fuzz.hard.old_opset_model`) and its inputs."""
     from onnx import helper
 
     from ..frontend.onnx_ops import CONVERTERS
     b = _Builder(rng, frozenset(CONVERTERS))
     if rng.random() < large:
         _large(b)
+    elif rng.random() < old:
+        return Case(*old_opset_model(rng))
     else:
         nd = int(rng.integers(1, 5))
         shape = tuple(int(d) for d in rng.integers(1, 7, nd))
         b.add_input(shape)
         if rng.random() < 0.3:
             b.add_input(_broadcast_partner(b, shape) or shape)
-        fns, weights = zip(*_GENERATORS)
+        fns, weights = zip(*(_GENERATORS + GENERATORS))
         p = np.asarray(weights, np.float64) / sum(weights)
         for _ in range(int(rng.integers(1, max_nodes + 1))):
             mark = len(b.nodes), len(b.values), len(b.inits)
@@ -507,8 +515,8 @@ def random_model(rng: np.random.Generator, max_nodes: int = 8, large: float = 0.
             b.node("Relu", [b.values[-1].name], b.values[-1].shape)
     produced = {v.name for v in b.values[len(b.inputs):]}
     used = {i for n in b.nodes for i in n.input}
-    outs = [v for v in b.values if v.name in produced and v.name not in used and
-            v.dtype != "bool"] or [b.values[-1]]
+    outs = [v for v in b.values if v.name in produced and v.dtype != "bool" and
+            (v.name not in used or v.name in b.keep_outputs)] or [b.values[-1]]
     graph = helper.make_graph(
         b.nodes, "fuzz", b.input_infos,
         [helper.make_tensor_value_info(v.name, _onnx_type(v.dtype), v.shape) for v in outs],

@@ -8,9 +8,10 @@ Each chapter's checkers live in ``chNN.py`` beside this file and register themse
 import; ``mlcbook grade`` (:mod:`mlcbook.grading.grade`) runs whole notebooks and checks
 every answer itself, in the notebook's kernel, with graders loaded afresh and verified
 (:mod:`mlcbook.grading.kernel_side`). Its threat model: a notebook cannot fake its score
-through displayed results, the registry, or answers it did not define; but student code
-runs with the grader's rights, so grade untrusted notebooks in a disposable container
-(``--isolate`` adds resource limits). Details in :mod:`mlcbook.grading.grade`.
+through displayed results, the registry, answers it did not define, the history or names
+that shadow builtins; ``--isolate`` also keeps the solutions unreadable (Landlock) and
+limits resources; code written to subvert the interpreter is not stopped, so grade
+untrusted notebooks in a disposable container. Details in :mod:`mlcbook.grading.grade`.
 """
 
 from __future__ import annotations

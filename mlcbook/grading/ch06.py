@@ -2,12 +2,13 @@
 
 Each exercise is judged on freshly drawn graphs, weights and sizes against an independent
 reference, and the fusion rule also against the library's :func:`mlcbook.graph.fuse_ops`.
-Four helpers are public because the notebooks and tests use them:
+Five helpers are public because the notebooks and tests use them:
 
 * :func:`fuse_by_rule` — the fusion driver of the chapter (post-dominators, groups, two
   phases) with the decision *whether a group joins its post-dominator* left to a function
   the student writes;
 * :func:`post_dominators` — each call's immediate post-dominator, by name;
+* :func:`question_graphs` — small graphs that ask every kind of question of the rule;
 * :func:`random_graph` — a small random graph of elementwise, broadcast, injective,
   reduction and matmul calls, the kind the fusion exercise is graded on;
 * :func:`random_steps` — a small random run plan, the kind the lifetimes exercise is graded on.
@@ -183,6 +184,30 @@ def random_graph(rng: np.random.Generator, calls: int = 8, n: int = 6):
     return Function([x], out)
 
 
+def question_graphs(n: int = 6) -> list:
+    """Small graphs, one per question the rule must answer, whatever the random graphs ask:
+    elementwise into a reduction, into a matmul, through a broadcast; a reduction's and a
+    matmul's epilogue; a matmul after a matmul; transpose into a sum and into an add."""
+    from ..graph import Constant, Function, TensorType, Var, op
+    x = Var("x", TensorType((n, n)))
+    w = Constant(np.eye(n, dtype=np.float32), "w")
+
+    def row_sum(v, name):
+        return op.sub(x, op.sum(v, axes=(1,), keepdims=True, name=name), name=f"{name}_sub")
+
+    return [
+        Function([x], row_sum(op.exp(x, name="e"), "s")),                       # ELEMWISE -> sum
+        Function([x], row_sum(op.add(op.relu(x, name="r"), x, name="a"), "s")),  # via BROADCAST
+        Function([x], op.matmul(op.relu(x, name="r"), w, name="m")),             # ELEMWISE -> matmul
+        Function([x], op.exp(op.matmul(x, w, name="m"), name="e")),              # matmul epilogue
+        Function([x], op.matmul(op.matmul(x, w, name="m1"), w, name="m2")),      # matmul -> matmul
+        Function([x], op.relu(op.sum(x, axes=(1,), keepdims=True, name="s"), name="r")),
+        Function([x], row_sum(op.transpose(x, perm=(1, 0), name="t"), "s")),    # INJECTIVE -> sum
+        Function([x], op.add(op.transpose(op.exp(x, name="e"), perm=(1, 0), name="t"), x,
+                             name="a")),                                         # -> INJECTIVE
+    ]
+
+
 _WHY = {
     "conv_in": "an elementwise group never joins a conv/matmul (out_elemwise_fusable): that "
                "kernel reads each input element many times, so it would recompute the "
@@ -228,7 +253,8 @@ def _check_fusion_rule(answer, rng):
     if not callable(answer):
         raise Fail(f"expected your function joins, got {type(answer).__name__}",
                    about_inputs=False)
-    graphs = [random_graph(rng, calls=int(rng.integers(5, 12))) for _ in range(25)]
+    graphs = question_graphs() + [random_graph(rng, calls=int(rng.integers(5, 12)))
+                                  for _ in range(25)]
     asked = 0
     for g in graphs:
         def judge(n, args, got):
@@ -243,12 +269,12 @@ def _check_fusion_rule(answer, rng):
 
         def rule(*args):
             return call(answer, "joins", *args)
-        with trial("a random graph of relu/exp, add/mul, transpose, sum and matmul calls"):
+        with trial("a graph of relu/exp, add/mul, transpose, sum and matmul calls"):
             got = fuse_by_rule(g, rule, judge)
         want = [[c.name for c in grp.calls] for grp in fuse_ops(g).groups]
         if sorted(map(sorted, got)) != sorted(map(sorted, want)):
             raise Fail(f"your rule makes the groups {got}, fuse_ops makes {want}\n{g.script()}")
-    return f"agrees with fuse_ops on {len(graphs)} random graphs ({asked} decisions)"
+    return f"agrees with fuse_ops on {len(graphs)} graphs, every kind of question asked"
 
 
 # --- 06.fold_bn ----------------------------------------------------------------------------------
@@ -281,7 +307,12 @@ def _check_fold_bn(answer, rng):
             if not isinstance(out, tuple) or len(out) != 2:
                 raise Fail(f"fold_bn should return a pair (W_folded, b_folded), got "
                            f"{type(out).__name__}", about_inputs=False)
-            w2, b2 = (np.asarray(a) for a in out)
+            if not all(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in out):
+                got = ", ".join(str(getattr(a, "dtype", type(a).__name__)) for a in out)
+                raise Fail(f"fold_bn returned ({got}); return two float32 arrays, the conv's "
+                           "dtype", "compute in float64, then .astype(np.float32)",
+                           about_inputs=False)
+            w2, b2 = out
             if w2.shape != w.shape or b2.shape != b.shape:
                 raise Fail(f"the folded weight has shape {w2.shape} and bias {b2.shape}; they "
                            f"keep the conv's shapes, {w.shape} and {b.shape}")
@@ -377,4 +408,4 @@ def _check_lifetimes(answer, rng):
     return f"lifetimes and peak bytes right on {len(cases)} plans"
 
 
-__all__ = ["fuse_by_rule", "post_dominators", "random_graph", "random_steps"]
+__all__ = ["fuse_by_rule", "post_dominators", "question_graphs", "random_graph", "random_steps"]

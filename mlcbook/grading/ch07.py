@@ -5,10 +5,12 @@
   programs scheduled in several ways (a weighted count, not a count of statements);
 * ``07.budget_search`` — a search within a budget: the function gets a space whose points are
   counted and must return the point the analytic model ranks best among those it drew,
-  drawing at most ``budget`` of them;
+  drawing ``budget`` of them under distinct seeds, rejected draws included (the space
+  rejects some seeds), and asking the model about each point;
 * ``07.row_rule`` — a search rule for row reductions (sums along the last axis): every point
   of the space it makes must build and compute the sums, the rule must make decisions
-  (named after the block), and the space must hold more than one program, one in parallel.
+  (named after the block): the tile of the row loop, and whether its outer tile (never an
+  inner loop) runs in parallel.
 """
 
 from __future__ import annotations
@@ -114,24 +116,64 @@ def _check_vector_share(answer, rng):
 
 # --- 07.budget_search ---------------------------------------------------------------------------
 class CountingSpace:
-    """A space that counts the points it makes and remembers them (what the check reads)."""
+    """A space that counts every draw (a rejected one too) and remembers the points it made
+    and the seeds it was asked for (what the check reads). It rejects the seeds ``s`` with
+    ``(s + salt) % 3 == 0``, as a real space rejects some points, so any run of three
+    consecutive seeds meets a rejection."""
 
-    def __init__(self, space):
+    def __init__(self, space, salt: int = 0):
         self._space = space
+        self.salt = salt
         self.made: dict = {}
+        self.draws = 0
+        self.seeds: list[int] = []
 
     def _note(self, p):
         self.made[p.key] = p
         return p
 
     def sample(self, seed: int):
+        from ..errors import ScheduleError
+        self.draws += 1
+        self.seeds.append(seed)
+        if (int(seed) + self.salt) % 3 == 0:
+            raise ScheduleError(f"the space rejects point {seed} (the check rejects some points, "
+                             "as a real space does)")
         return self._note(self._space.sample(seed))
 
     def point(self, decisions: dict, **kw):
+        self.draws += 1
         return self._note(self._space.point(decisions, **kw))
 
     def mutate(self, p, rng):
+        self.draws += 1
         return self._note(self._space.mutate(p, rng))
+
+
+class CountingModel:
+    """A cost model that counts the rows it is asked to score."""
+
+    def __init__(self, model):
+        self._model = model
+        self.rows = 0
+
+    def predict(self, x):
+        self.rows += len(x)
+        return self._model.predict(x)
+
+
+def _check_draws(space: CountingSpace, budget: int) -> None:
+    if space.draws > budget:
+        raise Fail(f"budget_search drew {space.draws} points; the budget is {budget}",
+                   "every draw counts, a rejected one too: draw at most `budget` times")
+    repeated = sorted({s for s in space.seeds if space.seeds.count(s) > 1})
+    if repeated:
+        raise Fail(f"budget_search sampled seed {repeated[0]} more than once: the same seed "
+                   "gives the same point, so the repeats waste the budget",
+                   "draw a different seed each time (seed = 0, 1, 2, ...)")
+    if space.draws < budget:
+        raise Fail(f"budget_search drew only {space.draws} of its {budget} points",
+                   "use the whole budget: more candidates give the model more to choose from")
 
 
 @exercise("07.budget_search", points=2, answer="budget_search",
@@ -140,20 +182,22 @@ def _check_budget_search(answer, rng):
     from ..tune.cost_model import AnalyticModel
     from ..tune.features import features
     from ..tune.space import Space
-    model = AnalyticModel()
-    for n, budget in ((32, 6), (48, int(rng.integers(4, 9)))):
+    for n, budget in ((32, 6), (48, int(rng.integers(5, 9)))):
         with trial(f"a {n} x {n} matmul's space, budget {budget}"):
-            space = CountingSpace(Space(small_matmul(n)))
+            space = CountingSpace(Space(small_matmul(n)), salt=int(rng.integers(3)))
+            model = CountingModel(AnalyticModel())
             best = call(answer, "budget_search", space, budget, model)
-            if len(space.made) > budget:
-                raise Fail(f"budget_search made {len(space.made)} points; the budget is "
-                           f"{budget}", "draw at most `budget` points (space.sample(seed))")
+            _check_draws(space, budget)
             key = getattr(best, "key", None)
             if key not in space.made:
                 raise Fail("budget_search should return one of the points it drew (a Point), "
                            f"got {type(best).__name__}")
             points = list(space.made.values())
-            scores = model.predict(np.array([features(p.func) for p in points]))
+            if model.rows < len(points):
+                raise Fail(f"budget_search asked the model about {model.rows} of the "
+                           f"{len(points)} points it drew",
+                           "score every point drawn with model.predict(features)")
+            scores = model._model.predict(np.array([features(p.func) for p in points]))
             top = float(np.max(scores))
             mine = float(scores[[p.key for p in points].index(key)])
             if mine < top - 1e-9:
@@ -161,10 +205,42 @@ def _check_budget_search(answer, rng):
                            f"drawn scores {top:.3f}",
                            "return the point with the highest model.predict score (higher is "
                            "faster)")
-    return "stays within the budget and returns the best-ranked point"
+    return "uses its budget of distinct draws, rejected ones counted, and returns the best-ranked"
 
 
 # --- 07.row_rule --------------------------------------------------------------------------------
+def _loops(func: PrimFunc) -> list[tuple[int, str, str]]:
+    """``(depth, kind, extent)`` of every loop of ``func``, outermost first."""
+    loops: list[tuple[int, str, str]] = []
+
+    class Walk(Visitor):
+        def __init__(self):
+            self.depth = 0
+
+        def visit_For(self, node: For) -> None:
+            loops.append((self.depth, node.kind, str(node.extent)))
+            self.depth += 1
+            self.generic_visit(node)
+            self.depth -= 1
+
+    Walk().visit(func.body)
+    return loops
+
+
+def _sample_rule_point(space, seed: int):
+    try:
+        return space.sample(seed)
+    except NotImplementedError:
+        raise NotImplementedAnswer("the rule raised NotImplementedError; replace the "
+                                   "`raise NotImplementedError` line with your code") from None
+    except MLCError as err:
+        raise Fail(f"point {seed} of the space was rejected: {type(err).__name__}: {err}",
+                   "a rule may offer only choices the schedule always accepts: the reduce "
+                   "loop j may not run in parallel") from None
+    except Exception as err:  # noqa: BLE001 - the student's rule raised
+        raise Fail(f"the rule raised {type(err).__name__}: {err}") from None
+
+
 @exercise("07.row_rule", points=3, answer="row_rule",
           title="A search rule for row reductions")
 def _check_row_rule(answer, rng):
@@ -175,24 +251,23 @@ def _check_row_rule(answer, rng):
                    about_inputs=False)
     n, m = 8 * int(rng.integers(8, 16)), 8 * int(rng.integers(4, 12))
     func = row_sum(n, m)
-    space = Space(func, rules={"row_reduction": answer})
+    asked = []
+
+    def rule(knobs, name, rules):
+        asked.append(name)
+        return answer(knobs, name, rules)
+
+    space = Space(func, rules={"row_reduction": rule})
     a = randn(rng, (n, m))
     want = a.astype(np.float64).sum(axis=1)
-    programs, parallel = set(), False
+    tilings, parallel, serial = set(), 0, 0
+    points = 16
     with trial(f"row sums of a {n} x {m} matrix"):
-        for seed in range(8):
-            try:
-                p = space.sample(seed)
-            except NotImplementedError:
-                raise NotImplementedAnswer("the rule raised NotImplementedError; replace the "
-                                           "`raise NotImplementedError` line with your code") \
-                    from None
-            except MLCError as err:
-                raise Fail(f"point {seed} of the space was rejected: {type(err).__name__}: "
-                           f"{err}", "every point must be legal: sample only choices that "
-                           "are always allowed") from None
-            except Exception as err:  # noqa: BLE001 - the student's rule raised
-                raise Fail(f"the rule raised {type(err).__name__}: {err}") from None
+        for seed in range(points):
+            p = _sample_rule_point(space, seed)
+            if not asked:
+                # the library classified the row sum otherwise: a checker bug, not the answer's
+                raise RuntimeError("the space never asked the row_reduction rule about block S")
             if not p.decisions or not all(k.startswith("S.") for k in p.decisions):
                 raise Fail(f"the rule made the decisions {sorted(p.decisions)}; it should make "
                            "at least one, named after the block (knobs.choice(f\"{name}....\"))")
@@ -200,10 +275,25 @@ def _check_row_rule(answer, rng):
             if not np.allclose(got, want, rtol=1e-4, atol=1e-3):
                 raise Fail(f"point {seed} computes wrong sums (first row: {got[0]:.4f}, "
                            f"expected {want[0]:.4f})")
-            programs.add(p.func.script())
-            parallel |= "T.parallel" in p.func.script()
-    if len(programs) < 2:
-        raise Fail("all 8 points are the same program: the space has nothing to search")
+            loops = _loops(p.func)
+            depths = [d for d, kind, _ in loops if kind == "parallel"]
+            if any(d > 0 for d in depths):
+                raise Fail(f"point {seed} runs an inner loop in parallel",
+                           "parallelize the outer tile of i: each thread then takes a block "
+                           "of whole rows, and threads start once, not once per outer step")
+            parallel += bool(depths)
+            serial += not depths
+            tilings.add(tuple(extent for _, _, extent in loops))
     if not parallel:
-        raise Fail("no point runs in parallel: let a decision parallelize the spatial loop")
-    return f"{len(programs)} distinct legal programs among 8 points, some in parallel"
+        raise Fail(f"none of {points} points runs in parallel",
+                   "let a decision parallelize the outer tile of i")
+    if not serial:
+        raise Fail(f"all {points} points run in parallel: the rule never lets the search "
+                   "try the serial program", "make parallel a decision: "
+                   "if knobs.choice(f\"{name}.parallel\", [False, True]): ...")
+    if len(tilings) < 2:
+        raise Fail(f"all {points} points tile i the same way: the split is fixed",
+                   "let a decision choose the tile: sch.split(i, knobs.tile(f\"{name}.rows\", "
+                   "i, 2, 16))")
+    return (f"several tilings among {points} legal points, the outer tile parallel in some "
+            "and serial in others")

@@ -7,12 +7,14 @@ schedule, a quantized layer.
   op on random and extreme tiles, natively against the instruction where the CPU has AVX2,
   and by tensorizing a matmul with it;
 * ``08.tensorize_matmul`` — schedule an int8 matmul so that its block is computed by
-  ``x86.avx2.dot_u8i8_8x4``: the lowered program must call the instruction, and compute
+  ``x86.avx2.dot_u8i8_8x4`` and return the Schedule: the lowered program must call the
+  instruction, and compute
   the matmul (interpreted, and natively where the CPU has AVX2);
 * ``08.quantize_layer`` — quantize a layer (uint8 activations, int8 weights per output row,
   round to nearest, scales that fit the data's range) and bound the error of the quantized
   product; the bound must hold on adversarial data built with the same scales and ranges,
-  and be no looser than twice the worst case.
+  count all three terms of each product's error (dx·w, x·dw and dx·dw), and be no looser
+  than twice the worst case.
 """
 
 from __future__ import annotations
@@ -181,11 +183,11 @@ def _check_tensorize_matmul(answer, rng):
                                "innermost (j's inside k's outer loop), and tensorize at the "
                                "outer of the two") from None
                 raise
-            if isinstance(got, Schedule):
-                got = got.func
-            if not isinstance(got, PrimFunc):
-                raise Fail("tensorize_matmul should return the Schedule (or its PrimFunc), "
-                           f"got {type(got).__name__}")
+            if not isinstance(got, Schedule):
+                raise Fail(f"tensorize_matmul should return the Schedule, got "
+                           f"{type(got).__name__}", "return sch itself, not sch.func",
+                           about_inputs=False)
+            got = got.func
             ops: list = []
             for f in lower(got).functions.values():
                 post_order_visit(f.body, lambda e: ops.append(e.op)
@@ -277,6 +279,15 @@ def _check_quantize_layer(answer, rng):
                            f"above your bound {bound[r]:.4g}",
                            "each of the k products can be off by |x| * w_scale / 2 + |w| * "
                            "x_scale / 2 + x_scale * w_scale / 4; add them up")
+        # The bound the text derives: each of the k products is off by at most
+        # |x|max * |dw| + |w|max * |dx| + |dx| * |dw|, each rounding error half a step.
+        derived = k * (float(x.max()) * ws / 2 + np.abs(w).max(axis=1) * xs / 2 + xs * ws / 4)
+        if np.any(bound < derived * (1 - 1e-6)):
+            r = int(np.argmax(derived - bound))
+            raise Fail(f"bound[{r}] = {bound[r]:.6g} is below the worst case the rounding "
+                       f"errors allow, {derived[r]:.6g}: a term is missing",
+                       "(x + dx)(w + dw) - x w = x dw + w dx + dx dw: bound all three terms, "
+                       "the product of the two errors too")
         if np.any(bound > 2 * worst):
             r = int(np.argmax(bound / worst))
             raise Fail(f"bound[{r}] = {bound[r]:.4g} is more than twice the worst error "

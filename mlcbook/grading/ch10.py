@@ -4,7 +4,8 @@ across a widening, a plateau trigger, and a broken widening to repair.
 Each answer is compared with the library on freshly drawn inputs: the moments with
 :class:`mlcbook.train.rewrite.UnitMap`, the trigger with
 :class:`mlcbook.train.rewrite.Plateau`, the repaired widening by running the old and the
-new two-layer network in float64.
+new two-layer network in float64 and requiring every replica to share its unit's outgoing
+weights evenly (Net2Net's split, which exercise 1 assumes).
 """
 
 from __future__ import annotations
@@ -101,6 +102,15 @@ def _check_widen(answer, rng):
                            f"{(len(mapping), d)}, w2 of shape {(k, len(mapping))}")
             out = np.maximum(x @ nw1.T + nb1, 0) @ nw2.T
             expect_array("the widened network's output", out, want, rtol=0, atol=1e-10)
+            c = np.bincount(mapping)[mapping]
+            expect_array("the new w1 (unit j a replica of unit mapping[j])", nw1, w1[mapping],
+                         rtol=0, atol=1e-12)
+            expect_array("the new b1", nb1, b1[mapping], rtol=0, atol=1e-12)
+            expect_array("the new w2", nw2, w2[:, mapping] / c, rtol=0, atol=1e-12, mistakes=[
+                (lambda: np.where(np.arange(len(mapping)) < n, w2[:, mapping], 0),
+                 "the new units' outgoing weights are zero: the output is right, but the new "
+                 "units are dead weight that learns nothing until others move; split each "
+                 "unit's outgoing column evenly among its replicas (divide by their count)")])
     return "the widened network computes what the old one did"
 
 

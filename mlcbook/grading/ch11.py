@@ -3,7 +3,8 @@ fleet of CPUs, and telling a damaged export from a good one.
 
 Each checker builds what it judges afresh: a small model exported under a freshly drawn
 name and sizes (the student's C program is compiled against its header with ``cc`` and run
-without Python), fleets of CPUs drawn from the x86-64 levels with odd machines among them,
+without Python; then against a stand-in library whose run fails, to see it report the
+error and exit with its code), fleets of CPUs drawn from the x86-64 levels with odd machines among them,
 and copies of an export damaged in several ways.
 """
 
@@ -53,6 +54,47 @@ def _build_caller(source: str, folder: Path, name: str) -> Path:
     return program
 
 
+#: A stand-in for an exported library whose run always fails with ``code``: what the
+#: program must do then is print ``NAME_strerror(code)`` to stderr and exit with ``code``.
+_FAILING_LIB = r"""#include "{name}.h"
+int {name}_run(const void *const *inputs, void *const *outputs) {{
+  (void)inputs; (void)outputs;
+  return {code};
+}}
+const char *{name}_strerror(int code) {{
+  return code == {code} ? "{message}" : "an unexpected code";
+}}
+const char *{name}_target(void) {{ return "failing stand-in"; }}
+void {name}_set_num_threads(int n) {{ (void)n; }}
+"""
+
+
+def _check_failure_path(answer_source: str, export: Path, name: str, rng, x) -> None:
+    """Build the program against a library whose run fails; it must report and exit."""
+    code = int(rng.integers(1, 5))
+    message = f"the stand-in run failed with code {code}"
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        shutil.copy(export / f"{name}.h", folder / f"{name}.h")
+        (folder / "lib.c").write_text(_FAILING_LIB.format(name=name, code=code, message=message))
+        built = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(folder / f"lib{name}.so"),
+                                "lib.c"], cwd=folder, capture_output=True, text=True)
+        if built.returncode != 0:
+            raise RuntimeError(f"cannot build the failing stand-in library: {built.stderr}")
+        program = _build_caller(answer_source, folder, name)
+        proc = subprocess.run(["env", "-i", str(program)], input=x.tobytes(),
+                              capture_output=True, timeout=60)
+    stderr = proc.stderr.decode(errors="replace")
+    if proc.returncode != code:
+        raise Fail(f"when {name}_run returns the error code {code}, your program exits with "
+                   f"status {proc.returncode}",
+                   f"check what {name}_run returns; if it is not {name.upper()}_OK, exit with "
+                   "that code")
+    if message not in stderr:
+        raise Fail(f"when {name}_run fails, your program's stderr is {stderr.strip()[-200:]!r}; "
+                   f"it should print {name}_strerror(code), here {message!r}")
+
+
 @exercise("11.c_caller", points=3, answer="c_caller",
           title="A C program that runs an exported model")
 def _check_c_caller(answer, rng):
@@ -85,7 +127,13 @@ def _check_c_caller(answer, rng):
                            f"with {name.upper()}_INPUT0_SIZE / {name.upper()}_OUTPUT0_SIZE")
             got = np.frombuffer(proc.stdout, np.float32).reshape(expected.shape)
             expect_array("the output it wrote", got, expected, rtol=0, atol=0)
-    return "built against two freshly exported models and run without Python: same outputs"
+        if k == 0:
+            with trial(f"model {name!r} whose run fails"), \
+                    tempfile.TemporaryDirectory() as tmp:
+                exe.export(tmp, name=name)
+                _check_failure_path(source, Path(tmp), name, rng, x)
+    return ("built against two freshly exported models and run without Python: same outputs; "
+            "a failing run is reported on stderr with its exit code")
 
 
 # --- 11.fleet_target -------------------------------------------------------------------------

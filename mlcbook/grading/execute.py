@@ -10,7 +10,8 @@ Cells are named the way Jupyter shows them to the person who wrote the notebook:
 
 ``keep_going=True`` runs every cell even after one raised (a cell that runs longer than
 ``timeout`` is interrupted and counted as raising), so one broken exercise cannot stop the
-ones after it; ``limits`` runs the kernel under resource limits (:class:`Limits`).
+ones after it; ``limits`` runs the kernel under resource limits (:class:`Limits`), and a
+:class:`~mlcbook.grading.sandbox.Confinement` confines what files it can open.
 """
 
 from __future__ import annotations
@@ -140,8 +141,15 @@ def section_of(nb: nbformat.NotebookNode, index: int) -> str:
 
 def execute_notebook(path: str | Path, *, timeout: float = 120,
                      kernel_name: str = CURRENT_ENV, notebook: nbformat.NotebookNode | None = None,
-                     keep_going: bool = False, limits: Limits | None = None) -> NotebookRun:
-    """Execute every cell in a fresh kernel started in the notebook's folder.
+                     keep_going: bool = False, limits: Limits | None = None,
+                     cwd: str | Path | None = None, env: dict | None = None,
+                     startup: str | None = None, confinement=None) -> NotebookRun:
+    """Execute every cell in a fresh kernel started in the notebook's folder (or ``cwd``).
+
+    ``env`` is the kernel's whole environment; ``startup`` a line of Python the kernel runs
+    before the first cell, outside the history; ``confinement`` (a
+    :class:`~mlcbook.grading.sandbox.Confinement`) is applied to the kernel's process before
+    it starts, like ``limits``.
 
     The kernel runs this Python environment unless ``kernel_name`` names an installed
     Jupyter kernel (``jupyter kernelspec list``). ``notebook`` executes that notebook object
@@ -168,22 +176,37 @@ def execute_notebook(path: str | Path, *, timeout: float = 120,
             known = ", ".join(sorted(_SpecManager().find_kernel_specs())) or "(none)"
             raise GradingError(f"there is no Jupyter kernel named {kernel_name!r} (installed: "
                                f"{known}); leave out --kernel to use this Python") from None
+    manager = _KernelManager
+    if cwd is not None:
+        class manager(_KernelManager):  # noqa: N801 - the connection file in the kernel's folder
+            @default("connection_file")
+            def _connection_file_in_cwd(self):
+                # a confined kernel may read only its own folder (and Python, the system)
+                return str(Path(cwd) / f".kernel-{os.getpid()}-{id(self):x}.json")
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                            kernel_manager_class=_KernelManager, record_timing=False,
+                            kernel_manager_class=manager, record_timing=False,
                             allow_errors=keep_going, interrupt_on_timeout=keep_going,
                             error_on_timeout={
                                 "ename": "CellTimeoutError",
                                 "evalue": f"the cell ran longer than {timeout:g} s and was "
                                           "interrupted", "traceback": []},
-                            resources={"metadata": {"path": str(path.parent)}})
+                            resources={"metadata": {"path": str(cwd or path.parent)}},
+                            extra_arguments=[f"--IPKernelApp.exec_lines={startup}"]
+                            if startup else [])
     start = time.perf_counter()
     stopped = None
-    launch = {}
-    if limits is not None:
+    launch = {} if env is None else {"env": env}
+    if limits is not None or confinement is not None:
         if os.name != "posix":
             raise GradingError("--isolate sets POSIX resource limits and works on Linux and "
                                "macOS only; on this system, grade in a container instead")
-        launch["preexec_fn"] = limits.apply
+
+        def prepare() -> None:  # in the kernel's process, before it runs Python
+            if limits is not None:
+                limits.apply()
+            if confinement is not None:
+                confinement.apply()
+        launch["preexec_fn"] = prepare
     # The kernel process logs start-up chatter on its stderr; keep it out of the grade
     # table, but quote it if the kernel dies, since then it is the only clue.
     with tempfile.TemporaryFile(mode="w+") as kernel_log:

@@ -1,34 +1,52 @@
-"""The half of ``mlcbook grade`` that runs inside the notebook's kernel, after its cells.
+"""The half of ``mlcbook grade`` that runs inside the notebook's kernel.
 
 ``mlcbook grade`` never counts the check results a notebook displays: a cell can display
-anything. After the notebook's own cells have run, the grader appends one cell per
-exercise. That cell compiles this file (after checking it against the digest the grader
-took before the notebook ran) and calls :func:`grade_answer`, which
+anything. The kernel runs this file (checked against the digest the grader took) *before*
+the notebook's first cell, outside the history: it reads the run's secrets (the one-time
+token, the verdicts' folder, the exercises, the graders' digests) from a file the grader
+wrote, deletes the file and its name from the environment, and keeps them only in a
+closure of the class ``_MLCBookGrader``. After the notebook's cells, the grader appends one
+cell per exercise that holds no secret and names nothing the notebook can rebind::
+
+    [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_MLCBookGrader'
+     and c.__module__ == 'mlcbook_grader'][0].grade(0)
+
+It finds the class through ``object``'s subclasses (the first one so named was made before
+any notebook code ran) and calls :func:`grade_answer`, which
 
 1. imports the graders afresh from the package's files, each verified against its digest,
    in place of whatever the notebook left in ``sys.modules`` (so replacing entries of the
    registry, or editing a checker's file while the notebook runs, changes nothing);
 2. refuses an answer that no cell of the graded notebook defined (one defined by running
    another notebook, such as the solutions, or by ``exec`` of text from elsewhere);
-3. checks the answer and writes the verdict, with the run's one-time token, into a folder
-   the grader created after the notebook's cells had finished.
+3. checks the answer and writes the verdict, with the run's one-time token, into the
+   verdicts' folder; the grader accepts no verdict without the token.
 
 This file imports nothing from mlcbook at module level: it is run outside the package.
+Everything it uses was bound when it ran, before the notebook's code.
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib
 import importlib.abc
 import importlib.util
 import json
 import linecache
+import os
 import sys
 import types
 from pathlib import Path
 
 PACKAGE = "mlcbook.grading"
+#: the environment variable that names the secrets' file (deleted once read)
+SECRET_ENV = "MLCBOOK_GRADER_SECRET"
+#: builtins as they were when this file ran, before any notebook code could rebind them
+_callable, _isinstance, _KeyboardInterrupt = builtins.callable, builtins.isinstance, \
+    builtins.KeyboardInterrupt
+_HOOKS: list = []
 
 
 class _VerifiedSources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -86,9 +104,9 @@ def defined_elsewhere(answer: object, name: str, cells: list[str]) -> str | None
     A function counts if the cell its code was compiled from is one of ``cells``; values
     that are not callable are left to the checker (which says what it expected).
     """
-    if not callable(answer):
+    if not _callable(answer):
         return None
-    if not isinstance(answer, types.FunctionType):
+    if not _isinstance(answer, types.FunctionType):
         return (f"{name} is a {type(answer).__name__}, not a function defined with def; "
                 f"write {name} with def in its exercise cell")
     lines = linecache.getlines(answer.__code__.co_filename)
@@ -112,6 +130,32 @@ def _ipython():
     return get_ipython()
 
 
+def arm() -> None:
+    """Read the secrets' file named by ``$MLCBOOK_GRADER_SECRET``, delete it and the variable,
+    and make the class ``_MLCBookGrader`` whose ``grade(index)`` checks exercise ``index``."""
+    path = os.environ.pop(SECRET_ENV, None)
+    if not path:
+        return
+    secret = json.loads(Path(path).read_text(encoding="utf-8"))
+    os.unlink(path)
+    exercises, run = secret.pop("exercises"), dict(secret)
+    verdicts = Path(run.pop("verdicts"))
+
+    class _MLCBookGrader:
+        @staticmethod
+        def grade(index: int) -> None:
+            exercise_id, answer_name = exercises[index]
+            grade_answer(exercise_id=exercise_id, answer_name=answer_name,
+                         out_path=str(verdicts / f"{index}.json"), **run)
+
+    # object.__subclasses__() holds classes weakly: keep this one (and this file's functions)
+    # alive from a root, or it is collected once the start-up line is done
+    holder = types.ModuleType("mlcbook_grader")
+    holder.grader = _MLCBookGrader
+    sys.modules.setdefault("mlcbook_grader", holder)
+    _HOOKS.append(_MLCBookGrader)
+
+
 def grade_answer(*, exercise_id: str, answer_name: str, package_dir: str,
                  digests: dict[str, str], cells: list[str], token: str, out_path: str,
                  timeout: float) -> None:
@@ -131,8 +175,12 @@ def grade_answer(*, exercise_id: str, answer_name: str, package_dir: str,
             else:
                 result = grading.check(exercise_id, answer)
                 verdict.update(points=result.points, message=result.message)
-    except KeyboardInterrupt:
+    except _KeyboardInterrupt:
         verdict.update(points=0, message=f"the check of {answer_name} ran longer than "
                        f"{timeout:g} s and was stopped; look for a loop that never ends")
     Path(out_path).parent.mkdir(exist_ok=True)
     Path(out_path).write_text(json.dumps(verdict), encoding="utf-8")
+
+
+if __name__ == "mlcbook_grader":   # run by the kernel's start-up line, not imported
+    arm()

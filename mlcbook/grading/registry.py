@@ -13,6 +13,7 @@ verdict; ``mlcbook grade`` checks the notebook's global named ``answer`` itself.
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ from .result import CheckResult
 Checker = Callable[[object, np.random.Generator], str]
 
 _ID = re.compile(r"^(\d\d)\.[a-z][a-z0-9_]*$")
+#: Set by ``mlcbook grade`` for the kernels it starts: the run's seed, from which every
+#: exercise draws its cases (so each grading run draws fresh ones, and a grade can be
+#: reproduced with ``mlcbook grade --seed N``).
+SEED_ENV = "MLCBOOK_GRADE_SEED"
+#: How a check run under :data:`SEED_ENV` ends its message, so the report can show the seed.
+SEED_NOTE = re.compile(r" \[cases drawn with seed (\d+)\]$")
 _REGISTRY: dict[str, Exercise] = {}
 
 
@@ -85,14 +92,36 @@ def get(exercise_id: str) -> Exercise:
         raise GradingError(f"unknown exercise {exercise_id!r}; known exercises: {known}") from None
 
 
+def run_seed() -> int | None:
+    """The grading run's seed from :data:`SEED_ENV`, or None outside ``mlcbook grade``."""
+    text = os.environ.get(SEED_ENV, "")
+    return int(text) if text.isdigit() else None
+
+
 def check(exercise_id: str, answer: object, *, seed: int | None = None) -> CheckResult:
     """Check ``answer`` for ``exercise_id`` on freshly drawn inputs; never raises for bad answers.
 
     The inputs are drawn from a generator seeded by the exercise id (or ``seed``), so a
-    result is reproducible but unrelated to the example shown in the notebook.
+    result is reproducible but unrelated to the example shown in the notebook. Under
+    ``mlcbook grade`` the generator is seeded by the run's seed and the exercise id, and the
+    message ends with that seed (``[cases drawn with seed 1234]``).
     """
     ex = get(exercise_id)
-    rng = np.random.default_rng(zlib.crc32(exercise_id.encode()) if seed is None else seed)
+    graded = run_seed() if seed is None else None
+    if seed is not None:
+        rng = np.random.default_rng(seed)
+    elif graded is not None:
+        rng = np.random.default_rng([graded, zlib.crc32(exercise_id.encode())])
+    else:
+        rng = np.random.default_rng(zlib.crc32(exercise_id.encode()))
+    result = _judge(ex, answer, rng)
+    if graded is None:
+        return result
+    return CheckResult(result.exercise, result.points, result.max_points,
+                       f"{result.message} [cases drawn with seed {graded}]")
+
+
+def _judge(ex: Exercise, answer: object, rng: np.random.Generator) -> CheckResult:
     try:
         message = ex.checker(answer, rng)
     except NotImplementedAnswer as err:

@@ -33,6 +33,7 @@ from ..errors import ArgumentError, ArtifactError, DynamicShapeError
 from ..tir.function import IRModule
 from .executable import Executable
 from .interpret import main_function
+from .signature import parse_run_args
 
 logger = logging.getLogger(__name__)
 
@@ -162,13 +163,13 @@ class BatchExecutable:
     def __call__(self, *args, **kwargs):
         return self.specialize(self._batch_of(args, kwargs))(*args, **kwargs)
 
-    def run(self, inputs: Mapping[str, np.ndarray] | None = None):
-        """Run on ``inputs``, a mapping from input names to arrays."""
-        if inputs is not None and not isinstance(inputs, Mapping):
-            raise ArgumentError("exe.run takes a dict {input name: array}; call exe(x) to pass "
-                                "arrays by position")
-        inputs = dict(inputs or {})
-        return self.specialize(self._batch_of((), inputs)).run(inputs)
+    def run(self, inputs=None, feeds: Mapping[str, np.ndarray] | None = None):
+        """Run on ``inputs``, a mapping from input names to arrays; or onnxruntime's form
+        ``run(output_names, feeds)`` (see :meth:`Executable.run`)."""
+        ort_form, names, feeds = parse_run_args(inputs, feeds)
+        feeds = dict(feeds or {})
+        exe = self.specialize(self._batch_of((), feeds))
+        return exe.run(names, feeds) if ort_form else exe.run(feeds)
 
     def profile(self, *args, repeat: int = 20, **kwargs) -> list[tuple[str, float]]:
         """Median seconds of each kernel call of a run on these inputs, in plan order."""

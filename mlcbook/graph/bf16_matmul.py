@@ -31,7 +31,7 @@ from ..schedule import Schedule
 from ..script import parse
 from ..tir.function import PrimFunc
 from ..tir.x86_intrinsics import BF16_VARIANTS, TILE_COLS, bf16_tile
-from .int8_matmul import dot_register_tile, row_chunk
+from ..rules.int8 import dot_register_tile, row_chunk
 
 
 def _up(n: int, m: int) -> int:
@@ -127,7 +127,7 @@ def schedule_bf16_matmul(func: PrimFunc, target=None, parallel_work: int = 1 << 
     ``(jo_o, i_o, [i_i, jo_i, ji, ko, ki])``, the bracket one
     :func:`~mlcbook.tir.x86_intrinsics.bf16_tile` call summing all of K in registers; its
     column tiles divide ``jo``, its rows come from
-    :func:`~mlcbook.graph.int8_matmul.row_chunk` (whole register tiles, then a smaller one
+    :func:`~mlcbook.rules.int8.row_chunk` (whole register tiles, then a smaller one
     for the rest). Rows run inside each group of column tiles, which keeps that group's
     weights in cache for all of them; the two outer loops run in parallel when the product
     has at least ``parallel_work`` terms. A :class:`~mlcbook.errors.MissingFeatureError`

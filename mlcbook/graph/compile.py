@@ -101,6 +101,7 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
         inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
         mp = plan_memory(plan, inplace_steps, parts)
         plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
+    plan.output_names = _output_names(mod, len(plan.outputs))
     used = {name for name, _ in plan.steps}   # an elided concat's kernel is never built
     records = _records(tuning_records)
     prims, tuned = {}, 0
@@ -127,6 +128,13 @@ def _compile_batch(mod: SymbolicBatchModule, dump_dir, options: dict,
                    batch_size: int) -> Executable:
     dump = os.path.join(dump_dir, f"batch_{batch_size}") if dump_dir is not None else None
     return compile(mod.specialize(batch_size), dump_dir=dump, **options)
+
+
+def _output_names(mod, count: int) -> list[str]:
+    """The names the imported graph gave its outputs (``from_onnx`` keeps the ONNX graph's in
+    the main function's attrs), if there is one distinct name per output; else none."""
+    names = list(dict(main_function(mod)[0].attrs).get("output_names", ()))
+    return names if len(names) == count and len(set(names)) == count else []
 
 
 def _legalized(mod, opt_level: int, ctx: PassContext):

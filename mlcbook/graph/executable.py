@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -23,7 +24,9 @@ import numpy as np
 from ..codegen.target import Target
 from ..errors import ArgumentError, ArtifactError, BuildError, ExportError
 from ..ops.registry import view_ops
+from ..paths import output_file, output_folder
 from ..runtime.c_export import ExportedModel, export_library
+from ..runtime.kernel import allocation_failed
 from ..runtime.native_pool import native_pool
 from ..runtime.pages import huge_empty
 from ..runtime.thread_pool import launcher_address
@@ -32,6 +35,8 @@ from ..tir.stmt import For
 from .expr import Function, Tuple, Var
 from .interpret import bind_inputs
 from .plan import Plan
+from .signature import (TensorInfo, executable_html, input_infos, output_infos, parse_run_args,
+                        select_outputs)
 
 
 def __getattr__(name: str):
@@ -94,6 +99,23 @@ class Executable:
         return [n for n, _ in self.plan.inputs]
 
     @property
+    def inputs(self) -> list[TensorInfo]:
+        """Each input's name, shape and dtype, in call order (onnxruntime: ``get_inputs()``)."""
+        return input_infos(self.plan)
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        """Each output's name (the ONNX graph's), shape and dtype (``get_outputs()``)."""
+        return output_infos(self.plan)
+
+    @property
+    def output_names(self) -> list[str]:
+        return self.plan.names_of_outputs
+
+    def _repr_html_(self) -> str:
+        return executable_html(self)
+
+    @property
     def constants(self) -> dict[int, np.ndarray]:
         """The buffers of the plan's constant slots, by slot index (what ``save`` writes)."""
         return dict(self._consts)
@@ -152,12 +174,16 @@ class Executable:
             return self._execute(args, converted=True)
         return self._execute(bind_inputs(self._sig, args, kwargs))
 
-    def run(self, inputs: Mapping[str, np.ndarray] | None = None):
-        """Run on ``inputs``, a mapping from input names to arrays."""
-        if inputs is not None and not isinstance(inputs, Mapping):
-            raise ArgumentError("exe.run takes a dict {input name: array}; call exe(x) to pass "
-                                "arrays by position")
-        return self._execute(bind_inputs(self._sig, [], dict(inputs or {})))
+    def run(self, inputs=None, feeds: Mapping[str, np.ndarray] | None = None):
+        """Run on ``inputs``, a mapping from input names to arrays: returns what ``exe(...)``
+        does. onnxruntime's form ``exe.run(output_names, feeds)`` returns the list of the
+        named outputs (all of them, in order, for ``None``).
+
+        >>> probs, = exe.run(None, {"image": x})      # doctest: +SKIP
+        """
+        ort_form, names, feeds = parse_run_args(inputs, feeds)
+        result = self._execute(bind_inputs(self._sig, [], dict(feeds or {})))
+        return select_outputs(result, names, self.outputs) if ort_form else result
 
     def profile(self, *args, repeat: int = 20, **kwargs) -> list[tuple[str, float]]:
         """Median seconds of each kernel call of a run on these inputs, in plan order."""
@@ -193,11 +219,13 @@ class Executable:
             if checks:
                 self._check_indices(checks, buffers, arrays)
             if times is None:
-                fn(*ptrs)
+                failed = fn(*ptrs)
             else:
                 t0 = time.perf_counter()
-                fn(*ptrs)
+                failed = fn(*ptrs)
                 times[k].append(time.perf_counter() - t0)
+            if failed:   # only a kernel that allocates returns a status; 0 is success
+                raise allocation_failed(self.plan.steps[k][0])
         outs = []
         for o, root in zip(self.plan.outputs, self._output_roots):
             src = buffers[root] if self.plan.slots[root].kind != "input" \
@@ -211,7 +239,13 @@ class Executable:
         code, the plan and the weights. Sets :attr:`artifact_sha256`, the file's hash, to pin
         when loading: ``mb.load(path, expected_sha256=exe.artifact_sha256)``."""
         from .artifact import write_artifact
-        self.artifact_sha256 = write_artifact(path, self.plan, self.kernels, self._consts)
+        output_file(path, "the compiled model", ArtifactError)
+        try:
+            self.artifact_sha256 = write_artifact(path, self.plan, self.kernels, self._consts)
+        except OSError as e:
+            raise ArtifactError(f"cannot write the compiled model to {str(path)!r}: "
+                                f"{e.strerror or e}; Instead: choose a path you can write, "
+                                "with a shorter file name") from None
         return str(path)
 
     def export(self, out_dir, name: str = "model", cc: str = "cc") -> ExportedModel:
@@ -221,6 +255,7 @@ class Executable:
         >>> exe.export("out", name="tiny").header        # doctest: +SKIP
         PosixPath('out/tiny.h')
         """
+        output_folder(out_dir, "the C library", ExportError)
         libs = list(self.kernels.values())
         try:
             obj = libs[0].object_code() if libs else b""
@@ -293,6 +328,10 @@ def load(path, expected_sha256: str | None = None) -> Executable:
         >>> mb.load("m.mlcb", expected_sha256="3f5a...")
     """
     from .artifact import read_artifact
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArtifactError(f"mb.load needs the path of a compiled model (a str or "
+                            f"pathlib.Path), got {path!r}; Instead: mb.load('model.mlcb'), "
+                            "a file written by exe.save")
     plan, kernels, consts, digest = read_artifact(path, expected_sha256)
     exe = Executable(plan, kernels, consts)
     exe.artifact_sha256 = digest

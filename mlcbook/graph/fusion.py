@@ -15,7 +15,10 @@ seen outside it. The rules, applied to each group in the order of the graph:
   op on the way, the post-dominator included, is injective or simpler;
 * **opaque** ops, calls with several outputs and reshapes (which cost nothing: they are views
   of memory) are never fused; neither is anything into a conv or matmul's inputs, which the
-  kernel reads many times.
+  kernel reads many times;
+* no group grows past :data:`MAX_GROUP_OPS` calls: a chain of hundreds of elementwise ops
+  becomes several kernels, so that compiling stays linear in the chain's length (inlining
+  a group costs the square of its size) and the fused expression stays shallow.
 
 The post-dominator of a call is the first call that every path from it to the function's
 result passes through. Fusing a call *only* up to its post-dominator is what makes diamonds
@@ -38,6 +41,11 @@ from ..ops.registry import OpKind
 from ..ops.types import TensorType
 from .expr import Call, Function, children, post_order
 from .legalize import index_bounds
+
+
+#: the most op calls one fused kernel computes (the longest chains of real models, such as
+#: an erf GELU or a LayerNorm with its scale and shift, have about a dozen)
+MAX_GROUP_OPS = 32
 
 
 @dataclass
@@ -111,6 +119,7 @@ class _Fuser:
         self.ipdom = self._post_dominators()
         self.parent = {id(n): id(n) for n in self.order}
         self.kind = {id(n): _kind(n) for n in self.order}
+        self.size = {id(n): 1 for n in self.order}  # calls in the group, by its root
         self.refusals: dict[str, str] = {}  # call name -> why its group stopped there
 
     # --- post-dominators (reverse topological order, LCA in the post-dominator tree) ------------
@@ -164,9 +173,15 @@ class _Fuser:
     def _merge(self, src: Call, path: list[Call]) -> None:
         root = self.find(id(path[0]))  # path[0] is the post-dominator: the new output
         kinds = [self.kind[self.find(id(src))]] + [self.kind[self.find(id(c))] for c in path]
+        size = self._merged_size(src, path)
         for c in [src] + path:
             self.parent[self.find(id(c))] = root
         self.kind[root] = max(kinds)
+        self.size[root] = size
+
+    def _merged_size(self, src: Call, path: list[Call]) -> int:
+        roots = {self.find(id(c)) for c in [src] + path}
+        return sum(self.size[r] for r in roots)
 
     def _try(self, n: Call, phase: int) -> None:
         gkind = self.kind[self.find(id(n))]
@@ -189,6 +204,9 @@ class _Fuser:
         path = self._path(n, p)
         if path is None or any(not _fusable(c) for c in path):
             return "a path between them passes an op that is never fused"
+        if self._merged_size(n, path) > MAX_GROUP_OPS:
+            return (f"the kernel would compute more than {MAX_GROUP_OPS} ops (MAX_GROUP_OPS); "
+                    "a long chain is split into several kernels")
         inner = [self.kind[self.find(id(c))] for c in path[1:]]
         pkind = self.kind[self.find(id(p))]
         if gkind in (OpKind.OUT_ELEMWISE_FUSABLE, OpKind.REDUCTION):

@@ -57,12 +57,7 @@ class MemoryPlan:
 
 def lifetimes(plan) -> dict[int, tuple[int, int]]:
     """For every temp slot of ``plan``: (step that writes it, last step that reads it)."""
-    root = {}
-    for i, s in enumerate(plan.slots):
-        r = i
-        while plan.slots[r].kind == "view":
-            r = plan.slots[r].ref
-        root[i] = r
+    root = {i: _root(plan, i) for i in range(len(plan.slots))}
     life: dict[int, list[int]] = {}
     for k, (_, args) in enumerate(plan.steps):
         for a in args:
@@ -175,6 +170,11 @@ def plan_memory(plan, inplace_steps=frozenset(),
             first, last = life.get(owner, (a, b))
             life[owner] = (min(a, first), max(b, last))
     owners = {owner for owner, _ in parts.values()}
+    for o in plan.outputs:   # a model output no kept step reads still lives to the end
+        r = _root(plan, o)
+        owner = parts[r][0] if r in parts else r
+        if owner in owners:
+            life[owner] = (life[owner][0], len(plan.steps))
     size = {s: _nbytes(plan.slots[s].shape, plan.slots[s].dtype) for s in life}
     by_step: dict[int, list[int]] = {}
     for s, (first, _) in life.items():
@@ -227,6 +227,13 @@ def _resolved(parts: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]
     return out
 
 
+def _root(plan, slot: int) -> int:
+    """The slot that holds the bytes of ``slot``, seen through views."""
+    while plan.slots[slot].kind == "view":
+        slot = plan.slots[slot].ref
+    return slot
+
+
 def _same(plan, a: int, b: int) -> bool:
     sa, sb = plan.slots[a], plan.slots[b]
     return tuple(sa.shape) == tuple(sb.shape) and sa.dtype == sb.dtype
@@ -235,7 +242,8 @@ def _same(plan, a: int, b: int) -> bool:
 def plot_lifetimes(plan, mp: MemoryPlan, ax=None):
     """A matplotlib picture of the plan: each temp is a box from the step that writes it to
     the step that last reads it (x), at its bytes in the arena (y)."""
-    import matplotlib.pyplot as plt
+    from ..optional import require
+    plt = require("matplotlib.pyplot", "the memory plan's picture")
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
     names = {}

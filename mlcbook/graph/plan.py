@@ -69,6 +69,13 @@ class Plan:
     #: every temp has a buffer of its own
     offsets: dict[int, int] = field(default_factory=dict)
     arena_bytes: int = 0
+    #: the name of each output (the ONNX graph's); empty: they are called output_0, output_1...
+    output_names: list[str] = field(default_factory=list)
+
+    @property
+    def names_of_outputs(self) -> list[str]:
+        """Each output's name: the graph's, else ``output_K``."""
+        return list(self.output_names) or [f"output_{k}" for k in range(len(self.outputs))]
 
     def to_json(self) -> dict:
         return {"inputs": [[n, list(t.shape), t.dtype] for n, t in self.inputs],
@@ -77,7 +84,7 @@ class Plan:
                 "outputs": self.outputs, "tuple_output": self.tuple_output,
                 "checks": [list(c) for c in self.checks],
                 "offsets": [[k, v] for k, v in sorted(self.offsets.items())],
-                "arena_bytes": self.arena_bytes}
+                "arena_bytes": self.arena_bytes, "output_names": list(self.output_names)}
 
     @staticmethod
     def from_json(d: dict) -> "Plan":
@@ -89,7 +96,9 @@ class Plan:
                         [(_str(k), [_int(x) for x in a]) for k, a in d["steps"]],
                         [_int(x) for x in d["outputs"]], d["tuple_output"] is True,
                         [_check_entry(c) for c in d["checks"]],
-                        {_int(k): _int(v) for k, v in d["offsets"]}, _int(d["arena_bytes"]))
+                        {_int(k): _int(v) for k, v in d["offsets"]}, _int(d["arena_bytes"]),
+                        # artifacts written before outputs had names load with none
+                        [_str(n) for n in d.get("output_names", [])])
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise ArtifactError(f"plan.json is malformed ({type(e).__name__}: {e}); the artifact "
                                 "is damaged: compile the model again") from None
@@ -148,6 +157,10 @@ def check_plan(plan: Plan, entries: Mapping[str, Any]) -> None:
                           "which is not an intermediate of its own")
     if not plan.outputs or any(not 0 <= o < n for o in plan.outputs):
         raise bad("an output names a slot that does not exist")
+    if plan.output_names and (len(plan.output_names) != len(plan.outputs)
+                              or len(set(plan.output_names)) != len(plan.output_names)):
+        raise bad(f"the output names {plan.output_names} are not one distinct name per output "
+                  f"({len(plan.outputs)})")
     _check_offsets(plan, bad)
     for step, pos, size, _, coord in plan.checks:
         if not (0 <= step < len(plan.steps) and 0 <= pos < len(plan.steps[step][1])
@@ -167,7 +180,8 @@ def _check_entry(c) -> tuple:
 
 
 def _check_offsets(plan: Plan, bad) -> None:
-    """Every planned temp lies inside the arena, and no step writes an output over bytes it
+    """Every planned temp lies inside the arena, every temp a step or output uses has its
+    place there, and no step writes an output over bytes it
     also reads, except exactly over a same-sized input (an elementwise kernel in place)."""
     if not plan.offsets:
         return
@@ -179,6 +193,12 @@ def _check_offsets(plan: Plan, bad) -> None:
         if not 0 <= off or off + plan.slots[i].nbytes > plan.arena_bytes:
             raise bad(f"slot {i} at offset {off} does not fit in the arena of "
                       f"{plan.arena_bytes} bytes")
+    used = {plan.root(a) for _, args in plan.steps for a in args} | \
+        {plan.root(o) for o in plan.outputs}
+    for i in sorted(used):
+        if plan.slots[i].kind == "temp" and i not in plan.offsets:
+            raise bad(f"slot {i}, an intermediate, has no arena offset (every intermediate "
+                      "lives in the arena once memory is planned)")
     for k, (_, args) in enumerate(plan.steps):
         spans = {}
         for a in args:

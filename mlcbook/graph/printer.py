@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ..optional import available, require
 from ..printing import register
 from .expr import Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, post_order
 
@@ -112,14 +113,14 @@ def module_to_str(mod) -> str:
 
 def to_html(text: str) -> str:
     """Syntax-highlighted HTML for Jupyter."""
-    try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
-    except ImportError:  # pygments is a dependency; plain text keeps notebooks readable anyway
+    if not available("pygments"):  # the course extra has it; plain text reads fine too
         import html
         return f"<pre>{html.escape(text)}</pre>"
-    return highlight(text, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+    pygments = require("pygments", "syntax highlighting")
+    require("pygments.formatters", "syntax highlighting")
+    require("pygments.lexers", "syntax highlighting")
+    return pygments.highlight(text, pygments.lexers.PythonLexer(),
+                              pygments.formatters.HtmlFormatter(noclasses=True, nobackground=True))
 
 
 __all__ = ["function_to_str", "module_to_str", "to_html"]

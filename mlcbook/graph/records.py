@@ -66,6 +66,9 @@ class Database:
 
     def __init__(self, path: Optional[str] = None):
         self.path = None if path is None else os.fspath(path)
+        if self.path is not None and os.path.isdir(self.path):
+            raise DatabaseError(f"the tuning records {self.path!r} are a folder, not a file; "
+                                "Instead: name a .jsonl file, e.g. records.jsonl")
         self._records: list[Record] = []
         if self.path is not None and os.path.exists(self.path):
             with open(self.path) as f:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ops.linalg import pack_panels
 from ..ops.types import Attrs
-from .tile_size import register_tile
+from ..rules.tile_size import register_tile
 from .expr import Call, Constant, Function
 from .functor import ExprMutator
 

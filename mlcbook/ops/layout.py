@@ -1,7 +1,7 @@
 """Ops of blocked channel layouts (see :mod:`mlcbook.te.ops.layout`): ``to_blocked`` and
-``from_blocked`` move a tensor between NCHW and NCHW[b]c, ``conv_nchwc`` convolves in the
-blocked layout. The graph pass :func:`mlcbook.graph.passes.convert_layout` inserts them;
-models never do.
+``from_blocked`` move a tensor between NCHW and NCHW[b]c, ``conv_nchwc`` and
+``depthwise_nchwc`` convolve in the blocked layout. The graph pass
+:func:`mlcbook.graph.passes.convert_layout` inserts them; models never do.
 
     >>> get("to_blocked").infer_type([TensorType((1, 64, 56, 56))], {"block": 16})
     Tensor((1, 4, 56, 56, 16), "float32")
@@ -140,6 +140,42 @@ register("conv_nchwc", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_infer, refe
          doc="2-D convolution on NCHW[c]c data with (K/k, C/c/group, KH, KW, c, k) weights")
 
 
+def _depthwise_infer(types, attrs):
+    x, w = types
+    same_dtype("depthwise_nchwc", types)
+    require_dtype("depthwise_nchwc", x, FLOATS)
+    if x.ndim != 5 or w.ndim != 4 or (w.shape[0], w.shape[3]) != (x.shape[1], x.shape[4]):
+        raise OpShapeError(f"depthwise_nchwc: data must be (N, C/c, H, W, c) and weight "
+                           f"(C/c, KH, KW, c) with the same C/c and c; got {x.shape} and "
+                           f"{w.shape}")
+    strides, dil, pads = _geometry(attrs, w.shape[1:3])
+    out = [window_out_size("depthwise_nchwc", x.shape[2 + d], pads[d], pads[2 + d],
+                           w.shape[1 + d], strides[d], dil[d]) for d in range(2)]
+    return TensorType((x.shape[0], x.shape[1], *out, x.shape[4]), x.dtype)
+
+
+def _depthwise_ref(x, w, strides=None, pads=None, dilations=None):
+    from .registry import get
+    cb, kh, kw, c = w.shape
+    w_oihw = w.transpose(0, 3, 1, 2).reshape(cb * c, 1, kh, kw)
+    y = get("conv").reference(unblocked(x), w_oihw, strides=strides, pads=pads,
+                              dilations=dilations, group=cb * c)
+    return blocked(y, c)
+
+
+def depthwise_weight(w: np.ndarray, block: int) -> np.ndarray:
+    """A depthwise conv's (C, 1, KH, KW) weights -> (C/block, KH, KW, block), in numpy: the
+    weights of ``depthwise_nchwc``, each channel's taps in its vector lane."""
+    c, _, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(c // block, block, kh, kw).transpose(0, 2, 3, 1))
+
+
+register("depthwise_nchwc", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_depthwise_infer,
+         reference=_depthwise_ref, attrs={"strides": None, "pads": None, "dilations": None},
+         num_inputs=(2, 2),
+         doc="depthwise 2-D convolution on NCHW[c]c data with (C/c, KH, KW, c) weights")
+
+
 @register_legalization("to_blocked")
 def _lower_to_blocked(ins, attrs, out_type):
     return te_layout.to_blocked(ins[0], attrs["block"], name="to_blocked",
@@ -152,10 +188,31 @@ def _lower_from_blocked(ins, attrs, out_type):
                                   groups=attrs.get("groups", 1))
 
 
+def nchwc_takes_pads(pads, kernel, dilations=None) -> bool:
+    """Whether ``conv_nchwc`` can pad as ``pads`` (top, left, bottom, right) asks: a leading
+    pad must be narrower than the dilated kernel (``layout.convert_layout`` leaves any
+    other conv in NCHW).
+
+        >>> nchwc_takes_pads((1, 1, 1, 1), (3, 3)), nchwc_takes_pads((4, 0, 4, 0), (3, 3))
+        (True, False)
+    """
+    dil = tuple(dilations or (1, 1))
+    pads = tuple(pads or (0, 0, 0, 0))
+    return not any(pads[d] > 0 and pads[d] >= kernel[d] * dil[d] + 1 for d in range(2))
+
+
 @register_legalization("conv_nchwc")
 def _lower_conv_nchwc(ins, attrs, out_type):
     strides, dil, pads = _geometry(attrs, ins[1].shape[2:4])
-    if any(pads[d] > 0 and pads[d] >= ins[1].shape[2 + d] * dil[d] + 1 for d in range(2)):
+    if not nchwc_takes_pads(pads, ins[1].shape[2:4], dil):
         raise OpAttributeError("conv_nchwc: padding wider than the kernel is not supported")
     return te_layout.conv2d_nchwc(ins[0], ins[1], strides, pads, dil, name="conv_nchwc",
                                   groups=attrs.get("group", 1))
+
+
+@register_legalization("depthwise_nchwc")
+def _lower_depthwise_nchwc(ins, attrs, out_type):
+    strides, dil, pads = _geometry(attrs, ins[1].shape[1:3])
+    if not nchwc_takes_pads(pads, ins[1].shape[1:3], dil):
+        raise OpAttributeError("depthwise_nchwc: padding wider than the kernel is not supported")
+    return te_layout.depthwise_nchwc(ins[0], ins[1], strides, pads, dil, name="depthwise_nchwc")

@@ -66,7 +66,9 @@ def legalize_call(op_name: str, arg_types: Sequence[TensorType], attrs: Mapping 
         if t.size == 0:
             raise LegalizeError(f"{op_name}: a tensor of shape {t.shape} has no elements; "
                                 "nothing to compile")
-    placeholders = [te.placeholder(t.shape, storage_dtype(t.dtype), name=_ARG_NAMES[k])
+    # ops such as Concat and Sum take any number of inputs: the ninth is named arg8, ...
+    placeholders = [te.placeholder(t.shape, storage_dtype(t.dtype),
+                                   name=_ARG_NAMES[k] if k < len(_ARG_NAMES) else f"arg{k}")
                     for k, t in enumerate(arg_types)]
     try:
         outs = op.legalize(placeholders, Attrs(attrs), out_type)

@@ -5,11 +5,13 @@
     NAME.h          the API: NAME_run, the input/output shapes and dtypes, the error codes
     libNAME.so      kernels + plan executor + weights; needs only libc, libm and pthreads
     libNAME.a       the same as a static library (link with -lm -lpthread)
-    SHA256SUMS      the sha256 of the three above, for ``sha256sum -c SHA256SUMS``
+    SHA256SUMS      the sha256 of every file the export wrote (src/ too), for
+                    ``sha256sum -c SHA256SUMS`` in the folder
     src/            what they were built from: kernels.o (LLVM), NAME_runtime.c, weights.bin
 
 For a target of another architecture (``llvm -mtriple=aarch64-linux-gnu``) give that
-architecture's C compiler as ``cc``; with the host's, only the header and ``src/`` are written.
+architecture's C compiler as ``cc`` (``aarch64-linux-gnu-gcc``; its ``ar`` too, when there is
+one); with the host's, only the header, ``src/`` and SHA256SUMS are written.
 
 The runtime is generated C: one function that points every slot of the plan at an input,
 a weight (embedded in the library's read-only data with ``.incbin``) or its offset in one
@@ -20,11 +22,20 @@ pthread pool's launcher for its parallel loops. ::
     float x[TINY_INPUT0_SIZE], y[TINY_OUTPUT0_SIZE];
     const void *in[] = {x};  void *out[] = {y};
     int rc = tiny_run(in, out);          /* 0, or one of the TINY_ERR_* codes */
+
+The header names each input (output) by its position (``TINY_INPUT0_*``) and also by its
+model name as a C identifier, ``TINY_INPUT_<id>`` (its index): ``<id>`` is the name with
+every character other than an ASCII letter, digit or ``_`` replaced by ``_`` (``"conv.1/x"``
+-> ``conv_1_x``); when two inputs give the same ``<id>``, the later ones get ``_<index>``
+appended until it is unique. The original name appears only inside comments, written as a
+JSON string (control characters and non-ASCII escaped) with every ``/`` written ``\\u002f``, so
+that no name can end the comment or open another.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -36,7 +47,9 @@ import numpy as np
 
 from ..errors import ExportError
 
-_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+#: the longest export name: libNAME.so and NAME_runtime.c must stay file names (255 bytes)
+MAX_NAME = 200
 _ALIGN = 64
 _C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "int16": "int16_t",
             "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
@@ -49,7 +62,8 @@ _CPU_CHECKS = ("sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2"
 #: the documented return codes of NAME_run
 ERRORS = {1: "an input pointer is NULL", 2: "an output pointer is NULL",
           3: "this CPU lacks an instruction-set feature the library was compiled for",
-          4: "an index input holds a value outside [-n, n) for the axis of length n it indexes"}
+          4: "an index input holds a value outside [-n, n) for the axis of length n it indexes",
+          5: "a kernel could not allocate its temporary buffers (out of memory)"}
 
 
 @dataclass(frozen=True)
@@ -75,9 +89,13 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
     ``entries`` maps each kernel name of the plan to its EntryInfo (symbol and parameters),
     ``object_code`` is the LLVM object holding them, ``consts`` the weights by slot.
     """
-    if not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ExportError(f"export name {name!r} must be a C identifier in lower case "
                           "(letters, digits, _); Instead: e.g. name='tiny_convnet'")
+    if len(name) > MAX_NAME:
+        raise ExportError(f"export name {name[:20]!r}... has {len(name)} characters, more than "
+                          f"{MAX_NAME}: the library's file names would be too long. Instead: "
+                          "a shorter name, e.g. name='tiny_convnet'")
     if shutil.which(cc) is None:
         raise ExportError(f"no C compiler {cc!r} on PATH; the export links the kernels with the "
                           "system C compiler. Instead: install one (Debian: apt-get install gcc)")
@@ -93,7 +111,10 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
     (src / f"{name}_runtime.c").write_text(
         _runtime(name, plan, entries, const_offsets, target), encoding="utf-8")
     (src / f"{name}.map").write_text(f"{{ global: {name}_*; local: *; }};\n", encoding="utf-8")
+    written = [header] + [src / f for f in ("kernels.o", "weights.bin", f"{name}_runtime.c",
+                                            f"{name}.map")]
     if cross:  # cc cannot link this architecture: the sources are the export
+        _write_sums(out, written)
         return ExportedModel(name, header, None, None)
     shared, static = out / f"lib{name}.so", out / f"lib{name}.a"
     flags = ["-O2", "-fPIC", "-std=c11", "-Wall", "-Werror", "-I", str(out.resolve())]
@@ -101,12 +122,29 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
     _run([cc, "-shared", "-o", str(shared.resolve()), f"{name}_runtime.o", "kernels.o",
           f"-Wl,--version-script={name}.map", "-Wl,-z,noexecstack", "-lm", "-lpthread"], src)
     static.unlink(missing_ok=True)
-    _run(["ar", "rcs", str(static.resolve()), f"{name}_runtime.o", "kernels.o"], src)
-    # `sha256sum -c SHA256SUMS` in the folder tells a damaged copy from a good one
-    (out / "SHA256SUMS").write_text("".join(
-        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
-        for p in (header, shared, static)), encoding="utf-8")
+    _run([_ar_for(cc), "rcs", str(static.resolve()), f"{name}_runtime.o", "kernels.o"], src)
+    _write_sums(out, written + [src / f"{name}_runtime.o", shared, static])
     return ExportedModel(name, header, shared, static)
+
+
+def _write_sums(out: Path, files: list[Path]) -> None:
+    """SHA256SUMS in ``out``: every file the export wrote, by its path from ``out``, so that
+    ``sha256sum -c SHA256SUMS`` in the folder tells a damaged copy from a good one."""
+    (out / "SHA256SUMS").write_text("".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(out).as_posix()}\n"
+        for p in sorted(files)), encoding="utf-8")
+
+
+def _ar_for(cc: str) -> str:
+    """The archiver that goes with ``cc``: a cross compiler's own (``aarch64-linux-gnu-gcc``
+    -> ``aarch64-linux-gnu-ar``) when it is installed, else the system's ``ar``."""
+    base = os.path.basename(cc)
+    for suffix in ("gcc", "clang", "cc"):
+        if base.endswith("-" + suffix):
+            own = os.path.join(os.path.dirname(cc), base[:-len(suffix)] + "ar")
+            if shutil.which(own):
+                return own
+    return "ar"
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
@@ -149,9 +187,32 @@ def _root(plan, i: int) -> int:
 def _tensors(plan) -> list[tuple[str, str, tuple, str]]:
     """(prefix, name, shape, dtype) of each input, then each output, in graph order."""
     rows = [(f"INPUT{k}", n, t.shape, t.dtype) for k, (n, t) in enumerate(plan.inputs)]
-    rows += [(f"OUTPUT{k}", f"output {k}", plan.slots[o].shape, plan.slots[o].dtype)
-             for k, o in enumerate(plan.outputs)]
+    rows += [(f"OUTPUT{k}", n, plan.slots[o].shape, plan.slots[o].dtype)
+             for k, (n, o) in enumerate(zip(plan.names_of_outputs, plan.outputs))]
     return rows
+
+
+def c_identifiers(names) -> list[str]:
+    """C identifiers for tensor ``names``, by the rule of the module docstring.
+
+        >>> c_identifiers(["image", "conv.1/x", "conv_1_x", "*/"])
+        ['image', 'conv_1_x', 'conv_1_x_2', '__']
+    """
+    out, seen = [], set()
+    for k, n in enumerate(names):
+        ident = re.sub(r"[^A-Za-z0-9_]", "_", str(n)) or "_"
+        while ident in seen:
+            ident += f"_{k}"
+        seen.add(ident)
+        out.append(ident)
+    return out
+
+
+def comment_text(text: str) -> str:
+    """``text`` safe inside a C block comment: a JSON string whose every ``/`` is written
+    ``\\u002f`` (JSON's own escape), so it holds neither ``*/`` nor ``/*``
+    (``comment_text("a*/b")`` is the 11 characters ``"a*\\u002fb"``)."""
+    return json.dumps(str(text)).replace("/", "\\u002f")
 
 
 def _header(name: str, plan, target) -> str:
@@ -167,12 +228,20 @@ def _header(name: str, plan, target) -> str:
              f"#define {up}_NUM_OUTPUTS {len(plan.outputs)}", "",
              "/* return codes of the run function */", f"#define {up}_OK 0"]
     for code, text in ERRORS.items():
-        tag = {1: "NULL_INPUT", 2: "NULL_OUTPUT", 3: "CPU", 4: "INDEX"}[code]
+        tag = {1: "NULL_INPUT", 2: "NULL_OUTPUT", 3: "CPU", 4: "INDEX", 5: "ALLOC"}[code]
         lines.append(f"#define {up}_ERR_{tag} {code}  /* {text} */")
+    lines.append("")
+    idents = c_identifiers(n for n, _ in plan.inputs)
+    for k, (ident, (tname, _)) in enumerate(zip(idents, plan.inputs)):
+        lines.append(f"#define {up}_INPUT_{ident} {k}  /* input {comment_text(tname)} */")
+    outs = plan.names_of_outputs   # the ONNX graph's output names
+    for k, (ident, tname) in enumerate(zip(c_identifiers(outs), outs)):
+        lines.append(f"#define {up}_OUTPUT_{ident} {k}  /* output {comment_text(tname)} */")
     lines.append("")
     for prefix, tname, shape, dtype in _tensors(plan):
         dims = ", ".join(map(str, shape)) or "1"
-        lines += [f"/* {prefix.lower()}: {tname!s}, {dtype}[{', '.join(map(str, shape))}] */",
+        lines += [f"/* {prefix.lower()}: {comment_text(tname)}, {dtype}"
+                  f"[{', '.join(map(str, shape))}] */",
                   f"#define {up}_{prefix}_NDIM {len(shape)}",
                   f"#define {up}_{prefix}_SIZE {int(np.prod(shape, dtype=np.int64))}",
                   f'#define {up}_{prefix}_DTYPE "{dtype}"',
@@ -211,7 +280,8 @@ def _runtime(name: str, plan, entries, const_offsets: dict[int, int], target) ->
     decls, slot_lines, calls = [], [], []
     for kname in sorted({k for k, _ in plan.steps}):
         e = entries[kname]
-        decls.append(f"extern void {e.symbol}({', '.join(['void *'] * (len(e.params) + 1))});")
+        decls.append(f"extern {'int' if e.may_fail else 'void'} {e.symbol}"
+                     f"({', '.join(['void *'] * (len(e.params) + 1))});")
     for i, s in enumerate(plan.slots):
         if s.kind == "input":
             slot_lines.append(f"  p[{i}] = (void *)inputs[{s.ref}];")
@@ -231,7 +301,10 @@ def _runtime(name: str, plan, entries, const_offsets: dict[int, int], target) ->
                          f"{int(s.dtype == 'int64')})) {{\n"
                          f"    pthread_mutex_unlock(&run_lock);\n    return {up}_ERR_INDEX;\n  }}")
         ptrs = ", ".join(f"p[{a}]" for a in args)
-        calls.append(f"  {entries[kname].symbol}({ptrs}, (void *)launch);")
+        call = f"{entries[kname].symbol}({ptrs}, (void *)launch)"
+        calls.append(f"  if ({call}) {{\n    pthread_mutex_unlock(&run_lock);\n"
+                     f"    return {up}_ERR_ALLOC;\n  }}" if entries[kname].may_fail
+                     else f"  {call};")
     copies = [f"  memcpy(outputs[{k}], p[{o}], {_nbytes(plan.slots[o])});"
               for k, o in enumerate(plan.outputs) if _nbytes(plan.slots[o])]
     checks = " ||\n      ".join(f'!__builtin_cpu_supports("{f}")' for f in _cpu_features(target))

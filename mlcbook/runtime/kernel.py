@@ -17,8 +17,16 @@ import ctypes
 
 import numpy as np
 
-from ..errors import ArgumentError, BuildError
+from ..errors import ArgumentError, BuildError, ExecutionError
 from . import thread_pool
+
+
+def allocation_failed(name: str) -> ExecutionError:
+    """The error of kernel ``name`` whose temporary buffer could not be allocated."""
+    return ExecutionError(
+        f"kernel {name!r} could not allocate its temporary buffers: the system refused the "
+        "memory (a memory limit, or not enough free memory), and the kernel ran nothing. "
+        "Instead: free memory or raise the limit, or compile for a smaller batch or input")
 
 
 class Kernel:
@@ -38,7 +46,9 @@ class Kernel:
         No checks at all (for runtimes that checked the arrays once, e.g. an executable)."""
         if self._cfunc is None:
             addr = self._lib.address(self.entry.symbol)
-            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(self.params) + 1)))
+            # an entry that allocates on the heap returns a status (see EntryInfo.may_fail)
+            ret = ctypes.c_int32 if self.entry.may_fail else None
+            proto = ctypes.CFUNCTYPE(ret, *([ctypes.c_void_p] * (len(self.params) + 1)))
             self._cfunc = proto(addr)
         return self._cfunc
 
@@ -54,7 +64,8 @@ class Kernel:
 
     def run_unchecked(self, ptrs) -> None:
         """Call the native code with raw data pointers (from :meth:`check_args`)."""
-        self.native_function()(*ptrs, thread_pool.launcher_address())
+        if self.native_function()(*ptrs, thread_pool.launcher_address()):
+            raise allocation_failed(self.name)
 
     def check_args(self, args) -> list[int]:
         """Validate ``args`` against the parameters; return their data pointers."""

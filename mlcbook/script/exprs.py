@@ -28,6 +28,10 @@ from ..tir.stmt import BufferRegion, Range
 from . import dialect
 from ..tir.regions import same_expr
 
+#: how deeply an expression of a script may nest (``a + b + c`` nests 2 deep); every stage
+#: after the parser walks expressions recursively, and deeper ones exhaust Python's stack
+MAX_EXPR_DEPTH = 256
+
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
@@ -226,10 +230,19 @@ class ExprParser:
 
     # --- expressions -----------------------------------------------------------------------
     def expr(self, node) -> PrimExpr:
+        depth = getattr(self, "_depth", 0)
+        if depth >= MAX_EXPR_DEPTH:
+            raise self.err(node, f"this expression nests more than {MAX_EXPR_DEPTH} operations "
+                           "deep (a sum of that many terms is as deep); the compiler walks "
+                           "expressions recursively and stops at that depth. Instead: split it "
+                           "into partial sums in a loop or in several statements")
+        self._depth = depth + 1
         try:
             return self._expr(node)
         except TIRError as e:
             raise self.err(node, e.message) from None
+        finally:
+            self._depth = depth
 
     def lit(self, value) -> Const:
         c = as_expr(value)

@@ -1,4 +1,5 @@
-"""Gradient rules of the blocked-layout ops (``to_blocked``, ``from_blocked``, ``conv_nchwc``).
+"""Gradient rules of the blocked-layout ops (``to_blocked``, ``from_blocked``, ``conv_nchwc``,
+``depthwise_nchwc``).
 
 The compiler inserts these ops itself (``mb.compile`` at opt_level 3), so a model rarely has
 them before it is differentiated; a graph that does is differentiated through the plain
@@ -39,4 +40,17 @@ def _conv_nchwc(c, g):
     dx, dw = conv_gradients(conv, call("from_blocked", g))[:2]
     dw = call("transpose", call("reshape", dw, shape=(kb, co, cb, ci, kh, kw)),
               perm=(0, 2, 4, 5, 3, 1))
+    return call("to_blocked", dx, block=ci), dw
+
+
+@register_gradient("depthwise_nchwc")
+def _depthwise_nchwc(c, g):
+    x, w = c.args
+    cb, kh, kw, ci = w.shape
+    w4 = call("reshape", call("transpose", w, perm=(0, 3, 1, 2)), shape=(cb * ci, 1, kh, kw))
+    conv = Call("conv", (call("from_blocked", x), w4),
+                Attrs(strides=c.attrs.get("strides"), pads=c.attrs.get("pads"),
+                      dilations=c.attrs.get("dilations"), group=cb * ci))
+    dx, dw = conv_gradients(conv, call("from_blocked", g))[:2]
+    dw = call("transpose", call("reshape", dw, shape=(cb, ci, kh, kw)), perm=(0, 2, 3, 1))
     return call("to_blocked", dx, block=ci), dw

@@ -40,6 +40,29 @@ def mse(pred: Expr, target: Expr) -> Expr:
 LOSSES = {"cross_entropy": cross_entropy, "mse": mse}
 
 
+def check_labels(loss: str, labels, classes: int) -> None:
+    """Raise :class:`TrainingError` when ``labels`` (a batch's host array) cannot be the
+    class indices that ``loss`` compares ``classes`` outputs with: the compiled loss would
+    pick no class for them and train on a loss of 0, learning nothing.
+
+        >>> check_labels("cross_entropy", np.array([0, 9]), classes=10)   # fine
+    """
+    if loss != "cross_entropy":
+        return
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        raise TrainingError(f"cross_entropy: labels must be integer class indices, got "
+                            f"dtype {labels.dtype}. Instead: pass labels.astype('int64')")
+    bad = (labels < 0) | (labels >= classes)
+    if bad.any():
+        where = np.flatnonzero(bad.ravel())
+        raise TrainingError(
+            f"cross_entropy: {where.size} label(s) outside [0, {classes}), the first "
+            f"{labels.ravel()[where[0]]} at row {where[0]}; the model has {classes} classes. "
+            f"Instead: map the labels to 0..{classes - 1} (e.g. subtract the smallest "
+            f"label), or give the model an output per class")
+
+
 def get_loss(name: str):
     """The loss called ``name``."""
     if name not in LOSSES:
@@ -47,4 +70,4 @@ def get_loss(name: str):
     return LOSSES[name]
 
 
-__all__ = ["cross_entropy", "mse", "get_loss", "LOSSES"]
+__all__ = ["cross_entropy", "mse", "get_loss", "check_labels", "LOSSES"]

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import TrainingError
 from ..graph.expr import Call, Constant, Function, Var
 from ..ops.types import Attrs, TensorType
 
@@ -25,8 +26,28 @@ def _call(op, *args, name="", **attrs) -> Call:
     return Call(op, args, Attrs(attrs), name)
 
 
+def _check_sizes(what: str, values, example: str, least: int = 1) -> list[int]:
+    """``values`` as ints, each at least ``least``; a TrainingError naming the bad one."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TrainingError(f"{what} must be a sequence of integers, got {values!r}; "
+                            f"Instead: e.g. {example}")
+    out = []
+    for k, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+            raise TrainingError(f"{what}[{k}] is {v!r}: every entry must be an integer of at "
+                                f"least {least}; Instead: e.g. {example}")
+        out.append(int(v))
+    return out
+
+
 def mlp(sizes: Sequence[int] = (64, 128, 10), batch: int = 64, seed: int = 0) -> Function:
     """``fc1 -> relu -> fc2 -> ... -> fcK`` on ``(batch, sizes[0])`` inputs; logits out."""
+    sizes = _check_sizes("mlp sizes", sizes, "mlp((64, 128, 10)): 64 inputs, a hidden "
+                         "layer of 128, 10 outputs")
+    if len(sizes) < 2:
+        raise TrainingError(f"mlp sizes {tuple(sizes)} name no layer: give the input size "
+                            "and at least one layer's size; Instead: e.g. mlp((64, 10))")
+    batch = _check_sizes("mlp batch", [batch], "batch=32")[0]
     rng = np.random.default_rng(seed)
     x = Var("input", TensorType((batch, sizes[0]), "float32"))
     h = x
@@ -45,6 +66,10 @@ def cnn(batch: int = 64, channels: Sequence[int] = (16, 32), image: int = 8, cla
     """(3x3 conv, relu) per entry of ``channels``, a 2x2 max pool, then a linear layer, on
     ``(batch, 1, image, image)`` inputs. (The convolutions keep the full 8x8 resolution:
     mlcbook's default conv schedule is slow on tiny images.)"""
+    channels = _check_sizes("cnn channels", channels, "channels=(16, 32)")
+    batch, classes = _check_sizes("cnn (batch, classes)", [batch, classes],
+                                  "cnn(batch=32, classes=10)")
+    image = _check_sizes("cnn image", [image], "image=8 (8x8 pictures)", least=2)[0]
     rng = np.random.default_rng(seed)
     x = Var("input", TensorType((batch, 1, image, image), "float32"))
     h, c_in = x, 1

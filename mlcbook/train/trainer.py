@@ -21,6 +21,7 @@ from .autodiff import lift_weights
 from .checkpoint import read_checkpoint, write_checkpoint
 from .data import Batches
 from .inplace import update_in_place
+from .losses import check_labels
 from .optim import Optimizer, optimizer_from_json
 from .step import LABELS, LR, TrainStep, build_step
 
@@ -70,6 +71,7 @@ class Trainer:
             raise TrainingError(f"trainer.step takes {len(data)} data input(s) "
                                 f"({', '.join(data)}) and the labels, got {len(inputs)} arrays")
         feed = dict(zip(data, inputs))
+        check_labels(self.loss, inputs[-1], self.model_ir.ret_type.shape[-1])
         feed[LABELS] = inputs[-1]
         lr = self.optimizer.schedule(self.step_count)
         feed[LR] = np.asarray(lr, self.train_step.function.params[len(data) + 1].dtype)
@@ -84,6 +86,9 @@ class Trainer:
         if self.data is None:
             raise TrainingError("trainer.fit needs batches: set trainer.data = "
                                 "mb.train.Batches(x, y, batch_size) first")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise TrainingError(f"trainer.fit(steps) takes a whole number of steps (0 or more), "
+                                f"got {steps!r}; Instead: e.g. trainer.fit(100)")
         return [self.step(*self.data.next()) for _ in range(steps)]
 
     # --- using the model -----------------------------------------------------------------

@@ -5,10 +5,11 @@ that ``mb.compile`` reuses.
     >>> space = mb.tune.Space(func)                 # schedules with decisions (space.py)
     >>> best = mb.tune.tune(func, trials=64, database="records.jsonl")
     >>> exe = mb.compile(mod, tuning_records="records.jsonl")
-    >>> mb.tune.tasks.tune_model(mod, trials=200, database="records.jsonl")   # whole models
+    >>> mb.tune.tune_model(mod, trials=200, database="records.jsonl")   # whole models
 
-Modules: :mod:`.space`, :mod:`.knobs`, :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
-:mod:`.search`, :mod:`.database`, :mod:`.tasks`, :mod:`.plot`, :mod:`.errors`.
+Modules: :mod:`.space` (the rules of :mod:`mlcbook.rules` with open knobs), :mod:`.measure`, :mod:`.features`, :mod:`.cost_model`,
+:mod:`.search`, :mod:`.database`, :mod:`.tasks`, :mod:`.report`, :mod:`.display`,
+:mod:`.plot`, :mod:`.errors`.
 """
 
 from .cost_model import AnalyticModel, RandomModel, XGBModel
@@ -17,10 +18,13 @@ from .errors import DatabaseError, SpaceError, TuneArgumentError
 from .features import FEATURE_NAMES, features
 from .measure import Job, LocalExecutor, Measurer, MeasureResult
 from .search import TaskSearch, TuneResult, tune
-from .knobs import Knobs, Point
+from ..rules.knobs import Knobs, Point
 from .space import Space
+from .tasks import Task, extract_tasks, tune_model
+from .cluster import DaskExecutor, SharedHostWarning
 
 __all__ = ["Space", "Point", "Knobs", "tune", "TaskSearch", "TuneResult", "Database", "Record",
            "apply_best", "workload_key", "features", "FEATURE_NAMES", "XGBModel", "RandomModel",
            "AnalyticModel", "Measurer", "Job", "MeasureResult", "LocalExecutor",
-           "SpaceError", "TuneArgumentError", "DatabaseError"]
+           "SpaceError", "TuneArgumentError", "DatabaseError", "tune_model", "extract_tasks",
+           "Task", "DaskExecutor", "SharedHostWarning"]

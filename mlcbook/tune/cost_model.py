@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..optional import require
 from .errors import TuneArgumentError
 from .features import FEATURE_NAMES
 
@@ -95,12 +96,14 @@ class XGBModel(CostModel):
 
     def __init__(self, seed: int = 0, rounds: int = 60, max_depth: int = 6,
                  prior: CostModel | None = None):
+        # fail before any measurement, not at the first fit
+        require("xgboost", "the XGBoost cost model (mb.tune, `mlcbook tune`)")
         self.seed, self.rounds, self.max_depth = seed, rounds, max_depth
         self.prior = prior or AnalyticModel()
         self._booster = None
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        import xgboost as xgb
+        xgb = require("xgboost", "the XGBoost cost model (mb.tune, `mlcbook tune`)")
         X, y = np.asarray(X, float), np.asarray(y, float)
         if len(X) < 2 or np.ptp(y) == 0:
             return  # nothing to rank yet
@@ -118,7 +121,7 @@ class XGBModel(CostModel):
     def predict(self, X: np.ndarray) -> np.ndarray:
         if self._booster is None:
             return self.prior.predict(X)
-        import xgboost as xgb
+        xgb = require("xgboost", "the XGBoost cost model (mb.tune, `mlcbook tune`)")
         return self._booster.predict(xgb.DMatrix(np.asarray(X, float),
                                                  feature_names=list(FEATURE_NAMES)))
 

@@ -6,14 +6,7 @@ bad tuning request, a database that cannot be read.
 
 from __future__ import annotations
 
-from ..errors import DatabaseError, ScheduleError, TuneError
-
-
-class SpaceError(ScheduleError):
-    """A point of a search space that is legal loop IR but that the space rejects before
-    measuring it (a register tile that cannot fit in the vector registers)."""
-
-    code = "MLC-U001"
+from ..errors import DatabaseError, SpaceError, TuneError
 
 
 class TuneArgumentError(TuneError):

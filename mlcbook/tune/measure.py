@@ -23,7 +23,8 @@ concurrent jobs would disturb each other) in a child process it supervises: a jo
 outlives ``timeout`` kills the child, and a child that dies (a crash in native code) is
 replaced; either way the job is recorded as an error and the next one runs. With another
 executor the job runs wherever that executor puts it; a job over ``timeout`` is recorded as
-an error but cannot be stopped.
+an error but cannot be stopped, except on :class:`~.cluster.DaskExecutor`, which runs each
+Dask worker's jobs in a child process of its own and kills it.
 """
 
 from __future__ import annotations
@@ -328,8 +329,10 @@ class Measurer:
         results = []
         for fut in futures:
             try:
-                # our own executor enforces the timeout itself (and kills the job)
-                r = fut.result(timeout=None if self._own else self.timeout)
+                # our own executor, and DaskExecutor, enforce the timeout themselves (and
+                # kill the job); waiting with one here would count the queue's time too
+                kills = self._own or getattr(self.executor, "enforces_timeout", False)
+                r = fut.result(timeout=None if kills else self.timeout)
                 results.append(r if isinstance(r, MeasureResult) else MeasureResult(
                     None, f"the worker returned {type(r).__name__}, not a MeasureResult"))
             except cf.TimeoutError:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..optional import require
+
 
 def plot_curves(curves: dict, title: str = "", ax=None):
     """Plot ``{label: [curve, ...]}`` (each curve: best GFLOP/s after each trial): the median
     over the curves of a label as a line, their min..max as a band; returns the figure."""
-    import matplotlib.pyplot as plt
+    plt = require("matplotlib.pyplot", "plot_curves")
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
     else:

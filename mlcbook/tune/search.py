@@ -49,6 +49,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ScheduleError
+from ..optional import progress
 from ..graph.default_schedule import default_schedule
 from ..tir.function import PrimFunc
 from .cost_model import CostModel, RandomModel, make_model
@@ -56,7 +57,9 @@ from .database import DEFAULT_TRACE, Database, Record, workload_key
 from .errors import TuneArgumentError
 from .features import features, flop_count
 from .measure import Job, Measurer
-from .knobs import Point
+from ..rules import RULES
+from ..rules.blocks import kind_of
+from ..rules.knobs import Point
 from .space import Space
 
 
@@ -73,6 +76,12 @@ class TuneResult:
     best: Optional[Point] = None
     best_seconds: Optional[float] = None
     default_seconds: Optional[float] = None
+    #: trials this run measured (``history`` also holds earlier runs' records)
+    trials_run: int = 0
+
+    def _repr_html_(self) -> str:
+        from .display import result_html
+        return result_html(self)
 
     def curve(self) -> list:
         """The best seconds after each trial (None until one succeeded)."""
@@ -249,14 +258,16 @@ class TaskSearch:
         """The space's default point and its neighbours, to measure beside the model's
         picks, when nothing is measured yet and a model guides the search (random search
         stays random)."""
-        if self._measured or isinstance(self.model, RandomModel):
+        if isinstance(self.model, RandomModel):
             return []
         try:
             start = self.space.default_point()
         except ScheduleError:
             return []  # the hints do not make a legal point here: start from the model's
+        if self._measured - {start.key}:
+            return []  # a resumed search: it goes on from its best point instead
         self._expanded.add(start.key)
-        return [start, *self.space.neighbours(start)]
+        return [q for q in (start, *self.space.neighbours(start)) if q.key not in self._measured]
 
     def _next_neighbourhood(self) -> list:
         """Once the queued neighbours are measured: those of the best point so far, unless
@@ -269,12 +280,14 @@ class TaskSearch:
         return [q for q in self.space.neighbours(best) if q.key not in self._measured]
 
     def _resume(self) -> None:
+        default = self.space.default_point().key if self._default_rules() else None
         for r in self.db.records(self.result.workload):
-            if r.trace == DEFAULT_TRACE:
+            if r.trace == DEFAULT_TRACE or r.key == default:
                 if r.seconds is not None:
                     d = self.result.default_seconds
                     self.result.default_seconds = min(r.seconds, d or r.seconds)
-                continue
+                if r.trace == DEFAULT_TRACE:   # a database of version 0.1: no point to learn
+                    continue
             self._measured.add(r.key)
             self.result.history.append(r.seconds)
             try:
@@ -291,17 +304,33 @@ class TaskSearch:
             if self.result.best_seconds is None or seconds < self.result.best_seconds:
                 self.result.best_seconds, self.result.best = seconds, p
 
+    def _default_rules(self) -> bool:
+        """Whether the space's default point is ``mb.compile``'s default schedule (its rules
+        are the defaults)."""
+        rules = self.space.rules
+        return rules.table == RULES and rules.classify is kind_of
+
     def baseline(self, measurer: Measurer, repeat: int = 3) -> None:
-        """Measure the default schedule once per database (not a trial), recorded with
-        :data:`DEFAULT_TRACE`, so that records never make the kernel slower than untuned."""
+        """Measure the default schedule once per database (not a trial), so that records
+        never make the kernel slower than untuned. It is the space's default point, recorded
+        like any point (and learnt from); a space with rules of its own records the
+        default schedule with :data:`DEFAULT_TRACE`, as a measurement only."""
         if self.result.default_seconds is not None:
             return
-        untuned = default_schedule(self.func, self.space.target)
-        m, = measurer.measure([Job.of(self.func, untuned, self.space.target, repeat=repeat,
+        target = self.space.target
+        p = self.space.default_point() if self._default_rules() else None
+        untuned = p.func if p is not None else default_schedule(self.func, target)
+        m, = measurer.measure([Job.of(self.func, untuned, target, repeat=repeat,
                                       seed=self.seed)])
-        self.db.add(Record(self.result.workload, {}, DEFAULT_TRACE, m.seconds, m.error,
-                           self.name))
         self.result.default_seconds = m.seconds
+        if p is None:
+            self.db.add(Record(self.result.workload, {}, DEFAULT_TRACE, m.seconds, m.error,
+                               self.name))
+            return
+        self.db.add(Record(self.result.workload, p.decisions, p.trace.as_json(), m.seconds,
+                           m.error, self.name))
+        self._measured.add(p.key)
+        self._learn(p, m.seconds)
 
     def confirm(self, measurer: Measurer, top: int, times: int = 2, repeat: int = 3) -> None:
         """Measure the ``top`` fastest points so far ``times`` more times each (recorded,
@@ -380,6 +409,8 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
     if not isinstance(batch, int) or batch < 1 or not 0 <= epsilon <= 1:
         raise TuneArgumentError(f"batch must be a positive int and epsilon in [0, 1], got "
                                 f"{batch!r} and {epsilon!r}")
+    if target is None:   # a cluster's workers measure: their CPU is the target
+        target = getattr(executor or getattr(measurer, "executor", None), "target", None)
     search = TaskSearch(func, model=model, database=database, target=target, space=space,
                         epsilon=epsilon, population=population, steps=steps,
                         warm_start=warm_start, seed=seed, name=name,
@@ -402,6 +433,7 @@ def tune(func: PrimFunc, trials: int, *, model="xgboost", database=None, target=
                 if best:
                     bar.set_postfix_str(f"best {best * 1e3:.3f} ms, "
                                         f"{search.result.flops / best / 1e9:.1f} GFLOP/s")
+        search.result.trials_run = done
         search.confirm(measurer, min(confirm, done // 8), repeat=repeat)
     finally:
         if bar is not None:
@@ -415,8 +447,8 @@ def progress_bar(total: int, enabled: bool, name: str):
     """A tqdm bar over ``total`` trials, or None when disabled (or nothing to do)."""
     if not enabled or total == 0:
         return None
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=f"tune {name}", unit="trial")
+    return progress(total=total, desc=f"tune {name}", unit="trial",
+                    feature="the tuner's progress bar")
 
 
 __all__ = ["tune", "anneal", "propose", "Scorer", "TaskSearch", "TuneResult", "progress_bar"]

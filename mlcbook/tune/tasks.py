@@ -22,7 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from ..errors import DatabaseError
 from ..graph.compile import kernel_calls
+from ..paths import output_file
 from ..tir.function import PrimFunc
 from .database import Database, workload_key
 from .errors import TuneArgumentError
@@ -73,6 +75,10 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
         raise TuneArgumentError(f"seconds must be a positive wall-time budget or None, got "
                                 f"{seconds!r}")
     stop = None if seconds is None else time.monotonic() + seconds
+    # a cluster's workers measure: their CPU is the target (and keys the records)
+    target = target if target is not None else getattr(executor, "target", None)
+    if database is not None and not isinstance(database, Database):
+        output_file(database, "the tuning records", DatabaseError)  # before any work
     tasks = tasks if tasks is not None else extract_tasks(mod, target)
     db = database if isinstance(database, Database) else Database(database)
     searches: dict[str, TaskSearch] = {}
@@ -110,6 +116,7 @@ def tune_model(mod, trials: int, *, database=None, target=None, model="xgboost",
                 if after:
                     bar.set_postfix_str(f"{task.name}: best {after * 1e3:.3f} ms")
         for name, n in ran.items():
+            searches[name].result.trials_run = n
             if stop is None or time.monotonic() < stop:
                 searches[name].confirm(measurer, min(confirm, n // 8))
     if bar is not None:

@@ -83,3 +83,47 @@ def test_other_triple_emits_assembly_but_cannot_run():
 def test_bad_targets_are_explained(spec, msg):
     with pytest.raises(TargetError, match=msg):
         mb.Target(spec)
+
+
+@pytest.mark.parametrize("spec,close", [
+    ("llvm -mcpu=skylake-avx51", "skylake-avx512"),
+    ("llvm -mcpu=znver44", "znver4"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v9", "neoverse-v1"),
+])
+def test_a_mistyped_cpu_is_refused_with_close_names(spec, close):
+    # Before the check, LLVM went on with a CPU without 64-bit mode and aborted the process.
+    with pytest.raises(TargetError, match=rf"\[MLC-C002\] unknown CPU .*did you mean .*"
+                                          rf"'{close}'.*Instead:"):
+        mb.Target(spec)
+
+
+def test_a_cpu_of_another_architecture_is_refused():
+    with pytest.raises(TargetError, match="unknown CPU 'neoverse-v1' in -mcpu= for x86_64"):
+        mb.Target("llvm -mtriple=x86_64-linux-gnu -mcpu=neoverse-v1")
+
+
+@pytest.mark.parametrize("mattr,bad,close", [("+avx512fx", "avx512fx", "avx512f"),
+                                             ("+avx2,-fmaa", "fmaa", "fma")])
+def test_an_unknown_feature_is_refused_not_ignored(mattr, bad, close):
+    with pytest.raises(TargetError, match=rf"unknown CPU feature '{bad}' .*'{close}'"):
+        mb.Target(f"llvm -mcpu=x86-64 -mattr={mattr}")
+
+
+def test_a_feature_without_sign_is_refused():
+    with pytest.raises(TargetError, match=r"'avx2' in -mattr=avx2 has no sign.*\+avx2"):
+        mb.Target("llvm -mcpu=x86-64 -mattr=avx2")
+
+
+@pytest.mark.parametrize("spec", ["llvm -mcpu=cascadelake", "llvm -mcpu=x86-64-v3",
+                                  "llvm -mcpu=generic", "llvm -mcpu=x86-64 -mattr=+avx2,-avx512f",
+                                  "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"])
+def test_known_cpus_and_features_are_accepted(spec):
+    assert mb.Target(spec).cpu == spec.split("-mcpu=")[1].split()[0]
+
+
+def test_llvm_names_lists_cpus_and_features_of_each_architecture():
+    from mlcbook.codegen.target import llvm_names
+    cpus, features = llvm_names("x86_64-unknown-linux-gnu")
+    assert {"znver4", "skylake-avx512", "x86-64"} <= cpus and {"avx2", "avx512f"} <= features
+    arm_cpus, arm_features = llvm_names("aarch64-unknown-linux-gnu")
+    assert "neoverse-v1" in arm_cpus and "neon" in arm_features and "znver4" not in arm_cpus

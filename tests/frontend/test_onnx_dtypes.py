@@ -88,3 +88,16 @@ def test_bfloat16_input_and_output_keep_their_dtype():
         assert got.dtype == BF16
         np.testing.assert_array_equal(got.astype(np.float32),
                                       np.maximum(x.astype(np.float32), 0))
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64", "int16"])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_sign_of_every_integer_dtype_is_numpys(dtype, opt_level):
+    # an unsigned sign has no -1 to spell: it is 1 above zero, else 0
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, 7, info.max, info.min, info.max // 2], dtype)
+    m = model([helper.make_node("Sign", ["x"], ["y"])], [("x", dtype, [6])], [("y", dtype, [6])])
+    mod = mb.from_onnx(m)
+    got = mb.compile(mod, opt_level=opt_level)(x)
+    np.testing.assert_array_equal(got, np.sign(x))
+    np.testing.assert_array_equal(interpret(mod, x), np.sign(x))

@@ -313,3 +313,19 @@ def test_max_pool_propagates_nan_in_the_reference_and_compiled_alike():
     got, want = mb.compile(mod)(x), interpret(mod, x)
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[0, 0, 0, 0]) and got[0, 0, 0, 2] == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("inputs", [["x"], ["x", ""], ["x", "", ""]])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_clip_without_bounds_returns_infinities_unchanged(dtype, inputs, opt_level):
+    # ONNX's reference keeps x when no bound is given; onnxruntime clamps +-inf to the
+    # largest finite value, a documented disagreement with the specification
+    from onnx.reference import ReferenceEvaluator
+    t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = make([helper.make_node("Clip", inputs, ["y"])], [vi("x", [6], t)], [vi("y", [6], t)])
+    x = np.array([np.inf, -np.inf, np.nan, 1.5, -2, 0], dtype)
+    want, = ReferenceEvaluator(model).run(None, {"x": x})
+    got = mb.compile(mb.from_onnx(model), opt_level=opt_level)(x)
+    np.testing.assert_array_equal(got, want)
+    assert np.isposinf(got[0]) and np.isneginf(got[1])

@@ -56,3 +56,20 @@ def test_mvn_of_values_a_few_ulps_apart_matches_the_spec():
     x = x.reshape(1, 8)
     got = _compiled((1, 8), (1,)).run({"x": x})
     np.testing.assert_allclose(np.asarray(got), _spec_float64(x, (1,)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [2**40, -2**40, 2**62, -(2**63), 4, -3])
+def test_trilu_with_a_k_beyond_the_matrix_keeps_all_or_nothing(upper, k):
+    # a k past the matrix is a valid model; it must not meet the loop's int32 indices
+    from onnx import numpy_helper
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype("float32")
+    g = helper.make_graph([helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+                          [numpy_helper.from_array(np.array(k, "int64"), "k")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    d = np.arange(4)[None, :] - np.arange(3)[:, None]   # column - row
+    keep = d >= np.int64(k) if upper else d <= np.int64(k)
+    want = np.where(keep, x, np.float32(0))
+    np.testing.assert_array_equal(mb.compile(mb.from_onnx(m))(x), want)

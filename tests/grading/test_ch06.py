@@ -167,3 +167,19 @@ def test_random_steps_read_earlier_values():
         assert set(ins) <= seen and ins
         seen.add(out)
     assert set(sizes) == {out for out, _ in steps}
+
+
+# --- issue 31: holes a second student pass found ------------------------------------------------
+def test_never_joining_a_reduction_is_refused():
+    def wrong(group, between, pdom):
+        if group <= OpKind.BROADCAST and pdom == OpKind.REDUCTION:
+            return False
+        return _reference_joins(group, between, pdom)
+    assert "returned False, expected True" in zero("06.fusion_rule", wrong)
+
+
+def test_fold_returning_float64_is_refused():
+    def float64_fold(W, b, scale, shift, mean, var, eps):
+        s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+        return W * s[:, None, None, None], (b - mean) * s + shift
+    assert "return two float32 arrays" in zero("06.fold_bn", float64_fold)

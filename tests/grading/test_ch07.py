@@ -11,6 +11,8 @@ import mlcbook as mb
 import mlcbook.grading as grading
 from mlcbook.tune.features import features
 
+from .conftest import zero
+
 
 def _unweighted_share(func):
     """Counts store statements, not how often they run: the plausible mistake."""
@@ -36,7 +38,12 @@ def _unweighted_share(func):
 
 
 def _worst_point(space, budget, model):
-    points = [space.sample(seed) for seed in range(budget)]
+    points = []
+    for seed in range(budget):
+        try:
+            points.append(space.sample(seed))
+        except mb.ScheduleError:
+            pass
     scores = model.predict(np.array([features(p.func) for p in points]))
     return points[int(np.argmin(scores))]  # the sign mistake: lowest score
 
@@ -63,3 +70,81 @@ def _no_knob_rule(knobs, name, space):
 def test_plausible_wrong_answers_earn_zero(exercise_id, wrong, message):
     result = grading.check(exercise_id, wrong, seed=3)
     assert result.points == 0 and message in result.message, str(result)
+
+
+# --- issue 31: holes a second student pass found ------------------------------------------------
+def _innermost_weight_share(func):
+    """Weights each store by the extent of its innermost loop only: another plausible slip."""
+    from mlcbook.tir.functor import Visitor
+    runs = {"vector": 0, "all": 0}
+
+    class Count(Visitor):
+        def __init__(self):
+            self.loops = []
+
+        def visit_For(self, node):
+            self.loops.append(node)
+            self.generic_visit(node)
+            self.loops.pop()
+
+        def visit_BufferStore(self, node):
+            n = int(self.loops[-1].extent.value) if self.loops else 1
+            runs["all"] += n
+            runs["vector"] += n * any(lp.kind == "vectorized" for lp in self.loops)
+
+    for f in mb.lower(func).functions.values():
+        Count().visit(f.body)
+    return runs["vector"] / runs["all"]
+
+
+def _search(seeds, count_rejected=True, use_model=True):
+    def budget_search(space, budget, model):
+        points, draws = [], 0
+        for seed in seeds(budget):
+            if count_rejected and draws == budget:
+                break
+            draws += 1
+            try:
+                points.append(space.sample(seed))
+            except mb.ScheduleError:
+                draws -= not count_rejected
+            if not count_rejected and len(points) == budget:
+                break
+        if not use_model:
+            return points[0]
+        scores = model.predict(np.array([features(p.func) for p in points]))
+        return points[int(np.argmax(scores))]
+    return budget_search
+
+
+def _row_rule(tile=True, parallel="decided", choices=(False, True)):
+    def row_rule(knobs, name, space):
+        sch = knobs.sch
+        i, _ = sch.get_loops(sch.get_block(name))
+        factors = knobs.tile(f"{name}.rows", i, 2, 16) if tile else [None, 8]
+        outer, inner = sch.split(i, factors)
+        if parallel == "always" or (parallel != "never" and knobs.choice(f"{name}.parallel",
+                                                                         list(choices))):
+            sch.parallel(inner if parallel == "inner" else outer)
+    return row_rule
+
+
+@pytest.mark.parametrize("exercise_id, wrong, message", [
+    ("07.vector_share", _innermost_weight_share, "the share is"),
+    ("07.budget_search", _search(lambda b: range(b), use_model=False), "asked the model about 0"),
+    ("07.budget_search", _search(lambda b: ([1, 2] * b)[:b]), "more than once"),
+    ("07.budget_search", _search(lambda b: range(10 * b), count_rejected=False),
+     "every draw counts"),
+    ("07.row_rule", _row_rule(parallel="always"), "all 16 points run in parallel"),
+    ("07.row_rule", _row_rule(parallel="never"), "none of 16 points runs in parallel"),
+    ("07.row_rule", _row_rule(tile=False), "the split is fixed"),
+    ("07.row_rule", _row_rule(parallel="inner"), "runs an inner loop in parallel"),
+])
+def test_wrong_answers_of_a_second_pass_earn_zero(exercise_id, wrong, message):
+    assert message in zero(exercise_id, wrong)
+
+
+@pytest.mark.parametrize("choices", [(False, True), (0, 1)])
+def test_a_row_rule_deciding_parallel_with_bools_or_ints_earns_full_marks(choices):
+    result = grading.check("07.row_rule", _row_rule(choices=choices))
+    assert result.passed, str(result)

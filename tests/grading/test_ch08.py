@@ -92,3 +92,32 @@ def test_plausible_wrong_answers_earn_zero(exercise_id, wrong, message):
     result = grading.check(exercise_id, wrong, seed=3)
     assert result.points == 0 and message in result.message, str(result)
 
+
+
+# --- issue 31: holes a second student pass found ------------------------------------------------
+def _returns_the_func(func):
+    return _solved_schedule(func).func
+
+
+def _solved_schedule(func):
+    sch = _tiled_only(func)
+    sch.tensorize(sch.get_loops(sch.get_block("C"))[3], "x86.avx2.dot_u8i8_8x4")
+    return sch
+
+
+def _bound_without_dx_dw(x, w):
+    xq, x_scale, wq, w_scale, bound = _quantizer()(x, w)
+    return xq, x_scale, wq, w_scale, bound - x.shape[1] * x_scale * w_scale / 4
+
+
+@pytest.mark.parametrize("exercise_id, wrong, message", [
+    ("08.tensorize_matmul", _returns_the_func, "should return the Schedule, got PrimFunc"),
+    ("08.quantize_layer", _bound_without_dx_dw, "a term is missing"),
+])
+def test_wrong_answers_of_a_second_pass_earn_zero(exercise_id, wrong, message):
+    result = grading.check(exercise_id, wrong)
+    assert result.points == 0 and message in result.message, str(result)
+
+
+def test_the_solved_schedule_helper_is_right():
+    assert grading.check("08.tensorize_matmul", _solved_schedule).passed

@@ -71,3 +71,26 @@ def test_the_broken_widen_earns_zero():
     assert result.points == 0 and "output" in result.message
 
 
+
+
+# --- issue 31: holes a second student pass found ------------------------------------------------
+def _zeroed_new_units(w1, b1, w2, mapping):
+    """Right output, but the new units' outgoing weights are zero: dead weight."""
+    new_w2 = w2[:, mapping].copy()
+    new_w2[:, len(w1):] = 0
+    return w1[mapping], b1[mapping], new_w2
+
+
+def _divided_incoming(w1, b1, w2, mapping):
+    """Divides the incoming weights instead of the outgoing ones."""
+    c = np.bincount(mapping)[mapping]
+    return w1[mapping] / c[:, None], b1[mapping] / c, w2[:, mapping]
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (_zeroed_new_units, "outgoing weights are zero"),
+    (_divided_incoming, "the new w1"),  # relu(z / c) = relu(z) / c: the output alone agrees
+])
+def test_wrong_widenings_earn_zero(wrong, message):
+    result = grading.check("10.fix_widen", wrong)
+    assert result.points == 0 and message in result.message, str(result)

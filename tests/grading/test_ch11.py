@@ -52,6 +52,18 @@ def test_a_caller_with_a_fixed_input_size_earns_zero():
     zero("11.c_caller", fixed_size)
 
 
+def test_a_caller_that_ignores_the_return_code_earns_zero():
+    def ignores(name):
+        return solution(11)["c_caller"](name).replace("if (rc !=", "if (0 && rc !=")
+    assert "exits with status 0" in zero("11.c_caller", ignores)
+
+
+def test_a_caller_that_exits_without_the_message_earns_zero():
+    def silent(name):
+        return solution(11)["c_caller"](name).replace('fprintf(stderr, "%s\\n", ', "(")
+    assert "it should print" in zero("11.c_caller", silent)
+
+
 # --- 11.fleet_target -----------------------------------------------------------------------------
 def test_the_host_target_earns_zero():
     assert "illegal instruction" in zero("11.fleet_target", lambda fleet: "llvm")

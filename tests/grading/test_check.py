@@ -119,3 +119,36 @@ def test_expect_array_names_the_matching_mistake():
                      mistakes=[(lambda: np.zeros(2), "zeros"), (lambda: -np.ones(2), "negated")])
     assert info.value.hint == "negated"
     assert str(info.value).endswith("\n  hint: negated")
+
+
+# --- the run's seed (issue 31): fresh cases per grading run, reproducible ----------------------
+def _plans_seen():
+    seen = []
+
+    def lifetimes_and_peak(steps, sizes):
+        from mlcbook.grading.ch06 import _peak, _reference_lifetimes
+        seen.append(list(steps))
+        life = _reference_lifetimes(steps)
+        return life, _peak(life, sizes, steps)
+    return seen, lifetimes_and_peak
+
+
+def test_a_grading_run_seed_draws_other_cases_and_is_recorded(monkeypatch):
+    from mlcbook.grading.registry import SEED_ENV
+    plans = {}
+    for seed in ("11", "12", "11"):
+        monkeypatch.setenv(SEED_ENV, seed)
+        seen, answer = _plans_seen()
+        result = grading.check("06.lifetimes", answer)
+        assert result.message.endswith(f"[cases drawn with seed {seed}]"), result.message
+        plans.setdefault(seed, []).append(seen)
+    assert plans["11"][0] == plans["11"][1] and plans["11"][0] != plans["12"][0]
+
+
+def test_outside_a_grading_run_the_cases_depend_on_the_exercise_only(monkeypatch):
+    from mlcbook.grading.registry import SEED_ENV
+    monkeypatch.delenv(SEED_ENV, raising=False)
+    first, second = _plans_seen(), _plans_seen()
+    grading.check("06.lifetimes", first[1])
+    result = grading.check("06.lifetimes", second[1])
+    assert first[0] == second[0] and "seed" not in result.message

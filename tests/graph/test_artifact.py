@@ -122,6 +122,17 @@ def corruptions(src, d) -> list[tuple[str, object, str]]:
         m, "manifest.json", lambda d: d["target"].update(cpu="generic")),
         "manifest.json does not match its own checksum", fix_hashes=False)
     add("view cycle", edit_json(m, "plan.json", slot(view, ref=view)), "not an earlier slot")
+    # a temp without its place in the arena would be passed to its kernel as NULL
+    add("temp without an arena offset", edit_json(
+        m, "plan.json", lambda p: p.update(offsets=p["offsets"][1:])), "has no arena offset")
+    add("every arena offset dropped but the last", edit_json(
+        m, "plan.json", lambda p: p.update(offsets=p["offsets"][-1:])), "has no arena offset")
+    add("temp offset past the arena", edit_json(
+        m, "plan.json", lambda p: p["offsets"][0].__setitem__(1, p["arena_bytes"])),
+        "does not fit in the arena")
+    add("temp offset before the arena", edit_json(
+        m, "plan.json", lambda p: p["offsets"][0].__setitem__(1, -64)),
+        "does not fit in the arena")
     add("kernel signature edited", edit_json(
         m, "kernels.json", lambda ks: ks[0]["params"][0].__setitem__(1, [1])), "")
     add("zip bomb", {**m, "plan.json": b" " * (48 << 20)}, "plan.json claims")

@@ -155,3 +155,78 @@ def test_a_concat_elided_into_another_concat_lies_inside_its_final_owner():
     g = mp.offsets[5]
     assert (mp.offsets[1], mp.offsets[2], mp.offsets[3], mp.offsets[4]) == (g, g + 64, g, g + 128)
     assert mp.offsets[6] >= g + 192 or mp.offsets[6] + 192 <= g
+
+
+def _conv_model(outputs: list[str], nodes: list, rng) -> "onnx.ModelProto":
+    """An ONNX model over x (1, 16, 6, 6) whose nodes may use weights w1..w6 of 1x1 convs of
+    16 channels (:func:`_conv` makes one with its ReLU); ``outputs``: (name, channels)."""
+    from onnx import TensorProto, helper, numpy_helper
+    inits = []
+    for i in range(1, 7):
+        w = (rng.standard_normal((16, 16, 1, 1)) * 0.3).astype("float32")
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, c, 6, 6]) for n, c in outputs]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 16, 6, 6])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def _conv(i: int, src: str, dst: str) -> list:
+    from onnx import helper
+    return [helper.make_node("Conv", [src, f"w{i}"], [dst + "_c"]),
+            helper.make_node("Relu", [dst + "_c"], [dst])]
+
+
+def _output_concat_models():
+    """Three models whose concat (contiguous at batch 1, so elided) is a model output, and
+    later kernels would reuse its bytes if it died at its last reader."""
+    from onnx import helper
+    cat = helper.make_node
+    return {
+        # y = cat(a, b) is an output; d and e come after and need arena bytes
+        "output": ([("y", 32), ("e", 16)],
+                   _conv(1, "x", "a") + _conv(2, "x", "b") + [cat("Concat", ["a", "b"], ["y"],
+                   axis=1)] + _conv(3, "x", "d") + _conv(4, "d", "e")),
+        # y = cat(cat(a, b), c): the inner concat is an output too, elided into the outer one
+        "concat of concats": ([("i", 32), ("y", 48), ("e", 16)],
+                              _conv(1, "x", "a") + _conv(2, "x", "b") +
+                              [cat("Concat", ["a", "b"], ["i"], axis=1)] + _conv(3, "x", "c") +
+                              [cat("Concat", ["i", "c"], ["y"], axis=1)] + _conv(4, "x", "d") +
+                              _conv(5, "d", "e")),
+        # y is an output and also read by a Sigmoid; later convs come after that reader
+        "output also read": ([("y", 32), ("s", 32), ("e", 16)],
+                             _conv(1, "x", "a") + _conv(2, "x", "b") +
+                             [cat("Concat", ["a", "b"], ["y"], axis=1),
+                              cat("Sigmoid", ["y"], ["s"])] + _conv(3, "x", "d") +
+                             _conv(4, "d", "e")),
+    }
+
+
+@pytest.mark.parametrize("opt_level", [0, 2, 3])
+@pytest.mark.parametrize("case", sorted(_output_concat_models()))
+def test_a_concat_that_is_a_model_output_is_not_overwritten(case, opt_level):
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+    outputs, nodes = _output_concat_models()[case]
+    model = _conv_model(outputs, nodes, rng)
+    x = rng.standard_normal((1, 16, 6, 6)).astype("float32")
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    exe = mb.compile(mb.from_onnx(model), opt_level=opt_level)
+    got = exe(x)
+    for name, g, w in zip([n for n, _ in outputs], got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{case}: {name}")
+
+
+def test_an_elided_concat_that_is_an_output_lives_to_the_end_of_the_plan():
+    # x -> a, x -> b, cat(a, b) -> c (an output), x -> d: d must not take c's bytes
+    plan = _plan([((1, 16), "float32", "input", 0), ((1, 16), "float32", T),
+                  ((1, 16), "float32", T), ((1, 32), "float32", T), ((1, 32), "float32", T)],
+                 [("fa", [0, 1]), ("fb", [0, 2]), ("cat", [1, 2, 3]), ("fd", [0, 4])], [3, 4])
+    new, _, parts = elide_concats(plan, {2: 1})
+    mp = plan_memory(new, parts=parts)
+    assert mp.lifetimes[3] == (0, len(new.steps))
+    c, d = mp.offsets[3], mp.offsets[4]
+    assert d >= c + 128 or d + 128 <= c

@@ -10,10 +10,10 @@ import pytest
 import mlcbook as mb
 from mlcbook.errors import ScheduleError
 from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.graph.int8_matmul import (dot_chains, dot_lanes, int8_matmul, int8_matmul_tiled,
-                                       int8_register_tile, int8_tile_variant, l2_budget,
-                                       pack_weights, row_chunk, schedule_int8_kernel,
+from mlcbook.graph.int8_matmul import (dot_lanes, int8_matmul, int8_matmul_tiled, pack_weights,
                                        schedule_int8_matmul)
+from mlcbook.rules.int8 import (dot_chains, int8_register_tile, int8_tile_variant, l2_budget,
+                                row_chunk, schedule_int8_kernel)
 from mlcbook.ops import get, legalize_call, type_of_array
 from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8
 from mlcbook.tir.x86_intrinsics import register_tile, tile_features

@@ -5,7 +5,7 @@ import pytest
 
 from mlcbook.graph import Constant, Function, TensorType, Var, interpret, op
 from mlcbook.graph.expr import Call, post_order
-from mlcbook.graph.tile_size import register_tile
+from mlcbook.rules.tile_size import register_tile
 from mlcbook.graph.weight_layout import pack_weights
 
 RNG = np.random.default_rng(5)

@@ -173,6 +173,24 @@ def test_a_cross_target_exports_the_header_and_sources(tmp_path):
     assert "__builtin_cpu_supports" not in (tmp_path / "src" / "tiny_runtime.c").read_text()
 
 
+def test_the_checksums_cover_every_file_of_an_export(tiny):
+    _, lib = tiny
+    listed = {ln.split("  ", 1)[1] for ln in (lib.folder / "SHA256SUMS").read_text().splitlines()}
+    assert listed == {"tiny.h", "libtiny.so", "libtiny.a", "src/kernels.o", "src/weights.bin",
+                      "src/tiny_runtime.c", "src/tiny.map", "src/tiny_runtime.o"}
+
+
+def test_the_checksums_of_a_cross_export_cover_its_header_and_sources(tmp_path):
+    exe = mb.compile(mb.from_onnx(models.tiny_convnet(), batch_size=1),
+                     target="llvm -mtriple=aarch64-linux-gnu")
+    exe.export(tmp_path, name="tiny")
+    ok = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True,
+                        text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert sorted(ln.rsplit(":", 1)[0] for ln in ok.stdout.splitlines()) == [
+        "src/kernels.o", "src/tiny.map", "src/tiny_runtime.c", "src/weights.bin", "tiny.h"]
+
+
 @pytest.mark.skipif(not mb.Target("llvm -mcpu=x86-64-v4").missing_features(),
                     reason="needs an x86 CPU without AVX-512")
 def test_a_library_for_features_this_cpu_lacks_returns_the_cpu_code(tmp_path):
@@ -192,7 +210,7 @@ def test_the_checksums_tell_a_damaged_library_from_a_good_one(tiny, tmp_path):
     shutil.copytree(lib.folder, copy)
     ok = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=copy, capture_output=True,
                         text=True)
-    assert ok.returncode == 0 and ok.stdout.count(": OK") == 3
+    assert ok.returncode == 0 and ok.stdout.count(": OK") == 8
     data = bytearray((copy / "libtiny.so").read_bytes())
     data[len(data) // 2] ^= 0x01
     (copy / "libtiny.so").write_bytes(bytes(data))
@@ -217,3 +235,114 @@ def test_an_index_out_of_range_returns_the_index_code(tmp_path):
             np.testing.assert_array_equal(out, exe(d, i))
     lib.gnd_strerror.restype = ctypes.c_char_p
     assert b"outside [-n, n)" in lib.gnd_strerror(4)
+
+
+def _two_input_model(names):
+    """Add(a, b) -> y as ONNX, its inputs called ``names``."""
+    from onnx import TensorProto, helper
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in names]
+    g = helper.make_graph([helper.make_node("Add", list(names), ["y"])], "g", ins,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return mb.compile(mb.from_onnx(m))
+
+
+HOSTILE = r"""
+#include <stdio.h>
+#include "net.h"
+int main(void) {
+  float a[NET_INPUT0_SIZE] = {1, 2, 3, 4}, b[NET_INPUT1_SIZE] = {10, 20, 30, 40};
+  float y[NET_OUTPUT0_SIZE];
+  const void *in[NET_NUM_INPUTS];
+  in[NET_INPUT_FIRST] = a; in[NET_INPUT_SECOND] = b;
+  void *out[] = {y};
+  if (net_run(in, out) != NET_OK) return 1;
+  printf("%g %g %g %g\n", y[0], y[1], y[2], y[3]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("names,idents", [
+    (["x */ int injected = 1; /* ", "b"], ["x____int_injected___1_____", "b"]),
+    (["conv.1/x", "conv_1_x"], ["conv_1_x", "conv_1_x_1"]),
+    (["9 in\n", "\u00e9t\u00e9"], ["9_in_", "_t_"]),
+])
+def test_input_names_become_c_identifiers_and_stay_in_comments(tmp_path, names, idents):
+    exe = _two_input_model(names)
+    lib = exe.export(tmp_path, name="net")   # its runtime compiles the header with -Werror
+    text = lib.header.read_text()
+    code = subprocess.run(["cc", "-E", "-P", str(lib.header)], capture_output=True, text=True,
+                          check=True).stdout   # the header without its comments and macros
+    assert "injected" not in code and "net_run" in code
+    assert f"#define NET_INPUT_{idents[0]} 0" in text and f"#define NET_INPUT_{idents[1]} 1" in text
+    for n in names:   # each original name, escaped, in a comment
+        assert mb.runtime.c_export.comment_text(n) in text
+    src = tmp_path / "main.c"
+    src.write_text(HOSTILE.replace("FIRST", idents[0]).replace("SECOND", idents[1]))
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(tmp_path), str(src), "-o",
+                    str(tmp_path / "main"), f"-L{tmp_path}", "-lnet", f"-Wl,-rpath,{tmp_path}"],
+                   check=True, capture_output=True, text=True)
+    out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["11", "22", "33", "44"]
+
+
+@pytest.mark.parametrize("name", ["tiny\n", "a\n", "net\r\n"])
+def test_an_export_name_with_a_trailing_newline_is_refused(tiny, tmp_path, name):
+    exe, _ = tiny
+    with pytest.raises(ExportError, match=r"must be a C identifier.*Instead"):
+        exe.export(tmp_path, name=name)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("length", [201, 300, 5000])
+def test_an_export_name_too_long_for_a_file_name_is_refused(tiny, tmp_path, length):
+    exe, _ = tiny
+    with pytest.raises(ExportError, match=rf"has {length} characters, more than 200.*Instead"):
+        exe.export(tmp_path, name="m" * length)
+
+
+ALLOC_CALLER = r"""
+#include <stdio.h>
+#include "big.h"
+int main(void) {
+  float a[4] = {1, 2, 3, 4}, y[4];
+  const void *in[] = {a};
+  void *out[] = {y};
+  int rc = big_run(in, out);
+  printf("%d %s %g %g\n", rc, big_strerror(rc), y[0], y[3]);
+  return 0;
+}
+"""
+
+
+def test_a_kernel_allocation_that_fails_in_c_returns_the_alloc_code(tmp_path):
+    # a kernel with a 512 MiB buffer of its own, run under a 256 MiB address-space limit
+    from mlcbook.graph.plan import Plan, Slot
+    from mlcbook.ops.types import TensorType
+    from mlcbook.runtime.c_export import export_library
+    from mlcbook.tir import Allocate, Buffer, BufferStore, For, PrimFunc, Var, seq
+    n = 1 << 27
+    A, B, T = Buffer("A", (4,)), Buffer("B", (4,)), Buffer("T", (n,))
+    i, j = Var("i"), Var("j")
+    kernel = mb.build(PrimFunc("big", (A, B), Allocate(T, seq(
+        For(i, n, BufferStore(T, A[i % 4] + 1.0, (i,))),
+        For(j, 4, BufferStore(B, T[j] * 2.0, (j,)))))))
+    assert kernel.entry.may_fail
+    plan = Plan([("a", TensorType((4,)))], [Slot((4,), "float32", "input", 0),
+                                            Slot((4,), "float32", "temp")],
+                [(kernel.name, [0, 1])], [1], False)
+    lib = export_library(tmp_path, "big", plan, {kernel.name: kernel.entry},
+                         kernel.object_code(), {}, kernel.target)
+    assert "#define BIG_ERR_ALLOC 5" in lib.header.read_text()
+    src = tmp_path / "main.c"
+    src.write_text(ALLOC_CALLER)
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(tmp_path), str(src), "-o",
+                    str(tmp_path / "main"), f"-L{tmp_path}", "-lbig", f"-Wl,-rpath,{tmp_path}"],
+                   check=True, capture_output=True, text=True)
+    limited = subprocess.run(["sh", "-c", f"ulimit -v {256 * 1024}; exec {tmp_path / 'main'}"],
+                             capture_output=True, text=True, timeout=120)
+    assert limited.stdout.split()[0] == "5" and "could not allocate" in limited.stdout
+    free = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=120)
+    assert free.stdout.split()[0] == "0" and free.stdout.split()[-2:] == ["4", "10"]

@@ -164,3 +164,24 @@ def test_ir_module_refuses_members_that_are_not_prim_funcs():
 
             def helper(self):
                 return 1
+
+
+def _sum_of(terms: int, op: str = "+") -> str:
+    return f" {op} ".join(f"A[{k % 4}]" for k in range(terms))
+
+
+@pytest.mark.parametrize("terms,op", [(500, "+"), (2000, "+"), (600, "*")])
+def test_an_expression_nested_too_deep_is_refused_not_a_recursion_error(terms, op):
+    err = _error(f"with T.block('B'):\n    B[0] = {_sum_of(terms, op)}")
+    assert "nests more than 256 operations deep" in err.message
+    assert "Instead: split it into partial sums" in err.message
+    assert err.lineno == 4
+
+
+def test_a_long_sum_under_the_limit_parses_and_means_the_sum():
+    import numpy as np
+    import mlcbook as mb
+    func = _parse_body(f"with T.block('B'):\n    B[0] = {_sum_of(200)}")
+    a, b = np.array([1, 2, 3, 4], "float32"), np.zeros(4, "float32")
+    mb.tir.evaluate(func, a, b)
+    assert b[0] == 50 * a.sum()

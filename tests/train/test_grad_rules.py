@@ -277,6 +277,13 @@ def test_padded_and_grouped_blocked_layouts_have_the_gradients_of_the_plain_layo
           {"x": rng.standard_normal((1, 8, 4, 4)), "w": w})
 
 
+def test_a_blocked_depthwise_conv_has_the_gradients_of_the_plain_layout():
+    rng = np.random.default_rng(7)
+    check(lambda a, b: op.depthwise_nchwc(op.to_blocked(a, block=4), b, pads=(1, 0, 1, 1),
+                                          strides=(2, 1)),
+          {"x": rng.standard_normal((1, 8, 5, 4)), "w": rng.standard_normal((2, 3, 3, 4))})
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 5])
 def test_lrn_gradient(size):
     rng = np.random.default_rng(size)

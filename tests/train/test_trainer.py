@@ -96,3 +96,40 @@ def test_state_dict_round_trip_and_errors(digits):
 def test_compile_step_needs_an_optimizer():
     with pytest.raises(TrainingError, match="needs an optimizer"):
         mb.train.compile_step(mb.train.mlp((4, 2), batch=1))
+
+
+@pytest.fixture(scope="module")
+def small_trainer():
+    return mb.train.compile_step(mb.train.mlp((4, 3), batch=4, seed=0), "cross_entropy",
+                                 mb.train.SGD(0.1))
+
+
+@pytest.mark.parametrize("labels,first", [([0, 1, 3, 2], "the first 3 at row 2"),
+                                          ([-1, 0, 1, 2], "the first -1 at row 0"),
+                                          ([0, 1, 2, 100], "the first 100 at row 3")])
+def test_a_label_outside_the_classes_is_refused_before_the_step(small_trainer, labels, first):
+    # the compiled loss would pick no class for it: a loss of 0 that teaches nothing
+    before = {k: v.copy() for k, v in small_trainer.params.items()}
+    x = np.ones((4, 4), "float32")
+    with pytest.raises(TrainingError, match=rf"outside \[0, 3\), {first}.*Instead: map"):
+        small_trainer.step(x, np.array(labels, "int64"))
+    for k, v in small_trainer.params.items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_fit_refuses_a_batch_of_bad_labels(small_trainer):
+    small_trainer.data = mb.train.Batches(np.ones((8, 4), "float32"),
+                                          np.array([0, 1, 2, 3, 0, 1, 2, 3]), 4)
+    with pytest.raises(TrainingError, match=r"label\(s\) outside \[0, 3\)"):
+        small_trainer.fit(2)
+
+
+def test_float_labels_are_refused_with_the_cast(small_trainer):
+    with pytest.raises(TrainingError, match=r"integer class indices, got dtype float32.*astype"):
+        small_trainer.step(np.ones((4, 4), "float32"), np.zeros(4, "float32"))
+
+
+def test_labels_inside_the_classes_train(small_trainer):
+    x = np.random.default_rng(0).standard_normal((4, 4)).astype("float32")
+    loss = small_trainer.step(x, np.array([0, 1, 2, 2]))
+    assert np.isfinite(loss) and loss > 0

@@ -9,6 +9,7 @@ import pytest
 import mlcbook as mb
 from mlcbook.frontend import examples
 from mlcbook.graph.interpret import main_function
+from mlcbook.tune.space import Space
 from mlcbook.tune.database import DEFAULT_TRACE, Database, Record, apply_best, workload_key
 from mlcbook.tune.errors import DatabaseError, TuneArgumentError
 from mlcbook.tune.measure import Measurer
@@ -61,20 +62,32 @@ def test_best_record_replays(tuned):
     assert mb.tir.structural_equal(got, Space(f).point(db.best(workload_key(f)).decisions).func)
 
 
-def test_a_baseline_records_the_default_schedule_which_compile_keeps_when_best(measurer):
+def test_a_baseline_records_the_default_schedule_as_the_spaces_default_point(measurer):
+    from mlcbook.graph.default_schedule import default_schedule
+    from mlcbook.tune.space import Space
     f = matmul(16)
     db = Database()
     r = tune(f, 1, model="random", database=db, batch=1, progress=False, baseline=True,
              measurer=measurer)
     recs = db.records(workload_key(f))
-    assert [rec.trace == DEFAULT_TRACE for rec in recs] == [True, False]
+    assert len(recs) == 2 and recs[0].decisions == Space(f).default_point().decisions
+    replayed = mb.Trace.from_json(recs[0].trace).apply(f).func
+    assert mb.tir.structural_equal(replayed, default_schedule(f))
     assert r.default_seconds == recs[0].seconds and len(r.history) == 1
-    assert apply_best(f, db) is not None or recs[0].seconds < recs[1].seconds
-    db.add(Record(recs[0].workload, {}, DEFAULT_TRACE, 1e-12))  # the default now fastest
-    assert apply_best(f, db) is None
+    db.add(Record(recs[0].workload, recs[0].decisions, recs[0].trace, 1e-12))  # now fastest
+    assert mb.tir.structural_equal(apply_best(f, db), default_schedule(f))
     r2 = tune(f, 1, model="random", database=db, batch=1, progress=False, baseline=True,
               measurer=measurer)
     assert len(db) == 4 and r2.default_seconds == 1e-12  # resumed: not measured again
+
+
+def test_a_default_record_of_an_older_database_keeps_the_default_schedule():
+    f = matmul(16)
+    db = Database()
+    db.add(Record(workload_key(f), {"C.rows": 0}, Space(f).sample(0).trace.as_json(), 1.0))
+    assert apply_best(f, db) is not None
+    db.add(Record(workload_key(f), {}, DEFAULT_TRACE, 1e-12))
+    assert apply_best(f, db) is None
 
 
 def test_a_broken_database_is_a_clear_error(tmp_path):
@@ -108,6 +121,8 @@ def test_compile_applies_records_and_skips_a_stale_one(tmp_path, measurer):
     for inst in trace["insts"]:
         if inst["kind"] == "sample_perfect_tile":
             inst["decision"] = [7, 11]
+        elif inst["kind"] == "sample_categorical":
+            inst["decision"] = 99
     stale = tmp_path / "stale.jsonl"
     rec = dict(best.__dict__, trace=trace, seconds=1e-9)
     stale.write_text(json.dumps(rec) + "\n")

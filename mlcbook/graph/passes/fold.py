@@ -2,7 +2,8 @@
 
 * :func:`fold_constants` evaluates every op call whose inputs are all constants (with the
   op's numpy reference, the same semantics a compiled kernel must have) and puts the result
-  in its place. A weight stored transposed, a shape computed by ``shape``/``concat``
+  in its place. A result larger than :data:`FOLD_LIMIT_BYTES` is an error, not an attempt
+  to allocate it (``ConstantOfShape`` of 2^33 elements). A weight stored transposed, a shape computed by ``shape``/``concat``
   arithmetic, a scale multiplied into a bias: all become plain constants. An op that reads
   only its input's type (``shape``, ``size``: ``Op.reads_type_only``) folds whatever its
   input is, and an op without inputs (``constant_of_shape``, ``range``) always folds.
@@ -17,11 +18,37 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedModelError
 from ...ops import get as get_op
-from ...ops.types import Attrs, TupleType
+from ...ops.types import Attrs, TensorType, TupleType
 from ..expr import Call, Constant, Expr, Function, Tuple, children, post_order
 from ..functor import ExprMutator
 from ..interpret import evaluate
+
+
+#: the largest value constant folding makes (and so the largest computed weight): 1 GiB
+FOLD_LIMIT_BYTES = 1 << 30
+
+
+def _nbytes(t) -> int:
+    if isinstance(t, TupleType):
+        return sum(_nbytes(f) for f in t.fields)
+    if isinstance(t, TensorType):
+        try:
+            itemsize = np.dtype(t.dtype).itemsize
+        except TypeError:  # a graph-level low-bit type: at most a byte an element
+            itemsize = 1
+        return t.size * itemsize
+    return 0
+
+
+def _too_big(call: Call, nbytes: int) -> UnsupportedModelError:
+    what = f"{call.op} {call.name!r}" if call.name else call.op
+    return UnsupportedModelError(
+        f"{what} computes a constant of type {call.type} ({nbytes / 2**30:.1f} GiB), more than "
+        f"constant folding makes (FOLD_LIMIT_BYTES = {FOLD_LIMIT_BYTES >> 20} MiB); such a "
+        "value cannot be a weight either. Instead: check the shape that the model computes "
+        "for it, or compute the value from the model's inputs")
 
 
 def use_counts(func: Function) -> dict[int, int]:
@@ -48,7 +75,13 @@ class _FoldConstants(ExprMutator):
             return Constant(op.reference(*args, **dict(new.attrs)))
         if not all(isinstance(a, Constant) for a in new.args):
             return new
-        value = evaluate(Function((), new, "fold"), [])
+        nbytes = _nbytes(new.type)
+        if nbytes > FOLD_LIMIT_BYTES:
+            raise _too_big(new, nbytes)
+        try:
+            value = evaluate(Function((), new, "fold"), [])
+        except MemoryError:
+            raise _too_big(new, nbytes) from None
         if isinstance(new.type, TupleType):
             return Tuple([Constant(v) for v in value])
         return Constant(value, self._name(call, new))

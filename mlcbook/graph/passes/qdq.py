@@ -4,7 +4,7 @@ A model quantized in QDQ format (``onnxruntime.quantization.quantize_static``) k
 float ops and surrounds them with quantize/dequantize pairs::
 
     xd = dequantize_linear(xq, xs, xzp)           # uint8 activations
-    wd = dequantize_linear(Wq, ws, 0)             # int8 weights (a constant), per tensor or channel
+    wd = dequantize_linear(Wq, ws, wzp)           # int8 weights (a constant), per tensor or channel
     bd = dequantize_linear(Bq, xs * ws, 0)        # int32 bias (optional)
     y  = conv(xd, wd, bd)                         # or gemm / 2-D matmul, then maybe relu
     yq = quantize_linear(y, ys, yzp)
@@ -13,13 +13,15 @@ float ops and surrounds them with quantize/dequantize pairs::
 ``yq = int8_conv2d(xq, pack(Wq), bias', multiplier)`` (or ``int8_dense``), which sums
 ``uint8 x int8`` products in int32 with the CPU's dot-product instruction and requantizes
 once: ``multiplier = xs * ws / ys`` per output channel, ``bias' = Bq - xzp * sum_k Wq``
-(so the activations need not be shifted), a relu becoming a clamp at ``yzp``. The kernel's
-``narrow`` attribute is 1 when the constant weights pass
+(so the activations need not be shifted; a weight zero point ``wzp`` is subtracted from the
+constant weights first, ``Wq - wzp``, when that stays inside int8), a relu becoming a clamp
+at ``yzp``. The kernel's ``narrow`` attribute is 1 when the constant weights pass
 :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (true for onnxruntime's
 ``reduce_range`` 7-bit weights): only then may AVX2 use ``vpmaddubsw``. A reshape or
 flatten between a dequantize and a quantize with the same scale and zero point moves to the
-integers, and so does a max pool. What does not match (int8 activations, asymmetric weights, grouped convs, batched
-matmuls) keeps its float QDQ form, which computes the same model more slowly.
+integers, and so does a max pool. What does not match (int8 activations, weights whose
+``Wq - wzp`` leaves int8, grouped convs, batched matmuls) keeps its float QDQ form, which
+computes the same model more slowly.
 
     >>> func = lower_qdq(func)      # runs first at opt_level >= 1, before constants are folded
 """
@@ -72,19 +74,29 @@ def _dequantized_input(e: Expr):
 
 
 def _weights(e: Expr, out_axis: int):
-    """``(Wq, per-channel scales along out_axis)`` of a symmetric int8 constant weight."""
+    """``(Wq - zero point as int8, per-channel scales along out_axis)`` of a constant int8 or
+    uint8 weight whose zero point (per tensor or per output channel) leaves ``Wq - zp``
+    inside int8; else None (the group stays float)."""
     if not _is(e, "dequantize_linear"):
         return None
     wq, ws, wz = e.args
-    if not (isinstance(wq, Constant) and wq.data.dtype == np.int8 and isinstance(ws, Constant)
-            and isinstance(wz, Constant)) or np.any(wz.data != 0):
+    if not (isinstance(wq, Constant) and wq.data.dtype in (np.int8, np.uint8)
+            and isinstance(ws, Constant) and isinstance(wz, Constant)):
         return None
     n = wq.data.shape[out_axis]
-    if ws.data.size == 1:
-        return wq, np.full(n, ws.data.reshape(-1)[0], np.float32)
-    if e.attrs["axis"] % wq.data.ndim != out_axis or ws.data.size != n:
+    per_channel = e.attrs["axis"] % wq.data.ndim == out_axis
+    if (ws.data.size != 1 and (not per_channel or ws.data.size != n)) or \
+            (wz.data.size != 1 and (not per_channel or wz.data.size != n)):
         return None
-    return wq, ws.data.reshape(-1).astype(np.float32)
+    zp_shape = [1] * wq.data.ndim
+    zp_shape[out_axis] = -1
+    shifted = wq.data.astype(np.int32) - wz.data.astype(np.int32).reshape(
+        zp_shape if wz.data.size != 1 else ())
+    if shifted.min(initial=0) < -128 or shifted.max(initial=0) > 127:
+        return None
+    w = wq if wq.data.dtype == np.int8 and not np.any(wz.data != 0) else \
+        Constant(shifted.astype(np.int8), wq.name, wq.owner)
+    return w, np.broadcast_to(ws.data.reshape(-1).astype(np.float32), (n,)).copy()
 
 
 def _constant_value(e: Expr | None):

@@ -276,9 +276,14 @@ shrink = _with_attrs("shrink", lambda v, bias=0.0, lambd=0.5: _e.select(
     v < const_like(-lambd, v), v + const_like(bias, v), _e.select(
         v > const_like(lambd, v), v - const_like(bias, v), const_like(0, v))),
     "``x + bias if x < -lambd, x - bias if x > lambd, else 0``.", any_dtype=True)
-sign = _with_attrs("sign", lambda v: _e.select(v > const_like(0, v), const_like(1, v), _e.select(
-    v < const_like(0, v), const_like(-1, v), v)),
-    "``numpy.sign(x)`` (NaN stays NaN).", any_dtype=True)
+def _sign(v):
+    if v.dtype in _e.UNSIGNED_DTYPES:   # never negative: no -1 to spell in the dtype
+        return _e.select(v > const_like(0, v), const_like(1, v), v)
+    return _e.select(v > const_like(0, v), const_like(1, v), _e.select(
+        v < const_like(0, v), const_like(-1, v), v))
+
+
+sign = _with_attrs("sign", _sign, "``numpy.sign(x)`` (NaN stays NaN).", any_dtype=True)
 swish = _with_attrs("swish", lambda v, alpha=1.0: v * _e.sigmoid(v * const_like(alpha, v)),
                     "``x * sigmoid(alpha x)`` elementwise.")
 isnan = _with_attrs("isnan", lambda v: v != v, "``numpy.isnan(x)`` (bool).", out_dtype="bool")

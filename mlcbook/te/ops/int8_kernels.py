@@ -6,7 +6,7 @@ Both share one core, the int32 product of uint8 activations with weights packed 
 zeros to multiples of 4 and 16), computed in the stage ``<name>_int8_acc`` whose last two
 axes are ``(N16 // 16, 16)``. Each ``(16 x 4)`` tile of ``Wp`` is contiguous, so one
 instruction (VNNI's ``vpdpbusd``, or two AVX2 multiply-adds of 8 lanes each) consumes it;
-the default schedule tensorizes the stage (:mod:`mlcbook.graph.int8_matmul`). The epilogue
+the default schedule tensorizes the stage (:mod:`mlcbook.rules.int8`). The epilogue
 adds the int32 ``bias`` (which carries the activation zero point's correction
 ``-x_zp * sum_k w``), scales by the float32 ``multiplier`` per output channel, rounds half to
 even, adds ``y_zp`` and saturates (and with ``relu``, clamps below at ``y_zp``, the

@@ -1,4 +1,4 @@
-"""Blocked channel layouts (NCHW[x]c) and the convolution that reads and writes them.
+"""Blocked channel layouts (NCHW[x]c) and the convolutions that read and write them.
 
 ``NCHW16c`` stores a (N, C, H, W) tensor as (N, C/16, H, W, 16): the 16 channels of one pixel
 sit next to each other, so one vector register holds them. A convolution in that layout
@@ -107,15 +107,7 @@ def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), d
     pt, pl, pb, pr = ints(padding, 4, op, "padding")   # (top, left, bottom, right)
     oh = _out(op, h, pt, pb, kh, sh, dh)
     ow = _out(op, w, pl, pr, kw, sw, dw)
-    padded = data
-    if pt or pl or pb or pr:
-        def pad_body(nn, c, y, x, i):
-            yy, xx = y - pt, x - pl
-            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-            v = data[nn, c, _e.max(_e.min(yy, h - 1), 0), _e.max(_e.min(xx, w - 1), 0), i]
-            return _e.select(inside, v, _e.const(0, data.dtype))
-        padded = compute_named((n, cb, h + pt + pb, w + pl + pr, ci),
-                               ["n", "cb", "y", "x", "ci"], pad_body, f"{name}_pad")
+    padded = _pad_blocked(data, (pt, pl, pb, pr), f"{name}_pad")
     rc = _r.reduce_axis(wcb, name="rc")
     per_group = kb // groups
     ry = _r.reduce_axis(kh, name="ry")
@@ -128,3 +120,57 @@ def conv2d_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0), d
         return _r.sum(val * weight[ko, rc, ry, rx, ri, kk], axis=[rc, ry, rx, ri])
 
     return compute_named((n, kb, oh, ow, k), ["n", "ko", "y", "x", "k"], body, name)
+
+
+def _pad_blocked(data: Tensor, pads: tuple, name: str) -> Tensor:
+    """``data`` (N, C/c, H, W, c) with ``pads`` (top, left, bottom, right) of zeros around each
+    map (``data`` itself when there are none)."""
+    pt, pl, pb, pr = pads
+    if not (pt or pl or pb or pr):
+        return data
+    n, cb, h, w, ci = data.shape
+
+    def pad_body(nn, c, y, x, i):
+        yy, xx = y - pt, x - pl
+        inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+        v = data[nn, c, _e.max(_e.min(yy, h - 1), 0), _e.max(_e.min(xx, w - 1), 0), i]
+        return _e.select(inside, v, _e.const(0, data.dtype))
+
+    return compute_named((n, cb, h + pt + pb, w + pl + pr, ci), ["n", "cb", "y", "x", "ci"],
+                         pad_body, name)
+
+
+def depthwise_nchwc(data: Tensor, weight: Tensor, stride=1, padding=(0, 0, 0, 0),
+                    dilation=1, name: str = "depthwise_nchwc") -> Tensor:
+    """Depthwise 2-D convolution in a blocked layout: data (N, C/c, H, W, c), weight
+    (C/c, KH, KW, c) -> (N, C/c, OH, OW, c), each channel convolved with its own kernel::
+
+        out[n, cb, y, x, i] = sum(pad(data)[n, cb, y*sh + ry*dh, x*sw + rx*dw, i]
+                                  * weight[cb, ry, rx, i])
+
+    The ``c`` channels of a pixel are one vector: a strided conv reads whole vectors too,
+    where NCHW reads every other element of a row.
+    """
+    op = "depthwise_nchwc"
+    check_tensor(data, op, "data")
+    check_tensor(weight, op, "weight")
+    if data.ndim != 5 or weight.ndim != 4 or (weight.shape[0], weight.shape[3]) != (
+            data.shape[1], data.shape[4]):
+        raise TEShapeError(f"{op}: data must be (N, C/c, H, W, c) and weight (C/c, KH, KW, c) "
+                           f"with the same C/c and c; got {data.shape} and {weight.shape}")
+    n, cb, h, w, c = data.shape
+    _, kh, kw, _ = weight.shape
+    sh, sw = pair(stride, op, "stride")
+    dh, dw = pair(dilation, op, "dilation")
+    pt, pl, pb, pr = ints(padding, 4, op, "padding")
+    oh = _out(op, h, pt, pb, kh, sh, dh)
+    ow = _out(op, w, pl, pr, kw, sw, dw)
+    padded = _pad_blocked(data, (pt, pl, pb, pr), f"{name}_pad")
+    ry = _r.reduce_axis(kh, name="ry")
+    rx = _r.reduce_axis(kw, name="rx")
+
+    def body(nn, b, y, x, i):
+        val = padded[nn, b, scaled(y, sh) + scaled(ry, dh), scaled(x, sw) + scaled(rx, dw), i]
+        return _r.sum(val * weight[b, ry, rx, i], axis=[ry, rx])
+
+    return compute_named((n, cb, oh, ow, c), ["n", "b", "y", "x", "i"], body, name)

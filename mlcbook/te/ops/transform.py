@@ -287,6 +287,9 @@ def trilu(x: Tensor, upper: bool = True, k: int = 0, name: str = "trilu") -> Ten
     check_tensor(x, "trilu", "x")
     if x.ndim < 2:
         raise TEShapeError(f"trilu: {x.name!r} has rank {x.ndim}; it needs at least 2")
+    # c - r lies in [1 - rows, cols - 1]: a k beyond [-rows, cols] keeps all or nothing, as
+    # the clamped k does, and the clamped k fits the loop's index type
+    k = max(-int(x.shape[-2]), min(int(x.shape[-1]), int(k)))
 
     def body(*i):
         r, c = i[-2], i[-1]

@@ -23,6 +23,7 @@ from collections import defaultdict
 import numpy as np
 
 from ...errors import InductionError
+from ...optional import require
 from .features import PROBLEM_FEATURES
 
 #: the structure features, after the problem's
@@ -67,7 +68,7 @@ class StructureModel:
     def predict(self, features: dict, widths) -> float:
         """The expected score of ``widths`` on a problem with ``features``, relative to the
         median structure."""
-        import xgboost  # a core dependency, imported when used: it is slow to import
+        xgboost = require("xgboost", "structural induction (mb.train.induction)")
 
         row = xgboost.DMatrix(np.array([_row(features, widths)]), feature_names=list(FEATURES))
         return float(self.booster.predict(row)[0])
@@ -117,7 +118,7 @@ def _leaf_rules(dump: str) -> list[str]:
 
 def fit(corpus: list[dict], trees: int = 40, depth: int = 2, seed: int = 0) -> StructureModel:
     """A :class:`StructureModel` fitted to ``corpus`` (records of :func:`train_run`)."""
-    import xgboost  # a core dependency, imported when used: it is slow to import
+    xgboost = require("xgboost", "structural induction (mb.train.induction)")
 
     x, y = training_rows(corpus)
     if len(x) < 4:

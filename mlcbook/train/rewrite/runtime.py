@@ -9,16 +9,24 @@ model's IR, rebind the optimizer state, recompile and resume.
 Recompiling builds a new step for the rewritten IR; ``mb.compile`` caches kernels by the
 structural hash of their loop IR, so only kernels whose shapes changed are compiled anew.
 :meth:`Runtime.restore` rolls back to a snapshot bit for bit (optionally skipping the
-batches since it); :meth:`Runtime.fork` runs branches from one snapshot and keeps the best.
+batches since it), observers and triggers included (a loss spike after the snapshot is
+forgotten); :meth:`Runtime.fork` runs branches from one snapshot and keeps the best.
+
+Snapshots hold only finite values: at a snapshot step whose parameters or optimizer state
+hold a NaN or an infinity, none is taken (the log says so). A rollback that keeps failing
+stops: restoring the same snapshot more than ``max_rollbacks`` times raises RewriteError.
 """
 
 from __future__ import annotations
 
+import copy
 import time
+from collections import Counter
 from typing import Callable
 
 import numpy as np
 
+from ...errors import RewriteError
 from ..trainer import Trainer
 from .observers import LossStats
 from .rewrites import Rewritten
@@ -31,7 +39,14 @@ class Runtime:
     ``step(runtime, loss) -> None``), keeping a ring of snapshots and a decision log."""
 
     def __init__(self, trainer: Trainer, policies=(), ring: int = 4,
-                 snapshot_every: int | None = None):
+                 snapshot_every: int | None = None, max_rollbacks: int = 3):
+        if isinstance(max_rollbacks, bool) or not isinstance(max_rollbacks, int) \
+                or max_rollbacks < 1:
+            raise RewriteError(f"Runtime: max_rollbacks must be an integer of at least 1, got "
+                               f"{max_rollbacks!r}; Instead: e.g. max_rollbacks=3")
+        self.max_rollbacks = max_rollbacks
+        # rollbacks to each snapshot step (forks and keeps are not rollbacks)
+        self._rollbacks: Counter = Counter()
         self.trainer, self.policies = trainer, list(policies)
         self.ring, self.snapshot_every = SnapshotRing(ring), snapshot_every
         self.loss_stats = LossStats()
@@ -57,7 +72,7 @@ class Runtime:
         out = []
         for _ in range(steps):
             if self.snapshot_every and self.step_count % self.snapshot_every == 0:
-                self.snapshot()
+                self._scheduled_snapshot()
             loss = self.trainer.step(*self.trainer.data.next())
             if self._pending is not None:
                 self._pending["loss_after"] = loss
@@ -99,19 +114,66 @@ class Runtime:
         return r
 
     # --- snapshots -------------------------------------------------------------------------
-    def snapshot(self) -> Snapshot:
-        """Take a snapshot of the run now and keep it in the ring."""
+    def _take(self) -> Snapshot:
         snap = Snapshot.of(self.trainer)
+        return Snapshot(snap.model, snap.state, self._observer_state())
+
+    def snapshot(self) -> Snapshot:
+        """Take a snapshot of the run now and keep it in the ring; a RewriteError if the
+        parameters or optimizer state are not finite (nothing to come back to)."""
+        snap = self._take()
+        if not snap.finite:
+            raise RewriteError(f"step {self.step_count}: the parameters or optimizer state "
+                               "hold a NaN or an infinity, so this is no snapshot to roll back "
+                               "to; Instead: restore an earlier one (runtime.ring.latest())")
         self.ring.push(snap)
         return snap
 
+    def _scheduled_snapshot(self) -> None:
+        # after a rollback this step may be in the ring already: push replaces it
+        snap = self._take()
+        if snap.finite:
+            self.ring.push(snap)
+        else:
+            self.record("snapshot_skipped", reason="parameters or optimizer state not finite")
+
+    def _observer_state(self):
+        """Copies of the loss statistics and of every policy's fields (its triggers); numpy
+        arrays (probe batches) are shared, not copied."""
+        def fields(obj):
+            state = dict(vars(obj))
+            shared = {id(v): v for v in state.values() if isinstance(v, np.ndarray)}
+            return copy.deepcopy(state, shared)
+        return fields(self.loss_stats), [fields(p) for p in self.policies]
+
+    def _rewind_observers(self, saved) -> None:
+        if saved is None:
+            return
+        stats, policies = copy.deepcopy(saved)
+        vars(self.loss_stats).update(stats)
+        for policy, state in zip(self.policies, policies):
+            vars(policy).update(state)
+
     def restore(self, snap: Snapshot | None = None, skip: int = 0, event: str = "rollback",
                 **observed) -> None:
-        """Continue from ``snap`` (default: the newest), skipping the next ``skip`` batches."""
+        """Continue from ``snap`` (default: the newest), skipping the next ``skip`` batches.
+
+        A rollback (any ``event`` but a fork's) to the same snapshot more than
+        ``max_rollbacks`` times raises RewriteError: the run diverges from it every time."""
         snap = snap or self.ring.latest()
         at = self.step_count
+        if event not in ("fork", "keep"):
+            self._rollbacks[snap.step] += 1
+            if self._rollbacks[snap.step] > self.max_rollbacks:
+                raise RewriteError(
+                    f"training rolled back to the snapshot of step {snap.step} "
+                    f"{self.max_rollbacks} times and failed again at step {at} ({event}); it "
+                    "will not recover by itself. Instead: lower the learning rate, check the "
+                    "batches after that step for NaN or extreme values, or restore an older "
+                    "snapshot by hand (runtime.ring.items)")
         self.trainer = snap.restore(self.trainer, self.compiled)
         self.compiled[id(self.trainer.model_ir)] = self.trainer
+        self._rewind_observers(snap.observers)
         for _ in range(skip):
             self.trainer.data.next()
         self.record(event, action="restore", restored_step=snap.step, from_step=at,

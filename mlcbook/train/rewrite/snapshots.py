@@ -1,10 +1,17 @@
 """Snapshots of a training run, kept in a ring: the model's IR (its structure may differ
 from the current one after a rewrite), parameters, optimizer state, step number, and the
-data iterator's position and random state. Restoring one continues bit for bit.
+data iterator's position and random state. Restoring one continues bit for bit. A snapshot
+may also carry the state of the runtime's observers and triggers (``observers``), rewound
+with it.
 
     >>> ring = SnapshotRing(3)
     >>> ring.push(Snapshot.of(trainer))
-    >>> ring.latest().step
+    >>> ring.latest().step, ring.latest().finite
+    (0, True)
+
+The ring keeps one snapshot per step: pushing one of a step it already holds replaces it
+(after a rollback the run passes the same steps again; their snapshots must not push the
+older, good ones out).
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import copy
 from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
 
 from ...errors import RewriteError
 from ...graph.expr import Function
@@ -24,10 +33,20 @@ class Snapshot:
 
     model: Function
     state: dict
+    #: what the runtime's observers and triggers knew at this step (opaque here)
+    observers: object = None
 
     @property
     def step(self) -> int:
         return self.state["step"]
+
+    @property
+    def finite(self) -> bool:
+        """Whether every parameter and optimizer-state value is finite: a snapshot with a
+        NaN or an infinity in it is no place to roll back to."""
+        return all(np.isfinite(v).all() for group in ("params", "state")
+                   for v in self.state.get(group, {}).values()
+                   if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
 
     @staticmethod
     def of(trainer: Trainer) -> "Snapshot":
@@ -54,6 +73,9 @@ class SnapshotRing:
         self.items: deque[Snapshot] = deque(maxlen=capacity)
 
     def push(self, snap: Snapshot) -> None:
+        """Keep ``snap`` as the newest; one of the same step is replaced, not kept twice."""
+        for old in [s for s in self.items if s.step == snap.step]:
+            self.items.remove(old)
         self.items.append(snap)
 
     def latest(self, before_step: int | None = None) -> Snapshot:

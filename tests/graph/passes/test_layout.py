@@ -146,9 +146,48 @@ def test_grouped_and_padded_convs_run_blocked_and_stay_blocked_between(c, k, gro
     np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-3)
 
 
-def test_a_depthwise_conv_stays_in_nchw():
-    f = _conv_model(32, 32, 32)
-    assert "conv_nchwc" not in _ops(convert_layout(f, AVX512))
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_a_depthwise_conv_on_nchw_data_stays_in_nchw(strides):
+    f = _depthwise_after(32, strides)
+    assert _ops(convert_layout(f, AVX512)) == _ops(f)
+
+
+def _depthwise_after(c, strides, first=None, multiplier=1, hw=9):
+    """A depthwise 3x3 conv (bias, ReLU) of ``c`` channels, after a 1x1 conv of ``first``
+    channels in (none: on the input)."""
+    rng = np.random.default_rng(2)
+    x = Var("x", mb.graph.TensorType((2, first or c, hw, hw)))
+    y = x
+    if first:
+        y = op.relu(op.conv(x, Constant(rng.standard_normal((c, first, 1, 1)).astype(
+            "float32"), "w1")))
+    w = Constant(rng.standard_normal((c * multiplier, 1, 3, 3)).astype("float32"), "w")
+    b = Constant(rng.standard_normal(c * multiplier).astype("float32"), "b")
+    return Function([x], op.relu(op.conv(y, w, b, pads=(1, 1, 1, 1), strides=strides,
+                                         group=c)))
+
+
+@pytest.mark.parametrize("c, strides, first, target", [
+    (32, (1, 1), 16, AVX512),       # its input is a blocked conv's output
+    (48, (2, 2), 32, AVX512),
+    (16, (2, 1), 8, AVX2),
+])
+def test_a_depthwise_conv_whose_input_is_blocked_runs_in_blocks(c, strides, first, target):
+    f = _depthwise_after(c, strides, first)
+    g = convert_layout(f, target)
+    ops = _ops(g)
+    assert ops.count("depthwise_nchwc") == 1 and "conv" not in ops
+    assert ops.count("from_blocked") == 1 and ops.count("to_blocked") == 1   # at the edges
+    _same(f, g, rtol=1e-4)
+    x, = inputs(f)
+    exe = mb.compile(f, opt_level=3, target=AVX2 if target == AVX2 else "llvm")  # runs here
+    np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("c, multiplier", [(24, 1), (32, 2)])
+def test_a_depthwise_conv_of_part_blocks_or_with_a_multiplier_stays_in_nchw(c, multiplier):
+    f = _depthwise_after(c, (2, 2), first=16, multiplier=multiplier)
+    assert "depthwise_nchwc" not in _ops(convert_layout(f, AVX512))
 
 
 def test_a_padded_layout_does_not_flow_through_an_op_that_could_turn_zeros_into_nan():
@@ -160,3 +199,33 @@ def test_a_padded_layout_does_not_flow_through_an_op_that_could_turn_zeros_into_
     g = convert_layout(f, AVX512)
     assert _ops(g)[:3] == ["to_blocked", "conv_nchwc", "relu"]
     assert _ops(g).index("from_blocked") < _ops(g).index("div")
+
+
+def _padded_convs(pads_wide):
+    """x (1, 16, 6, 6) -> conv 3x3 pad 1 -> relu -> conv 3x3 with ``pads_wide`` -> relu ->
+    conv 1x1: only the middle conv pads wider than its kernel."""
+    rng = np.random.default_rng(0)
+    x = Var("x", mb.graph.TensorType((1, 16, 6, 6)))
+
+    def conv(v, k, pads):
+        w = Constant((rng.standard_normal((16, 16, k, k)) * 0.2).astype("float32"))
+        b = Constant(rng.standard_normal(16).astype("float32"))
+        return op.relu(op.conv(v, w, b, pads=pads))
+
+    return Function([x], conv(conv(conv(x, 3, (1, 1, 1, 1)), 3, pads_wide), 1, (0, 0, 0, 0)))
+
+
+@pytest.mark.parametrize("pads", [(4, 4, 4, 4), (5, 0, 1, 0), (0, 4, 0, 6)])
+def test_a_conv_padded_wider_than_its_kernel_stays_in_nchw_and_the_others_block(pads):
+    f = _padded_convs(pads)
+    ops = _ops(convert_layout(f, AVX512))
+    assert ops.count("conv_nchwc") == 2 and ops.count("conv") == 1
+    x, = inputs(f)
+    exe = mb.compile(f, opt_level=3)
+    np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pads", [(2, 2, 2, 2), (0, 0, 3, 3)])
+def test_a_conv_padded_at_most_as_wide_as_its_kernel_is_blocked(pads):
+    # the bottom and right pads may be of any width in NCHWc; top and left up to the kernel
+    assert _ops(convert_layout(_padded_convs(pads), AVX512)).count("conv_nchwc") == 3

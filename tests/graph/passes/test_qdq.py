@@ -91,15 +91,38 @@ def test_quantized_groups_become_integer_kernels(quantized):
     assert not {"conv", "gemm", "matmul"} & set(ops)
 
 
-def test_asymmetric_weights_keep_the_float_form(quantized):
-    name, q, _, _, _ = quantized
+def _shift_weight_zero_points(q, by: int):
+    """``q`` with every weight zero point moved by ``by`` (the weights mean other values)."""
     q = onnx.ModelProto.FromString(q.SerializeToString())
     for init in q.graph.initializer:
         if init.name.startswith("w") and init.name.endswith("zero_point"):
-            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) + np.int8(1),
-                                                  init.name))
+            zp = numpy_helper.to_array(init).astype(np.int32) + by
+            init.CopyFrom(numpy_helper.from_array(zp.astype(np.int8), init.name))
+    return q
+
+
+@pytest.mark.parametrize("by", [1, -3, 9])
+def test_asymmetric_weights_run_on_integer_kernels_as_onnxruntime(quantized, by):
+    # Wq - zp stays inside int8: the kernels take the shifted weights, exactly
+    name, q, x, _, _ = quantized
+    q = _shift_weight_zero_points(q, by)
+    want = ort.InferenceSession(q.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ops = [c.op for c in optimize(mb.from_onnx(q), 3).calls()]
+    assert not {"conv", "gemm", "matmul"} & set(ops)
+    for opt_level in (1, 3):
+        np.testing.assert_array_equal(mb.compile(mb.from_onnx(q), opt_level=opt_level)(x), want)
+
+
+def test_weights_whose_shift_leaves_int8_keep_the_float_form(quantized):
+    name, q, x, _, step = quantized
+    q = _shift_weight_zero_points(q, 100)   # Wq - zp reaches below -128
     ops = {c.op for c in lower_qdq(mb.from_onnx(q)["main"]).calls()}
     assert "int8_dense" not in ops and {"gemm"} <= ops
+    want = ort.InferenceSession(q.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = mb.compile(mb.from_onnx(q), opt_level=3)(x)   # its float convs may be blocked
+    assert np.abs(got - want).max() <= step * 1.001
 
 
 def test_quantize_without_calibration_is_an_error():

@@ -1,15 +1,18 @@
-"""Knobs: the named sampling steps a search-space rule schedules through, and the points
-they make.
+"""Knobs: the named sampling steps a schedule rule decides through, and the points they
+make.
 
-A rule (:mod:`.space`) asks its :class:`Knobs` for each decision by name: a tile
+A rule (:mod:`mlcbook.rules`) asks its :class:`Knobs` for each decision by name: a tile
 (``knobs.tile("C.rows", loop, 2, 14)``, a ``sample_perfect_tile``) or a choice among
 candidates (``knobs.choice("C.order", [0, 1, 2])``, a ``sample_categorical``). The knobs
 take the decision given for that name, or the rule's hint (the default schedule's
-decision), or draw one; a :class:`Point` records what they chose.
+decision, derived from the machine model), or draw one; a :class:`Point` records what they
+chose. The default schedule is the knobs of :meth:`Knobs.defaults`: every knob takes its
+hint, and a knob without one is a bug in its rule.
 
     >>> knobs = Knobs(sch, {"C.order": 1})
     >>> knobs.choice("C.order", [0, 1, 2])      # 1: given
     >>> knobs.tile("C.rows", i, 2, 8, hint=4)   # drawn ([4, 4] with hinted=True)
+    >>> Knobs.defaults(sch).choice("C.order", [0, 1, 2], hint=0)   # 0
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..schedule import Schedule, Trace
 from ..schedule.errors import SamplingError
 from ..tir.expr import Const
 from ..tir.function import PrimFunc
-from .errors import TuneArgumentError
+from ..errors import SpaceError
 
 
 @dataclass
@@ -35,6 +38,14 @@ class Point:
     fixed: frozenset = frozenset()
     #: how many candidates each categorical knob had here (its decision is an index)
     categories: dict = field(default_factory=dict)
+    #: the candidates of each categorical knob, so that a decision can be read as a value
+    options: dict = field(default_factory=dict)
+
+    def value(self, name: str):
+        """The value knob ``name`` took: its decision, or for a categorical knob the
+        candidate its decision indexes (``p.value("C.cols")``: 32, where the decision is 2)."""
+        d = self.decisions[name]
+        return self.options[name][d] if name in self.options else d
 
     @property
     def key(self) -> str:
@@ -62,12 +73,24 @@ class Knobs:
     hinted: bool = False
     #: how many candidates each categorical knob had (:attr:`Point.categories`)
     categories: dict = field(default_factory=dict)
+    #: the candidates of each categorical knob (:attr:`Point.options`)
+    options: dict = field(default_factory=dict)
+    #: every knob must take its hint (the default schedule): a knob without one that fits
+    #: raises instead of drawing
+    strict: bool = False
+
+    @classmethod
+    def defaults(cls, sch: Schedule) -> "Knobs":
+        """The knobs of the default schedule: each takes its rule's hint."""
+        return cls(sch, hinted=True, strict=True)
 
     def _sample(self, name: str, draw: Callable[[Any], Any], hint=None):
         if name in self.chosen:
-            raise TuneArgumentError(f"two knobs of the space are called {name!r}; "
-                                    "Instead: give every knob a unique name")
+            raise SpaceError(f"two knobs of the space are called {name!r}; "
+                             "Instead: give every knob a unique name")
         decision = self.fixed.get(name)
+        if self.strict and decision is None:
+            return self._hinted(name, draw, hint)
         lenient = self.lenient
         if decision is None and self.hinted and hint is not None:
             decision, lenient = hint, True  # a hint that does not fit here is drawn instead
@@ -87,6 +110,17 @@ class Knobs:
         self.chosen[name] = self.sch.trace[-1].decision
         return out
 
+    def _hinted(self, name: str, draw: Callable[[Any], Any], hint):
+        try:
+            if hint is None:
+                raise SamplingError(f"knob {name!r} gives no hint")
+            out = draw(hint)
+        except SamplingError as e:
+            raise SpaceError(f"the default schedule has no decision for knob {name!r}: {e}; "
+                             "Instead: give the rule's knob a hint among its candidates") from e
+        self.chosen[name] = self.sch.trace[-1].decision
+        return out
+
     def tile(self, name: str, loop, n: int, max_innermost: int,
              hint: Optional[int] = None) -> list[int]:
         """``n`` factors of the loop's extent, the last at most ``max_innermost``; ``hint``:
@@ -102,19 +136,26 @@ class Knobs:
             loop, n=n, max_innermost_factor=max_innermost, decision=d), factors)
 
     def choice(self, name: str, candidates: list, probs: Optional[list] = None,
-               hint=None) -> int:
+               hint=None):
         """One of ``candidates`` (equally likely unless ``probs`` says otherwise); ``hint``:
-        the candidate the default schedule takes."""
+        the candidate the default schedule takes. The decision is the candidate's index, and
+        any candidates work (ints, ``[False, True]``, names, tuples)."""
         probs = list(probs or [1.0] * len(candidates))
         self.categories[name] = len(candidates)
+        self.options[name] = list(candidates)
         index = candidates.index(hint) if hint in candidates else None
         if len(candidates) == 1:
             self.single.add(name)
         elif self.redraw is not None and self.redraw[0] == name \
                 and isinstance(self.redraw[1], int) and 0 <= self.redraw[1] < len(probs):
             probs[self.redraw[1]] = 0.0  # a mutation draws another value than before
-        return self._sample(name, lambda d: self.sch.sample_categorical(
-            list(candidates), list(probs), decision=d), index)
+        ints = all(isinstance(c, int) and not isinstance(c, bool) for c in candidates)
+        drawn = self._sample(name, lambda d: self.sch.sample_categorical(
+            list(candidates) if ints else list(range(len(candidates))), list(probs),
+            decision=d), index)
+        # a plain value for the rule's logic (an ExprRV in an f-string prints as
+        # "ExprRV(v3: 16)", not 16)
+        return int(drawn) if ints else candidates[int(drawn)]
 
 
 __all__ = ["Knobs", "Point"]

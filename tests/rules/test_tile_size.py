@@ -2,7 +2,7 @@
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.tile_size import pixel_tile, register_tile, row_tile
+from mlcbook.rules.tile_size import pixel_tile, register_tile, row_tile
 
 AVX2, AVX512 = "llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"
 

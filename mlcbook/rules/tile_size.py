@@ -1,8 +1,9 @@
 """Sizes of register tiles: how many output rows and vector columns one tile of a tiled
 reduction (matmul, conv) accumulates in registers, from the target's machine model
 (:attr:`Target.machine <mlcbook.codegen.Target.machine>`): its vector registers, and a
-core's FMA and load throughput and FMA latency. :mod:`mlcbook.graph.default_schedule`
-tiles with them, and :mod:`mlcbook.graph.weight_layout` packs weights to their column width.
+core's FMA and load throughput and FMA latency: the hints of the tiled rule's knobs
+(:mod:`mlcbook.rules.tiled`); :mod:`mlcbook.graph.weight_layout` packs weights to their
+column width.
 
     >>> register_tile(64, 512, "llvm -mcpu=znver3")
     (4, 16)
@@ -16,7 +17,7 @@ from ..codegen.machine import Machine
 from ..codegen.target import Target
 
 
-def _column_widths(extent: int, lanes: int, most: int) -> list[int]:
+def column_widths(extent: int, lanes: int, most: int) -> list[int]:
     """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
     its divisors in whole vectors, else in half, else in quarter ones (so no lane is
     wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
@@ -80,10 +81,10 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
     m = Target(target or "llvm").machine
     lanes, regs = m.lanes(dtype), m.vector_registers
     best, best_key = ((1,) * len(rows), lanes), None
-    for c in _column_widths(cols, lanes, regs - 2):
+    for c in column_widths(cols, lanes, regs - 2):
         v = -(-c // lanes)
         most = max(1, (regs - v - 1 - spare) // v)
-        for sizes in _row_sizes(rows, most, ragged):
+        for sizes in row_sizes(rows, most, ragged):
             r = math.prod(sizes)
             acc = r * v
             useful = r * c / lanes * _filled(rows, sizes)  # full vectors
@@ -159,7 +160,7 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     return best
 
 
-def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
+def row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
     """Every tuple of divisors of ``rows`` whose product is at most ``most``; ``ragged``:
     along an axis with no divisor from 2 to ``most`` (a prime width), of any size."""
     if not rows:
@@ -169,9 +170,8 @@ def _row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
     any_size = ragged and not any(rows[0] % d == 0 for d in range(2, top + 1))
     for d in range(1, top + 1):
         if rows[0] % d == 0 or any_size:
-            for rest in _row_sizes(rows[1:], most // d, ragged):
+            for rest in row_sizes(rows[1:], most // d, ragged):
                 yield (d,) + rest
-
 
 
 def stream_lanes(target: Target) -> int:
@@ -208,4 +208,4 @@ def panel_accumulator_bytes(target: Target) -> int:
 
 
 __all__ = ["register_tile", "row_tile", "pixel_tile", "stream_lanes", "channel_block",
-           "panel_accumulator_bytes"]
+           "panel_accumulator_bytes", "column_widths", "row_sizes"]
