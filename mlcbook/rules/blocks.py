@@ -138,6 +138,28 @@ def pool_rows(sch: Schedule, name: str, n_spatial: int) -> list[int]:
         else []
 
 
+def transposed_axis(sch: Schedule, name: str) -> tuple[int, bool] | None:
+    """``(axis, direct)``: the output axis along which a copy's one operand is contiguous,
+    when that is not the output's last axis (a transposing copy: ``to_blocked`` reads NCHW
+    along the width and writes blocks of channels; ``from_blocked`` the other way), and
+    whether the operand's last index is that axis's variable itself (``to_blocked``'s
+    width, not ``from_blocked``'s ``c % 16``); else None."""
+    block = sch.get(sch.get_block(name))
+    written = {id(w.buffer) for w in block.writes}
+    loads: list = []
+    post_order_visit(block.body, lambda n: loads.append(n) if isinstance(n, BufferLoad)
+                     and id(n.buffer) not in written else None)
+    if len({id(n.buffer) for n in loads}) != 1 or not all(n.indices for n in loads) \
+            or any(iv.kind != "spatial" for iv in block.iter_vars):
+        return None
+    last = {v for n in loads for v in free_vars(n.indices[-1])}
+    ivs = [iv.var for iv in block.iter_vars]
+    axes = [k for k, v in enumerate(ivs[:-1]) if v in last]
+    if len(ivs) < 2 or ivs[-1] in last or len(axes) != 1:
+        return None
+    return axes[0], all(n.indices[-1] is ivs[axes[0]] for n in loads)
+
+
 def channel_block_axis(sch: Schedule, name: str, n_spatial: int, rows_at: list[int]):
     """The output axis just outside a conv's map (its output-channel blocks in NCHW16c),
     which a pixel tile (:func:`~mlcbook.rules.tile_size.pixel_tile`) may take into a register
@@ -212,5 +234,6 @@ def panel_operand(sch: Schedule, name: str, n_spatial: int):
 
 
 __all__ = ["extent", "is_tiled_reduction", "kind_of", "root_realizes", "tiled_blocks",
-           "reads_any", "reuse_axes", "pool_rows", "channel_block_axis", "channel_operand",
+           "reads_any", "reuse_axes", "pool_rows", "transposed_axis", "channel_block_axis",
+           "channel_operand",
            "panel_operand"]

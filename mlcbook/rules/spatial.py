@@ -13,7 +13,7 @@ import math
 
 from ..errors import ScheduleError
 from ..tir.expr import bits
-from .blocks import extent
+from .blocks import extent, transposed_axis
 from .border import border_loop
 from .knobs import Knobs
 from .tile_size import stream_lanes
@@ -93,6 +93,12 @@ def schedule_spatial(knobs: Knobs, name: str, rules) -> None:
     if border is not None:
         _schedule_pad(knobs, name, loops, border, work, width)
         return
+    transposed = transposed_axis(sch, name)
+    if transposed is not None and extent(sch, loops[-1]) >= 4 \
+            and (transposed[1] or extent(sch, loops[transposed[0]]) % width == 0) \
+            and knobs.choice(f"{name}.transpose", [0, 1], hint=1):
+        _schedule_transpose(knobs, name, loops, transposed[0], work, width)
+        return
     loops = _without_unit_inner(sch, loops)
     if len(loops) > 1 and extent(sch, loops[-1]) < 4:
         # an innermost loop too short for a vector (the 3 channels of an RGB image going to
@@ -103,6 +109,27 @@ def schedule_spatial(knobs: Knobs, name: str, rules) -> None:
         return
     rest = vectorize(knobs, name, loops[-1], width)
     parallel(knobs, name, list(loops[:-1]) + rest, work)
+
+
+def _schedule_transpose(knobs: Knobs, name: str, loops: list, axis: int, work: int,
+                        width: int) -> None:
+    """A transposing copy (:func:`~mlcbook.rules.blocks.transposed_axis`) in tiles of
+    ``width`` x ``width``: the loop along which the source is contiguous split, its inner
+    part just outside the vectorized last loop. Each vector then gathers from the same
+    ``width`` cache lines as the one before, in L1, where the whole plane between them
+    evicted those lines (Zen 5, 2 threads: ``to_blocked`` of 272 channels in 4 groups at
+    28x28 55 -> 42 us, ``from_blocked`` of 64 channels at 56x56 48 -> 39 us). A source
+    read through index arithmetic (``c % 16``) is tiled only along whole tiles: a cropping
+    ``from_blocked`` (68 channels) ran 13% slower tiled."""
+    sch = knobs.sch
+    a_o, a_i = sch.split(loops[axis], [None, min(width, extent(sch, loops[axis]))])
+    last = loops[-1]
+    b_o, b_i = sch.split(last, [None, width]) if extent(sch, last) > width else (None, last)
+    outer = [a_o if k == axis else lp for k, lp in enumerate(loops[:-1])]
+    outer += [b_o] if b_o is not None else []
+    sch.reorder(*outer, a_i, b_i)
+    sch.vectorize(b_i)
+    parallel(knobs, name, outer, work)
 
 
 def _without_unit_inner(sch, loops) -> list:

@@ -86,3 +86,21 @@ def test_a_blocked_depthwise_conv_tiles_pixels_that_share_each_weight_vector(str
     y = np.zeros(want.shape, "float32")
     mb.build(default_schedule(f))(x, w, y)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op, shape, attrs, tiled", [
+    ("from_blocked", (1, 4, 20, 20, 16), {}, True),
+    ("to_blocked", (1, 64, 9, 9), {"block": 16, "groups": 4}, True),
+    ("from_blocked", (1, 5, 8, 8, 16), {"channels": 68}, False),   # channels not whole tiles
+])
+def test_a_transposing_copy_is_tiled_so_its_gathers_reuse_l1(op, shape, attrs, tiled):
+    import numpy as np
+    from mlcbook.ops import get
+    f = legalize_call(op, [T(shape)], attrs)
+    p = Space(f, "llvm -mcpu=znver5").default_point()
+    assert (f"{op}.transpose" in p.decisions) == tiled
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    want = get(op).reference(x, **attrs)
+    y = np.zeros(want.shape, "float32")
+    mb.build(default_schedule(f))(x, y)
+    np.testing.assert_array_equal(y, want)
