@@ -63,3 +63,16 @@ def test_convs_says_a_depthwise_conv_stays_in_nchw():
     func, x, want = _one_conv(8, 8, 6, 3, 8)
     _, steps = convs._compiled(func, x, want)
     assert convs._choice(steps, 8, 8) == "NCHW (depthwise stays NCHW)"
+
+
+def test_depthwise_benchmark_model_runs_its_depthwise_convs_in_blocks_and_matches_nchw():
+    import depthwise
+    f = depthwise.model()
+    x = RNG.standard_normal((1, 32, 56, 56)).astype("float32")
+    blocked = mb.compile(f)
+    with depthwise.depthwise_in_nchw():
+        nchw = mb.compile(f)
+    assert sum("depthwise_nchwc" in k for k in blocked.kernels) == len(depthwise.BLOCKS)
+    assert not any("depthwise_nchwc" in k for k in nchw.kernels)
+    np.testing.assert_allclose(blocked(x), nchw(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(blocked(x), mb.graph.interpret(f, x), rtol=1e-3, atol=1e-3)
