@@ -46,7 +46,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x64))
 
 
-SIGNED = ("int8", "int32", "int64") + FLOATS
+SIGNED = ("int8", "int16", "int32", "int64") + FLOATS
 
 _unary("neg", np.negative, SIGNED, doc="-x")
 _unary("abs", np.abs, NUMBERS, doc="|x|")

@@ -101,3 +101,21 @@ def test_sign_of_every_integer_dtype_is_numpys(dtype, opt_level):
     got = mb.compile(mod, opt_level=opt_level)(x)
     np.testing.assert_array_equal(got, np.sign(x))
     np.testing.assert_array_equal(interpret(mod, x), np.sign(x))
+
+
+@pytest.mark.parametrize("op, fn", [("Neg", np.negative), ("Relu", lambda v: np.maximum(v, 0))])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_neg_and_relu_of_int16_wrap_as_numpy_and_onnxruntime_do(op, fn, opt_level):
+    # onnxruntime has no int16 Relu (the spec has since opset 14): numpy alone checks that
+    import onnxruntime as ort
+    info = np.iinfo("int16")
+    x = np.array([0, 1, -7, info.max, info.min, -(info.max // 2)], "int16")
+    m = model([helper.make_node(op, ["x"], ["y"])], [("x", "int16", [6])],
+              [("y", "int16", [6])])
+    with np.errstate(over="ignore"):
+        want = fn(x)
+    got = mb.compile(mb.from_onnx(m), opt_level=opt_level)(x)
+    np.testing.assert_array_equal(got, want)
+    if op == "Neg":
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        np.testing.assert_array_equal(got, sess.run(None, {"x": x})[0])
