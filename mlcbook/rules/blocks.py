@@ -132,8 +132,14 @@ def pool_rows(sch: Schedule, name: str, n_spatial: int) -> list[int]:
         return [n_spatial - 2]
     ivs = [iv.var for iv in block.iter_vars[:n_spatial]]
     vectors: list = []
-    post_order_visit(block.body, lambda n: vectors.append(set(free_vars(n))) if isinstance(
-        n, BufferLoad) and id(n.buffer) not in written and ivs[-1] in free_vars(n) else None)
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and id(n.buffer) not in written:
+            names = set(free_vars(n))
+            if ivs[-1] in names:
+                vectors.append(names)
+
+    post_order_visit(block.body, visit)
     return [n_spatial - 2] if len(vectors) > 1 and any(ivs[-2] not in v for v in vectors) \
         else []
 

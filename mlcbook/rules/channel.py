@@ -67,15 +67,22 @@ def schedule_channel_tiled(knobs: Knobs, name: str, rules, weight: str, axis: in
         sch.parallel(fused)
 
 
+def split_row(sch: Schedule, loop, lanes: int):
+    """Split the columns of a tile row into registers of ``lanes`` (unrolled) when they
+    split evenly; returns the loop of one register's lanes, to vectorize. (Split by any
+    other width, a tile row sized for one AVX-512 register became two AVX2-sized halves:
+    twice the accumulators, spilled.)"""
+    e = extent(sch, loop)
+    if not (e > lanes and e % lanes == 0):
+        return loop
+    outer, inner = sch.split(loop, [None, lanes])
+    sch.unroll(outer)
+    return inner
+
+
 def vectorize_row(sch: Schedule, loop, lanes: int) -> None:
     """Vectorize a tile row one register at a time (the registers unrolled)."""
-    e = extent(sch, loop)
-    if e > lanes and e % lanes == 0:
-        outer, inner = sch.split(loop, [None, lanes])
-        sch.unroll(outer)
-        sch.vectorize(inner)
-    else:
-        sch.vectorize(loop)
+    sch.vectorize(split_row(sch, loop, lanes))
 
 
 def repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
@@ -98,4 +105,4 @@ def repack(sch: Schedule, name: str, operand: tuple[str, int], width: int,
         sch.parallel(outer)
 
 
-__all__ = ["schedule_channel_tiled", "repack", "vectorize_row", "SPARE_REGISTERS"]
+__all__ = ["schedule_channel_tiled", "repack", "split_row", "vectorize_row", "SPARE_REGISTERS"]

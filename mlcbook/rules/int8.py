@@ -36,9 +36,9 @@ from ..tir.arith import affine
 from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.stmt import BlockRealize, For, SeqStmt
-from ..tir.x86_intrinsics import TILE_COLS, TILE_VARIANTS, VNNI_VARIANTS, register_tile, \
+from ..tir.x86_intrinsics import TILE_VARIANTS, VNNI_VARIANTS, register_tile, register_tiles, \
     u8i8_tile
+from .blocks import extent, root_realizes
 from .knobs import Knobs
 from .spatial import PARALLEL_WORK
 
@@ -69,18 +69,11 @@ def l2_budget(target=None) -> int:
 
 def int8_acc_blocks(func: PrimFunc) -> list[str]:
     """Names of the root blocks of ``func`` that are an int8 kernel's packed product."""
-    return [name for name in _root_blocks(func) if name.endswith(ACC_SUFFIX)]
+    return [name for name in _root_block_names(func) if name.endswith(ACC_SUFFIX)]
 
 
-def _root_blocks(func: PrimFunc) -> list[str]:
-    body = func.body.block.body
-    names = []
-    for stmt in (body.stmts if isinstance(body, SeqStmt) else [body]):
-        while isinstance(stmt, For):
-            stmt = stmt.body
-        if isinstance(stmt, BlockRealize):
-            names.append(stmt.block.name)
-    return names
+def _root_block_names(func: PrimFunc) -> list[str]:
+    return [r.block.name for r in root_realizes(func)]
 
 
 def int8_tile_variant(target=None, narrow: bool = False) -> str | None:
@@ -139,10 +132,14 @@ def dot_register_tile(target=None, kind: str = "u8i8", blocks: int = 64,
         (4, 4)
     """
     m = Target(target or "llvm").machine
+    return register_tile(m.vector_registers, _dot_lanes(m, kind), dot_chains(target, kind),
+                         blocks, most_rows)
+
+
+def _dot_lanes(m, kind: str) -> int:
+    """32-bit lanes of machine ``m``'s ``kind`` dot instruction (its int32 lanes without)."""
     dot = m.dot_product(kind)
-    lanes = dot.lanes if dot is not None else m.lanes("int32")
-    return register_tile(m.vector_registers, lanes, dot_chains(target, kind), blocks,
-                         most_rows)
+    return dot.lanes if dot is not None else m.lanes("int32")
 
 
 def row_chunk(rows: int, tile_rows: int) -> int:
@@ -193,14 +190,14 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
                             "AVX-512 VNNI). Instead: compile the quantized model with "
                             "opt_level=0, which keeps its float QDQ form, or for an x86-64 "
                             "target with AVX2")
-    names = _root_blocks(sch.func)
+    names = _root_block_names(sch.func)
     placed = set()
     for k, name in enumerate(names):
         if name in placed:
             continue
         block = sch.get_block(name)
         loops = sch.get_loops(block)
-        work = math.prod(_extent(sch, lp) for lp in loops)
+        work = math.prod(extent(sch, lp) for lp in loops)
         parallel = knobs.choice(f"{name}.parallel", [0, 1], hint=int(work >= parallel_work))
         if not name.endswith(ACC_SUFFIX):
             _vectorize_rows(sch, loops, parallel)
@@ -258,13 +255,13 @@ def _tile_product(knobs: Knobs, block, variant: str, panel_bytes: int, parallel:
     name = sch.get(block).name
     outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
     most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), len(outer)) else 1
-    options = [r for r in range(1, most + 1) if _extent(sch, row) % r == 0]
+    options = [r for r in range(1, most + 1) if extent(sch, row) % r == 0]
     rows = knobs.choice(f"{name}.rows", options, hint=max(options))
-    options = [d for d in range(1, MAX_TILE_DEPTH + 1) if _extent(sch, ko) % d == 0]
+    options = [d for d in range(1, MAX_TILE_DEPTH + 1) if extent(sch, ko) % d == 0]
     depth = knobs.choice(f"{name}.depth", options, hint=max(options))
-    terms = 4 * math.prod(_extent(sch, lp) for lp in (*window, ko))
-    most_cols = _extent(sch, jo) if epilogue is not None else panel_bytes // (16 * terms)
-    options = [c for c in range(1, _extent(sch, jo) + 1) if _extent(sch, jo) % c == 0]
+    terms = 4 * math.prod(extent(sch, lp) for lp in (*window, ko))
+    most_cols = extent(sch, jo) if epilogue is not None else panel_bytes // (16 * terms)
+    options = [c for c in range(1, extent(sch, jo) + 1) if extent(sch, jo) % c == 0]
     cols = knobs.choice(f"{name}.cols", options,
                         hint=max(c for c in options if c <= max(1, most_cols)))
     row_o, row_i = sch.split(row, [None, rows])
@@ -294,34 +291,23 @@ def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: b
     sch = knobs.sch
     outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
     unit = _unit_row_step(sch.get(block), len(outer))
-    most_rows = _extent(sch, row) if unit else 1
-    hint = int8_register_tile(target, _extent(sch, jo), most_rows)
-    options = _vnni_tiles(target, _extent(sch, jo), most_rows) or [hint]
+    most_rows = extent(sch, row) if unit else 1
+    hint = int8_register_tile(target, extent(sch, jo), most_rows)
+    m = target.machine
+    options = register_tiles(m.vector_registers, _dot_lanes(m, "u8i8"), extent(sch, jo),
+                             most_rows) or [hint]
     tile = knobs.choice(f"{sch.get(block).name}.tile", options, hint=hint)
-    rows = row_chunk(_extent(sch, row), tile[0]) if unit else 1
+    rows = row_chunk(extent(sch, row), tile[0]) if unit else 1
     row_o, row_i = sch.split(row, [None, rows])
     jo_o, jo_i = sch.split(jo, [None, tile[1]])
     first, second = (jo_o, row_o) if epilogue is None else (row_o, jo_o)
     sch.reorder(*outer, first, second, *window, row_i, jo_i, ji, ko, ki)
-    sch.tensorize(row_i, u8i8_tile(variant, rows, _extent(sch, ko), tile[1], tile).name)
+    sch.tensorize(row_i, u8i8_tile(variant, rows, extent(sch, ko), tile[1], tile).name)
     if epilogue is not None:
         sch.reverse_compute_at(epilogue, row_o)
         sch.vectorize(sch.get_loops(epilogue)[-1])
     if parallel:   # not into the column loop the epilogue sits beside
         sch.parallel(sch.fuse(*outer, first, *([second] if epilogue is None else [])))
-
-
-def _vnni_tiles(target: Target, blocks: int, most_rows: int) -> list[tuple[int, int]]:
-    """Every ``(rows, column tiles)`` register tile that fits ``target``'s vector registers
-    beside its weight vectors and one broadcast per row: rows up to 16 and ``most_rows``,
-    column tiles up to 8 dividing ``blocks`` (the candidates :func:`int8_register_tile`
-    picks from, by the same count)."""
-    m = target.machine
-    dot = m.dot_product("u8i8")
-    per = max(1, TILE_COLS // (dot.lanes if dot is not None else m.lanes("int32")))
-    return [(r, b) for r in (1, 2, 4, 8, 16) if r <= max(1, most_rows)
-            for b in range(1, 9) if blocks % b == 0
-            and r * b * per + b * per + r <= m.vector_registers]
 
 
 def _unit_row_step(block, k: int) -> bool:
@@ -338,17 +324,13 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
     """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
     makes slow code), fuse the others and run them in parallel if ``parallel``."""
     last = loops[-1]
-    lanes = next((w for w in (16, 8) if _extent(sch, last) % w == 0), None)
+    lanes = next((w for w in (16, 8) if extent(sch, last) % w == 0), None)
     if lanes is not None and len(loops) > 1:
-        if _extent(sch, last) > lanes:
+        if extent(sch, last) > lanes:
             _, last = sch.split(last, [None, lanes])
         sch.vectorize(last)
     if parallel and len(loops) > 1:
         sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
-
-
-def _extent(sch: Schedule, loop) -> int:
-    return sch.get(loop).extent.value
 
 
 __all__ = ["schedule_int8_kernel", "schedule_int8", "int8_rule", "int8_acc_blocks",

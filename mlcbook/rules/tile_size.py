@@ -144,20 +144,32 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
         return None
     best, best_speed = None, _speed(mach, r * c / lanes * _filled(rows, sizes), r * v, r + v)
     v, n = -(-cols // lanes), math.prod(rows)
-    for m in (d for d in range(2, blocks + 1) if blocks % d == 0):
-        for p in range(1, regs):
-            if p * m * v + m * v + 1 > regs:
-                break
-            # a short row's tiles are whole rows: then each tile's pixels are one row of
-            # the map, which the parallel tile loops keep apart (a tile across rows would
-            # have only a region of the map in its accumulators, not a box)
-            if n % p not in (0, p - 1) or short and p != rows[0]:
-                continue
-            useful = p * m * cols / lanes * _filled((n,), (p,))
-            speed = _speed(mach, useful, p * m * v, p + m * v)
-            if speed > best_speed:
-                best, best_speed = (p, m), speed
+    for p, m in pixel_tiles(rows, blocks, cols, target, dtype):
+        # a short row's tiles are whole rows: then each tile's pixels are one row of the
+        # map, which the parallel tile loops keep apart (a tile across rows would have
+        # only a region of the map in its accumulators, not a box)
+        if short and p != rows[0]:
+            continue
+        useful = p * m * cols / lanes * _filled((n,), (p,))
+        speed = _speed(mach, useful, p * m * v, p + m * v)
+        if speed > best_speed:
+            best, best_speed = (p, m), speed
     return best
+
+
+def pixel_tiles(rows: tuple[int, ...], blocks: int, cols: int, target=None,
+                dtype: str = "float32") -> list[tuple[int, int]]:
+    """The ``(pixels, channel_blocks)`` tiles :func:`pixel_tile` weighs: at least two of the
+    ``blocks`` channel blocks, within the vector registers beside one weight vector per
+    block and a broadcast, the map's last tile short by at most one pixel.
+
+        >>> pixel_tiles((7, 7), 2, 16, "llvm -mcpu=znver5")[:3]
+        [(1, 2), (2, 2), (5, 2)]
+    """
+    mach = Target(target or "llvm").machine
+    regs, v, n = mach.vector_registers, -(-cols // mach.lanes(dtype)), math.prod(rows)
+    return [(p, m) for m in range(2, blocks + 1) if blocks % m == 0
+            for p in range(1, regs) if p * m * v + m * v + 1 <= regs and n % p in (0, p - 1)]
 
 
 def row_sizes(rows: tuple[int, ...], most: int, ragged: bool = False):
@@ -207,5 +219,6 @@ def panel_accumulator_bytes(target: Target) -> int:
     return target.machine.l1d_bytes // 2
 
 
-__all__ = ["register_tile", "row_tile", "pixel_tile", "stream_lanes", "channel_block",
+__all__ = ["register_tile", "row_tile", "pixel_tile", "pixel_tiles", "stream_lanes",
+           "channel_block",
            "panel_accumulator_bytes", "column_widths", "row_sizes"]

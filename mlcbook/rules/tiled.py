@@ -34,13 +34,13 @@ from ..tir.functor import post_order_visit
 from ..tir.stmt import KEEP_MATERIALIZED
 from .blocks import (channel_block_axis, channel_operand, extent, panel_operand, pool_rows,
                      reuse_axes)
-from .channel import repack, schedule_channel_tiled
+from .channel import repack, schedule_channel_tiled, split_row
 from .knobs import Knobs
 from .panel import (own_producers_level, panel_bytes, panel_fits, panel_loops,
                     shares_channel_blocks)
 from .spatial import PARALLEL_WORK, row_reduction, two_level, vectorize
-from .tile_size import (column_widths, panel_accumulator_bytes, pixel_tile, row_tile,
-                        stream_lanes)
+from .tile_size import (column_widths, panel_accumulator_bytes, pixel_tile, pixel_tiles,
+                        row_tile, stream_lanes)
 
 #: vector registers a conv's register tile leaves free beyond its weights and one
 #: broadcast (see :func:`~mlcbook.rules.tile_size.row_tile`): with none, a tile of one vector
@@ -128,22 +128,17 @@ def _row_options(e: int, most: int, ragged: bool) -> list[int]:
 def _pixel_tile(knobs: Knobs, name: str, sch: Schedule, rows: tuple, blocks: int, cols: int,
                 reduce_: list, target, dtype: str):
     """Knob ``pixels``: ``(pixels, channel blocks)`` of a pixel tile, or None. The options:
-    tiles of at least two blocks within the vector registers whose last tile is short by at
-    most one pixel, of one row of the map, or of
+    :func:`~mlcbook.rules.tile_size.pixel_tiles` of one row of the map, or of
     several when the reduction shares its channel blocks and the whole map's accumulators
     fit the panel (without it the parallel tile loops write parts of the map they cannot
     prove apart). The hint: :func:`~mlcbook.rules.tile_size.pixel_tile`."""
-    m = target.machine
-    regs, v, n = m.vector_registers, -(-cols // m.lanes(dtype)), math.prod(rows)
     shares = shares_channel_blocks(sch, reduce_, cols, dtype, target)
 
     def fits(p, k):
         return p == rows[0] or shares and panel_bytes(rows, (p, k), cols, dtype) \
             <= panel_accumulator_bytes(target)
 
-    options = [(p, k) for k in range(2, blocks + 1) if blocks % k == 0
-               for p in range(1, regs) if p * k * v + k * v + 1 <= regs
-               and n % p in (0, p - 1) and fits(p, k)]
+    options = [t for t in pixel_tiles(rows, blocks, cols, target, dtype) if fits(*t)]
     hint = pixel_tile(rows, blocks, cols, target, dtype, ragged=shares)
     hint = hint if hint is not None and fits(*hint) else None
     if hint is not None and hint not in options:
@@ -209,7 +204,7 @@ def _tile(knobs: Knobs, name: str, n_spatial: int, rules) -> None:
     reduce_ = _unroll_reduce(knobs, name, reduce_)
     sch.reorder(*tile_loops, *reduce_[:1], *under, *reduce_[1:], *inner, ji)
     register = target.vector_lanes(dtype)
-    lanes = _split_tile_row(sch, ji, register)
+    lanes = split_row(sch, ji, register)
     for lp in inner:
         sch.unroll(lp)
     # the parallel loop: all tile loops, or the first `at` when producers go under them
@@ -218,7 +213,7 @@ def _tile(knobs: Knobs, name: str, n_spatial: int, rules) -> None:
     fused = sch.fuse(*head) if len(head) > 1 else head[0]
     tiles = fused if not rest else sch.fuse(*rest) if len(rest) > 1 else rest[0]
     sch.reverse_compute_at(write_back, tiles)
-    wb_lanes = _split_tile_row(sch, sch.get_loops(write_back)[-1], register)
+    wb_lanes = split_row(sch, sch.get_loops(write_back)[-1], register)
     init = sch.decompose_reduction(sch.get_block(name), reduce_[0])
     for producer in producers:
         sch.compute_at(sch.get_block(producer), fused)
@@ -252,19 +247,6 @@ def _unroll_reduce(knobs: Knobs, name: str, reduce_: list) -> list:
     if rest and knobs.choice(f"{name}.reduce_order", [0, 1], hint=0):
         return [k0, *rest, k1]
     return [x for lp in reduce_ for x in ((k0, k1) if lp is kbig else (lp,))]
-
-
-def _split_tile_row(sch: Schedule, loop, lanes: int):
-    """Split the columns of a tile row into registers of ``lanes`` (unrolled) when they
-    split evenly; returns the loop of one register's lanes, to vectorize. (Split by any
-    other width, a tile row sized for one AVX-512 register became two AVX2-sized halves:
-    twice the accumulators, spilled.)"""
-    e = extent(sch, loop)
-    if not (e > lanes and e % lanes == 0):
-        return loop
-    outer, inner = sch.split(loop, [None, lanes])
-    sch.unroll(outer)
-    return inner
 
 
 def fold_epilogue(sch: Schedule, name: str) -> bool:

@@ -225,9 +225,7 @@ def register_tile(registers: int, lanes: int, chains: int, blocks: int,
         (1, 8)
     """
     per = max(1, TILE_COLS // lanes)
-    rows = [1 << k for k in range(5) if 1 << k <= max(1, most_rows)]   # at most 16
-    cols = [b for b in range(1, 9) if blocks % b == 0]
-    fits = [(r, b) for r in rows for b in cols if r * b * per + b * per + r <= registers]
+    fits = register_tiles(registers, lanes, blocks, most_rows)
 
     def score(rb):
         r, b = rb
@@ -235,6 +233,21 @@ def register_tile(registers: int, lanes: int, chains: int, blocks: int,
         return min(acc, chains), acc / (r + b * per), r
 
     return max(fits, key=score) if fits else (1, 1)
+
+
+def register_tiles(registers: int, lanes: int, blocks: int,
+                   most_rows: int = 16) -> list[tuple[int, int]]:
+    """Every ``(rows, column tiles)`` register tile :func:`register_tile` weighs: rows a power
+    of two up to 16 and ``most_rows``, column tiles up to 8 dividing ``blocks``, the tile
+    within ``registers`` beside its weight vectors and one broadcast per row.
+
+        >>> register_tiles(16, 8, blocks=1, most_rows=2)
+        [(1, 1), (2, 1)]
+    """
+    per = max(1, TILE_COLS // lanes)
+    rows = [1 << k for k in range(5) if 1 << k <= max(1, most_rows)]   # at most 16
+    cols = [b for b in range(1, 9) if blocks % b == 0]
+    return [(r, b) for r in rows for b in cols if r * b * per + b * per + r <= registers]
 
 
 def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> TensorIntrin:

@@ -280,8 +280,11 @@ class TaskSearch:
         return [q for q in self.space.neighbours(best) if q.key not in self._measured]
 
     def _resume(self) -> None:
-        default = self.space.default_point().key if self._default_rules() else None
-        for r in self.db.records(self.result.workload):
+        records = self.db.records(self.result.workload)
+        # the default point is generated only to recognize its record, so only with records
+        default = self.space.default_point().key if records and self._default_rules() \
+            else None
+        for r in records:
             if r.trace == DEFAULT_TRACE or r.key == default:
                 if r.seconds is not None:
                     d = self.result.default_seconds

@@ -14,10 +14,11 @@ from mlcbook.tune.features import features
 from .conftest import zero
 
 
-def _unweighted_share(func):
-    """Counts store statements, not how often they run: the plausible mistake."""
+def _vector_share(func, weight):
+    """The share of stores under a vectorized loop, each store counted ``weight(loops)``
+    times: a wrong answer's way of counting (the right one weighs by every loop's extent)."""
     from mlcbook.tir.functor import Visitor
-    counts = {"vector": 0, "all": 0}
+    runs = {"vector": 0, "all": 0}
 
     class Count(Visitor):
         def __init__(self):
@@ -29,12 +30,18 @@ def _unweighted_share(func):
             self.loops.pop()
 
         def visit_BufferStore(self, node):
-            counts["all"] += 1
-            counts["vector"] += any(lp.kind == "vectorized" for lp in self.loops)
+            n = weight(self.loops)
+            runs["all"] += n
+            runs["vector"] += n * any(lp.kind == "vectorized" for lp in self.loops)
 
     for f in mb.lower(func).functions.values():
         Count().visit(f.body)
-    return counts["vector"] / counts["all"]
+    return runs["vector"] / runs["all"]
+
+
+def _unweighted_share(func):
+    """Counts store statements, not how often they run: the plausible mistake."""
+    return _vector_share(func, lambda loops: 1)
 
 
 def _worst_point(space, budget, model):
@@ -75,26 +82,7 @@ def test_plausible_wrong_answers_earn_zero(exercise_id, wrong, message):
 # --- issue 31: holes a second student pass found ------------------------------------------------
 def _innermost_weight_share(func):
     """Weights each store by the extent of its innermost loop only: another plausible slip."""
-    from mlcbook.tir.functor import Visitor
-    runs = {"vector": 0, "all": 0}
-
-    class Count(Visitor):
-        def __init__(self):
-            self.loops = []
-
-        def visit_For(self, node):
-            self.loops.append(node)
-            self.generic_visit(node)
-            self.loops.pop()
-
-        def visit_BufferStore(self, node):
-            n = int(self.loops[-1].extent.value) if self.loops else 1
-            runs["all"] += n
-            runs["vector"] += n * any(lp.kind == "vectorized" for lp in self.loops)
-
-    for f in mb.lower(func).functions.values():
-        Count().visit(f.body)
-    return runs["vector"] / runs["all"]
+    return _vector_share(func, lambda loops: int(loops[-1].extent.value) if loops else 1)
 
 
 def _search(seeds, count_rejected=True, use_model=True):

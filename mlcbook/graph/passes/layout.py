@@ -130,6 +130,15 @@ def _per_channel(e: Expr, channels: int, ndim: int) -> np.ndarray | None:
     return None
 
 
+def _with_bias(y: Call, conv: Call, layout: Layout) -> Call:
+    """``y``, a blocked conv, plus ``conv``'s bias (if it has one) as a blocked constant."""
+    if len(conv.args) < 3:
+        return y
+    b = conv.args[2]
+    return Call("add", (y, Constant(layout.constant(b.data), b.name, b.owner)), Attrs(),
+                f"{conv.name}_bias")
+
+
 class _ConvertLayout(ExprMutator):
     def __init__(self, target: Target):
         super().__init__()
@@ -186,11 +195,7 @@ class _ConvertLayout(ExprMutator):
         if group > 1:
             attrs["group"] = group
         y = Call("conv_nchwc", (xb, wb), Attrs(attrs), conv.name)
-        if len(conv.args) == 3:
-            b = conv.args[2]
-            bias = layout_out.constant(b.data)
-            y = Call("add", (y, Constant(bias, b.name, b.owner)), Attrs(), f"{conv.name}_bias")
-        return layout_out.from_blocked(y)
+        return layout_out.from_blocked(_with_bias(y, conv, layout_out))
 
     def _depthwise(self, conv: Call) -> Call:
         """A depthwise conv (one input channel per output channel) whose input is already in
@@ -213,11 +218,7 @@ class _ConvertLayout(ExprMutator):
         y = Call("depthwise_nchwc", (xb, wb),
                  Attrs(strides=conv.attrs.get("strides"), pads=conv.attrs.get("pads"),
                        dilations=conv.attrs.get("dilations")), conv.name)
-        if len(conv.args) == 3:
-            bias = conv.args[2]
-            y = Call("add", (y, Constant(layout.constant(bias.data), bias.name, bias.owner)),
-                     Attrs(), f"{conv.name}_bias")
-        return layout.from_blocked(y)
+        return layout.from_blocked(_with_bias(y, conv, layout))
 
     def _elementwise(self, call: Call, sources) -> Call:
         layouts = {layout for s in sources if s for _, layout in [s]}
