@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import importlib
 import math
 import os
 import platform
@@ -166,26 +165,11 @@ def paired_ratio(a: Case, b: Case) -> Ratio:
     return Ratio(statistics.median(ratios), low, high, len(ratios))
 
 
-@contextlib.contextmanager
-def switched(module: str, flag: str, value):
-    """Set ``module``'s switch ``flag`` to ``value`` inside the ``with`` (restored after):
-    ``with switched("mlcbook.graph.passes.winograd", "MIN_FLOPS", 0): mb.compile(...)``."""
-    mod = importlib.import_module(module)
-    before = getattr(mod, flag)
-    setattr(mod, flag, value)
-    try:
-        yield
-    finally:
-        setattr(mod, flag, before)
-
-
-def compiled_with(model, module: str, flag: str, value):
-    """``mb.compile`` of the ONNX ``model`` with ``module``'s switch ``flag`` set to
-    ``value`` for the compile (restored after), to compare a compiler choice with its
-    alternative in one process: ``compiled_with(m, "mlcbook.graph.compile",
-    "CONCAT_IN_PLACE", False)``."""
-    with switched(module, flag, value):
-        return mb.compile(mb.from_onnx(model))
+def compiled_with(model, **options):
+    """``mb.compile`` of the ONNX ``model`` with compile ``options`` (see
+    ``mlcbook.graph.passes.OPTIONS``), to compare a compiler choice with its alternative in
+    one process: ``compiled_with(m, concat_in_place=False)``."""
+    return mb.compile(mb.from_onnx(model), options=options)
 
 
 #: the target of the AVX2 code a laptop runs (every x86 CPU since Haswell and Zen 1): on an

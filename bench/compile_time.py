@@ -17,7 +17,7 @@ from pathlib import Path
 from _common import machine, write_results
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.ops.legalize import legalize_call
 from mlcbook.ops.types import TensorType
 

@@ -1,7 +1,7 @@
 """Concat without copies, timed: Inception with each concat's inputs written straight into
-its output (mb.compile's default, ``mlcbook.graph.memory_plan.elide_concats``) beside the
-same model compiled with the copying concat kernels, and onnxruntime, in interleaved rounds
-of one process, at 1 and 2 threads.
+its output (mb.compile's default, ``mlcbook.graph.memory.memory_plan.elide_concats``) beside
+the same model compiled with the copying concat kernels (``options={"concat_in_place":
+False}``), and onnxruntime, in interleaved rounds of one process, at 1 and 2 threads.
 
     python bench/concat_in_place.py                # writes bench/RESULTS_concat_in_place.md
     python bench/concat_in_place.py --rounds 15    # more rounds on a busy machine
@@ -31,8 +31,7 @@ KINDS = ("in place", "copied")
 def cases(name: str) -> tuple[list[Case], dict]:
     model, shape = model_of(name)
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-    exes = {kind: compiled_with(model, "mlcbook.graph.compile", "CONCAT_IN_PLACE",
-                                kind == "in place") for kind in KINDS}
+    exes = {kind: compiled_with(model, concat_in_place=kind == "in place") for kind in KINDS}
     calls = {kind: e.stats["calls"] for kind, e in exes.items()}
     if calls["in place"] >= calls["copied"]:
         raise SystemExit(f"{name}: no concat was elided ({calls}); nothing to compare")

@@ -10,14 +10,14 @@ edges (``to_blocked``, ``from_blocked``: in a network they sit at its ends), dat
 the kernel's layout, weights packed at compile time, as in a compiled model:
 
 * NCHW: ``opt_level=2``, the conv in NCHW;
-* blocked, direct: ``opt_level=3`` with Winograd switched off: the ``conv_nchwc`` that
-  ``convert_layout`` makes (NCHW[b]c, blocks from ``rules.tile_size.channel_block``; a grouped
-  conv in per-group blocks, each group's channels padded to whole blocks). Depthwise convs
-  stay NCHW in the compiler: that column then says so;
+* blocked, direct: ``opt_level=3`` with Winograd off (option ``winograd_min_flops=inf``): the
+  ``conv_nchwc`` that ``convert_layout`` makes (NCHW[b]c, blocks from
+  ``rules.tile_size.channel_block``; a grouped conv in per-group blocks, each group's channels
+  padded to whole blocks). Depthwise convs stay NCHW in the compiler: that column then says so;
 * Winograd: ``opt_level=3`` with every 3x3 stride-1 conv by Winograd's F(2x2, 3x3) (its three
   kernels in NCHW16c);
 * "mb.compile runs": which of these ``mb.compile`` picks for the shape (Winograd for big 3x3
-  stride-1 convs, ``winograd.MIN_FLOPS``), with the blocks;
+  stride-1 convs, the option ``winograd_min_flops``), with the blocks;
 * AVX2 code (on an AVX-512 host, unless ``--no-avx2``): ``mb.compile``'s choice for
   ``-mcpu=x86-64-v3``, the AVX2 code a laptop runs, measured in the same rounds.
 
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import (AVX2_TARGET, add_avx2_argument, by_key, Case, has_avx512, kernel_call,
-                     machine, measure, ort_session, paired_ratio, switched, table,
+                     machine, measure, ort_session, paired_ratio, table,
                      write_results)
 
 import mlcbook as mb
@@ -73,9 +73,6 @@ NCHW, BLOCKED, WINOGRAD, AVX2 = ("mlcbook NCHW", "mlcbook blocked", "mlcbook Win
                                  "mlcbook AVX2 code")
 #: the kernels at a one-conv graph's edges, not timed
 LAYOUT_KERNELS = ("to_blocked", "from_blocked")
-_WINOGRAD = "mlcbook.graph.passes.winograd"
-
-
 def _flops(c, k, h, kern, stride, groups) -> float:
     o = (h + 2 * (kern // 2) - kern) // stride + 1
     return 2.0 * k * o * o * (c // groups) * kern * kern
@@ -100,12 +97,12 @@ def _graph(x_shape, w, attrs) -> "mb.graph.Function":
     return mb.graph.Function([x], mb.graph.op.conv(x, mb.graph.Constant(w), **attrs))
 
 
-def _compiled(func, x, want, target=None, opt_level: int = 3):
+def _compiled(func, x, want, target=None, opt_level: int = 3, options=None):
     """``mb.compile(func)``'s conv kernels as one call (see the module docstring), and the
     steps of its plan ``[(kernel name, [slot shapes])]``. The plan runs once on buffers of
     its own (no shared arena, so that no timed kernel overwrites another's input), checked
     against ``want``; the timed call then runs only the kernels between the layout changes."""
-    exe = mb.compile(func, target=target or "llvm", opt_level=opt_level)
+    exe = mb.compile(func, target=target or "llvm", opt_level=opt_level, options=options)
     plan, consts = exe.plan, exe.constants
     buffers = {}
     for i, slot in enumerate(plan.slots):
@@ -163,15 +160,13 @@ def cases(shapes=SHAPES, avx2: bool = False) -> tuple[list[Case], dict]:
         func = _graph(x.shape, w, attrs)
         want = mb.graph.interpret(func, x)
         progs = {NCHW: _compiled(func, x, want, opt_level=2)[0]}
-        with switched(_WINOGRAD, "MIN_FLOPS", math.inf):
-            run, steps = _compiled(func, x, want)
+        run, steps = _compiled(func, x, want, options={"winograd_min_flops": math.inf})
         blocked = _choice(steps, k, groups)
         if blocked.startswith("direct"):
             progs[BLOCKED] = run
         winograd = None
         if kern == 3 and stride == 1 and groups == 1:
-            with switched(_WINOGRAD, "MIN_FLOPS", 0):
-                run, steps = _compiled(func, x, want)
+            run, steps = _compiled(func, x, want, options={"winograd_min_flops": 0})
             winograd = _choice(steps, k, groups)
             if winograd.startswith("Winograd"):
                 progs[WINOGRAD] = run

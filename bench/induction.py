@@ -1,27 +1,32 @@
-"""Structural induction vs random architecture search, at equal training budget.
+"""Structural induction, judged on problem families it has never seen.
 
-    python bench/induction.py            # the full run (one core, about 2.5 minutes of CPU)
-    python bench/induction.py --quick    # a smoke run (seconds; its figures mean nothing)
-    python bench/induction.py --ship     # also write the corpus the package ships
-                                         # (mlcbook/train/induction/corpus.json, chapter 10)
+    python bench/induction.py                  # build the corpus (2 processes) and judge it
+    python bench/induction.py --workers 1      # on one core
+    python bench/induction.py --ship           # also write the corpus the package ships
+                                               # (mlcbook/train/induction/corpus.json)
+    python bench/induction.py --corpus runs.json   # judge a corpus built before
+    python bench/induction.py --quick          # a smoke run (its figures mean nothing)
 
-1. Corpus: every candidate structure (1 or 2 hidden layers of 8, 16, 32 or 64 units) is
-   trained on each *corpus* problem (two digits subsets, seven synthetic teacher tasks of
-   different size and difficulty, classification and regression) for ``--steps`` steps,
-   growing on plateaus and pruning dead units as mb.train.rewrite does; each run records
-   the problem's features, the structure it ended with, what was grown/pruned, the score.
-2. Model: xgboost depth-2 trees from (problem features, structure) to the score relative
-   to the problem's median; its rules and feature importances are written out.
-3. Comparison on *held-back* problems (never in the corpus), each with several seeds, at
-   ``--budget`` training steps per method: *induction* trains its one proposal for the
-   whole budget; *random search* trains ``--trials`` random candidates for
-   ``budget / trials`` steps each and keeps the best by validation score; *guided search*
-   does the same with the model's ``--trials`` best-ranked candidates. All report the
-   validation score (accuracy or R^2), so the searches' figures are optimistic: they also
-   selected on it.
+1. Corpus: every candidate start (``mb.train.induction.CANDIDATES``: a linear model; MLPs
+   of 1 to 3 hidden layers, narrow and wide, relu and tanh, plain, residual, layer-normed)
+   is trained on every problem of ``suite()`` (eight seeded synthetic families at two seeds,
+   and the five datasets scikit-learn bundles) at three seeds, for ``--steps`` steps, by
+   the training-aware runtime (widening the narrowest layer on loss plateaus). Every
+   candidate gets the same budget, so the true rank of any pick is known.
+2. Leave one family out: for each family (the bundled datasets are one), fit the
+   structure model on the other families' runs and rank the held-out family's candidates.
+   Compared picks: induction (the model's first), a random pick, the problem-blind prior
+   (the start with the best mean rank on the training families), random search at the
+   compute of one run (4 random candidates x steps/4, best by validation at that point),
+   and guided search (the same over the model's 4 best-ranked); and a ceiling, not a
+   method: the start with the best mean rank on the held-out problem's *other* seeds (how
+   much of a start's rank the problem decides at all, the rest being the seed's noise).
+3. Mean rank (1 = best of 8) with a 95% bootstrap interval over problems, the interval of
+   the paired difference to induction, mean regret (best score - pick's score, accuracy
+   or R^2), per-family ranks, and the learning curve of induction as its corpus grows.
 
-The scores do not depend on the machine's load (seeded runs, the graph interpreter), so
-the figures are reproducible; only the elapsed time is not. Results: bench/RESULTS_induction.md.
+The scores are seeded and do not depend on the machine's load; only the times do.
+Results: bench/RESULTS_induction.md (one section per CPU) and RESULTS_induction.json.
 """
 
 from __future__ import annotations
@@ -29,110 +34,126 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from sklearn.datasets import load_digits
+from _common import machine, table, write_results
 
 from mlcbook.train import induction as ind
-from mlcbook.train.induction.corpus import SHIPPED
+from mlcbook.train.induction import evaluate as ev
 
-CORPUS_SYNTHETIC = [  # (seed, kind, n, d, outputs, difficulty)
-    (1, "classification", 400, 8, 3, 0.2), (2, "classification", 800, 16, 5, 0.6),
-    (3, "classification", 600, 32, 4, 0.9), (4, "classification", 300, 12, 2, 0.4),
-    (5, "regression", 400, 8, 1, 0.3), (6, "regression", 800, 20, 1, 0.7),
-    (7, "regression", 500, 32, 1, 0.95)]
-HELD_SYNTHETIC = [
-    (11, "classification", 600, 10, 3, 0.5), (12, "classification", 700, 24, 6, 0.8),
-    (13, "regression", 500, 16, 1, 0.6), (14, "regression", 300, 6, 1, 0.1)]
+NAMES = {"induction": "induction (the model's first pick)",
+         "guided": "guided search (model's top 4, steps/4 each)",
+         "search": "random search (4 random, steps/4 each)",
+         "blind": "problem-blind prior", "random": "random pick",
+         "oracle": "ceiling: best start on the problem's other seeds"}
 
 
-def _problems(spec):
-    return [ind.synthetic(seed, kind, n=n, d=d, outputs=o, difficulty=h)
-            for seed, kind, n, d, o, h in spec]
+def build(args) -> tuple[list[dict], float]:
+    t0 = time.perf_counter()
+    if args.corpus:
+        return ind.load_corpus(args.corpus), 0.0
+    problems = ind.suite(seeds=(0,) if args.quick else (0, 1), bundled=not args.quick)
+    seeds = (0,) if args.quick else tuple(range(args.seeds))
+    kw = dict(steps=args.steps, seeds=seeds)
+    if args.workers > 1:
+        with ProcessPoolExecutor(args.workers) as ex:
+            corpus = ind.build_corpus(problems, ind.CANDIDATES, executor=ex, **kw)
+    else:
+        corpus = ind.build_corpus(problems, ind.CANDIDATES, **kw)
+    return corpus, time.perf_counter() - t0
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a smoke run with tiny settings")
-    ap.add_argument("--steps", type=int, default=120, help="steps of each corpus run")
-    ap.add_argument("--budget", type=int, default=480, help="steps per method and problem")
-    ap.add_argument("--trials", type=int, default=4, help="random search's candidates")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds per held-back problem")
+    ap.add_argument("--steps", type=int, default=300, help="steps of every run")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per problem and start")
+    ap.add_argument("--workers", type=int, default=2, help="processes building the corpus")
+    ap.add_argument("--corpus", help="judge this corpus instead of building one")
     ap.add_argument("--ship", action="store_true", help="write the package's shipped corpus")
     ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_induction.md")))
     args = ap.parse_args()
-    digits = load_digits()
-    corpus_problems = [ind.digits(digits, n=500, seed=0), ind.digits(digits, n=1200, seed=1)]
-    corpus_problems += _problems(CORPUS_SYNTHETIC)
-    held = _problems(HELD_SYNTHETIC) + [ind.digits(digits, n=800, seed=2)]
-    candidates = ind.CANDIDATES
     if args.quick:
-        corpus_problems, held = corpus_problems[2:5], held[:1]
-        candidates = ((8,), (32,), (16, 16))
-        args.steps, args.budget, args.trials, args.seeds = 30, 60, 2, 1
-    t0 = time.perf_counter()
-    corpus = ind.build_corpus(corpus_problems, candidates, steps=args.steps)
-    t_corpus = time.perf_counter() - t0
+        args.steps = 40
+    corpus, t_corpus = build(args)
     if args.ship and not args.quick:
-        ind.save_corpus(corpus, SHIPPED)
-    model = ind.fit(corpus)
-    t1 = time.perf_counter()
-    result = ind.compare(model, held, args.budget, args.trials, tuple(range(args.seeds)),
-                         candidates)
-    t_compare = time.perf_counter() - t1
-    _write(args, corpus, model, result, t_corpus, t_compare)
-    print(f"median score: induction {result['median_induction']:.4f}, guided search "
-          f"{result['median_guided']:.4f}, random search {result['median_random']:.4f}; "
-          f"better than random in {result['wins']} / {result['guided_wins']} of "
-          f"{result['runs']}; written {args.out}")
-
-
-def _write(args, corpus, model, result, t_corpus, t_compare) -> None:
-    lines = ["# Structural induction vs random architecture search", "",
-             f"`python bench/induction.py{' --quick' if args.quick else ''}`: corpus of "
-             f"{len(corpus)} runs ({args.steps} steps each) on "
-             f"{len({r['problem'] for r in corpus})} problems, built in {t_corpus:.0f} s; "
-             f"comparison at a budget of {args.budget} steps per method (random search: "
-             f"{args.trials} candidates x {args.budget // args.trials} steps), "
-             f"{args.seeds} seed(s) per held-back problem, in {t_compare:.0f} s.", "",
-             "Scores are validation accuracy (classification) or R^2 (regression). Induction "
-             "trains its one proposal for the whole budget; random and guided search split "
-             "it over their candidates (random ones, or the model's best-ranked) and keep the "
-             "best by the validation score they report (optimistic for them).", "",
-             f"**Median score: induction {result['median_induction']:.4f}, guided search "
-             f"{result['median_guided']:.4f}, random search {result['median_random']:.4f}.** "
-             f"Better than random search in {result['wins']} (induction) and "
-             f"{result['guided_wins']} (guided) of {result['runs']} runs, tied in "
-             f"{result['ties']} and {result['guided_ties']}.", "",
-             "| problem | seed | proposal | induction | guided pick | guided | random pick | "
-             "random |", "|---|---|---|---|---|---|---|---|"]
-    for r in result["rows"]:
-        lines.append(f"| {r['problem']} | {r['seed']} | {tuple(r['proposal'])} -> "
-                     f"{tuple(r['induction_final'])} | {r['induction']:.4f} | "
-                     f"{tuple(r['guided_pick'])} | {r['guided']:.4f} | "
-                     f"{tuple(r['random_pick'])} | {r['random']:.4f} |")
-    grown = sum(r["grown"] > 0 for r in corpus)
-    pruned = sum(r["pruned"] > 0 for r in corpus)
-    best = {}
-    for r in corpus:
-        if r["problem"] not in best or r["score"] > best[r["problem"]]["score"]:
-            best[r["problem"]] = r
-    lines += ["", "## The corpus", "",
-              f"{grown} of {len(corpus)} runs grew a layer on a plateau, {pruned} pruned dead "
-              "units. Best structure per corpus problem (start -> end):", "",
-              "| problem | linear score | nonlinear gain | best | score |", "|---|---|---|---|---|"]
-    for name, r in best.items():
-        lines.append(f"| {name} | {r['features']['linear_score']:.3f} | "
-                     f"{r['features']['nonlinear_gain']:+.3f} | {tuple(r['initial'])} -> "
-                     f"{tuple(r['final']['widths'])} | {r['score']:.4f} |")
-    imp = sorted(model.importances().items(), key=lambda kv: -kv[1])
-    lines += ["", "## What the model learned", "", "Feature importances (share of gain): " +
-              ", ".join(f"{k} {v:.2f}" for k, v in imp if v > 0), "",
-              "The first trees as rules (the leaf is the expected score above the problem's "
-              "median structure):", "", "```", model.rules(), "```", ""]
-    Path(args.out).write_text("\n".join(lines))
+        ind.save_corpus(corpus, ind.SHIPPED)
+    t0 = time.perf_counter()
+    cases = ev.leave_one_family_out(corpus)
+    result = ev.summary(cases)
+    curve = ev.learning_curve(corpus, fractions=(0.25, 0.5, 1.0) if args.quick else
+                              (0.25, 0.5, 0.75, 1.0))
+    t_judge = time.perf_counter() - t0
+    text = report(args, corpus, cases, result, curve, t_corpus, t_judge)
+    write_results(args.out, "Structural induction on held-out problem families", text)
     Path(args.out).with_suffix(".json").write_text(json.dumps(
-        {k: v for k, v in result.items()}, indent=1))
+        {"summary": result, "learning_curve": curve, "cases": cases}, indent=1))
+    for m in ev.METHODS:
+        r = result[m]
+        print(f"{NAMES[m]:45s} mean rank {r['mean_rank']:.2f} "
+              f"[{r['interval'][0]:.2f}, {r['interval'][1]:.2f}], regret {r['regret']:.4f}")
+    print(f"corpus {t_corpus:.0f} s, judging {t_judge:.0f} s; written {args.out}")
+
+
+def report(args, corpus, cases, result, curve, t_corpus, t_judge) -> str:
+    k = cases[0]["candidates"]
+    problems = sorted({c["problem"] for c in cases})
+    built = (f"loaded from `{args.corpus}`" if args.corpus else
+             f"built in {t_corpus:.0f} s of real time ({args.workers} process(es))")
+    lines = [f"`python bench/induction.py{' --quick' if args.quick else ''}`: a corpus of "
+             f"{len(corpus)} runs ({k} starts x {len(problems)} problems x "
+             f"{len({r['seed'] for r in corpus})} seeds, {corpus[0]['steps']} steps each) "
+             f"{built}; leave-one-family-out judging and the learning curve in "
+             f"{t_judge:.0f} s. {sum(bool(r['rewrites']) for r in corpus)} runs were widened "
+             "by the runtime at least once.", "",
+             f"Mean rank of each method's pick among the {k} starts (1 = best; true ranks "
+             f"from training every start for the full budget) over {len(cases)} held-out "
+             "(problem, seed) cases, 95% bootstrap intervals over problems; *induction - "
+             "method* is the paired difference of mean ranks (negative: induction better).",
+             ""]
+    rows = []
+    for m in ev.METHODS:
+        r = result[m]
+        d, (lo, hi) = r["induction_minus"]
+        rows.append([NAMES[m], f"{r['mean_rank']:.2f}",
+                     f"[{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]",
+                     "" if m == "induction" else f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]",
+                     f"{r['regret']:.4f}", _compute(m, corpus[0]["steps"])])
+    g, (glo, ghi) = ev.bootstrap(cases, lambda c: c["rank"]["guided"] - c["rank"]["search"])
+    lines += [table(["method", "mean rank", "95% interval", "induction - method",
+                     "regret", "compute (steps)"], rows), "",
+              f"Guided search - random search (same compute): {g:+.2f} [{glo:+.2f}, "
+              f"{ghi:+.2f}].", ""]
+    fams = sorted({c["family"] for c in cases})
+    lines += ["Per held-out family (mean rank of the pick; induction's most frequent pick):",
+              "", table(["family", "cases", "induction", "blind", "search", "pick"],
+                        [_family_row(f, [c for c in cases if c["family"] == f])
+                         for f in fams]), "",
+              "Learning curve: induction's mean rank when each fold is fit on a share of its "
+              "training problems:", "",
+              table(["share of training problems", "mean rank"],
+                    [[f"{f:.2f}", f"{r:.2f}"] for f, r in curve]), "",
+              f"Machine: {machine()}", ""]
+    return "\n".join(lines)
+
+
+def _compute(method: str, steps: int) -> str:
+    if method == "induction":
+        return f"{steps} (+ the corpus, once)"
+    if method == "oracle":
+        return "(uses the held-out problem's other seeds)"
+    if method in ("search", "guided"):
+        return f"{steps} to choose (4 x {steps // 4}), + {steps} to train the pick"
+    return str(steps)
+
+
+def _family_row(fam, cs) -> list:
+    picks = [c["pick"] for c in cs]
+    mean = {m: sum(c["rank"][m] for c in cs) / len(cs) for m in ("induction", "blind",
+                                                                  "search")}
+    return [fam, len(cs), f"{mean['induction']:.2f}", f"{mean['blind']:.2f}",
+            f"{mean['search']:.2f}", max(set(picks), key=picks.count)]
 
 
 if __name__ == "__main__":

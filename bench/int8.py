@@ -28,7 +28,7 @@ in float32): without AVX-512 BF16's ``vdpbf16ps`` it can at best match fp32, hal
 the bytes the inputs take.
 
 The ``bf16 vdpbf16ps`` row (CPUs with AVX-512 BF16 only, "-" elsewhere) is
-``mlcbook.graph.bf16_matmul``: B packed in bf16 pairs, register tiles of float32 sums
+``mlcbook.graph.kernels.bf16_matmul``: B packed in bf16 pairs, register tiles of float32 sums
 added by ``vdpbf16ps``, two products per lane per instruction.
 
 The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16 >= 1.5x fp32) can only be judged on a
@@ -77,9 +77,9 @@ def _ort_matmul_integer(n: int, threads: int):
 
 def cases(sizes=SIZES) -> tuple[list[Case], dict]:
     import mlcbook as mb
-    from mlcbook.graph.bf16_matmul import bf16_matmul, bf16_variant, pack_bf16, \
+    from mlcbook.graph.kernels.bf16_matmul import bf16_matmul, bf16_variant, pack_bf16, \
         schedule_bf16_matmul
-    from mlcbook.graph.int8_matmul import dot_lanes, int8_matmul, int8_matmul_tiled, \
+    from mlcbook.graph.kernels.int8_matmul import dot_lanes, int8_matmul, int8_matmul_tiled, \
         pack_weights, schedule_int8_matmul
     from mlcbook.rules.int8 import schedule_int8_kernel
     from mlcbook.ops.int8_kernels import pack_int8

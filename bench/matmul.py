@@ -55,7 +55,7 @@ def cases(sizes=SIZES) -> list[Case]:
 
 
 def _default(n: int):
-    from mlcbook.graph.default_schedule import default_schedule
+    from mlcbook.graph.kernels.default_schedule import default_schedule
     from mlcbook.ops.legalize import legalize_call
     from mlcbook.ops.types import TensorType
     return default_schedule(legalize_call("matmul", [TensorType((n, n))] * 2))

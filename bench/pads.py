@@ -1,10 +1,10 @@
 """What the pad loops of convs cost, and what cutting them at the border saves: every kernel
 of ResNet and Inception (bench/e2e.py's models) that starts by copying its input into a
 zero-bordered buffer, compiled twice — the default schedule ("border": the loops above the
-innermost tested one fused and parallel, that one cut at the border by lowering) and the
-pad fused like any spatial block ("fused", ``PAD_BORDER_LOOPS = False``) — each kernel timed
-whole and as its pad loop alone (the same lowered code with the rest of the body cut),
-and both whole models, in interleaved rounds of one process, at 1 and 2 threads.
+innermost tested one fused and parallel, that one cut at the border by lowering) and the pad
+fused like any spatial block ("fused", ``options={"pad_border_loops": False}``) — each
+kernel timed whole and as its pad loop alone (the same lowered code with the rest of the
+body cut), and both whole models, in interleaved rounds of one process, at 1 and 2 threads.
 
     python bench/pads.py                     # writes bench/RESULTS_pads.md
     python bench/pads.py --rounds 3 --models resnet
@@ -44,8 +44,7 @@ def pad_alone(lowered):
 def cases(name: str) -> tuple[list[Case], dict]:
     import mlcbook as mb
     model, shape = model_of(name)
-    exes = {kind: compiled_with(model, "mlcbook.rules.spatial", "PAD_BORDER_LOOPS",
-                                kind == "border") for kind in KINDS}
+    exes = {kind: compiled_with(model, pad_border_loops=kind == "border") for kind in KINDS}
     x = np.random.default_rng(0).standard_normal(shape).astype("float32")
     want = exes["fused"](x)
     np.testing.assert_allclose(exes["border"](x), want, rtol=1e-4, atol=1e-5)

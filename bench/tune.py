@@ -60,8 +60,8 @@ from pathlib import Path
 import numpy as np
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.graph.records import Database
+from mlcbook.graph.kernels.default_schedule import default_schedule
+from mlcbook.graph.kernels.records import Database
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
 from mlcbook.runtime.pages import huge_copy

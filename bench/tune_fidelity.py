@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.graph.records import Database
+from mlcbook.graph.kernels.default_schedule import default_schedule
+from mlcbook.graph.kernels.records import Database
 from mlcbook.runtime.pages import huge_copy
 from mlcbook.tune.features import flop_count
 from mlcbook.tune.measure import Job, MeasureResult, Measurer, random_inputs, run_job

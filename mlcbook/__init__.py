@@ -36,7 +36,7 @@ _LAZY = {
     "lower": (".tir.transform", "lower"), "build": (".runtime", "build"),
     "time_kernel": (".runtime", "time_kernel"), "Target": (".codegen", "Target"),
     "from_onnx": (".frontend", "from_onnx"), "to_onnx": (".frontend.onnx_export", "to_onnx"),
-    "compile": (".graph.compile", "compile"), "load": (".graph.executable", "load"),
+    "compile": (".graph.compile", "compile"), "load": (".graph.run.executable", "load"),
 }
 
 __all__ = ["MLCError", "ScheduleError", "errors", "tir", "__version__", *_LAZY]

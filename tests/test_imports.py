@@ -1,6 +1,6 @@
 """The package's import structure: no cycles between modules, no private name imported
-across modules, no module over 600 lines, and the layers of DESIGN.md (a lower layer never
-imports a higher one).
+across modules, no module over 600 lines, the layers of DESIGN.md (a lower layer never
+imports a higher one), and the rooms of the graph layer.
 
 Imports are read from the source (``ast``), including imports inside functions: a lazy
 import that dodges a cycle at load time is still a cycle in the design.
@@ -36,6 +36,19 @@ FORBIDDEN = {
     "frontend": {"tune", "train", "grading", "cli"},
     "tune": {"train", "grading", "cli"},
     "train": {"tune", "grading", "cli"},
+}
+
+#: the rooms of the graph layer and what each may not import: the graph IR and its lowering
+#: to call_tir ("ir": the modules at the top of mlcbook/graph/) import no room; ``passes``
+#: (graph -> graph) and ``memory`` (the run plan of a legalized graph) import only the IR;
+#: ``kernels`` (schedules PrimFuncs) knows no graph at all; ``run`` (runs a plan) reads the
+#: plan; ``compile`` drives them all, and ``batch`` compiles once per batch size
+GRAPH_ROOMS = {
+    "ir": {"passes", "kernels", "memory", "run", "compile", "batch"},
+    "passes": {"kernels", "memory", "run", "compile", "batch"},
+    "kernels": {"ir", "passes", "memory", "run", "compile", "batch"},
+    "memory": {"passes", "kernels", "run", "compile", "batch"},
+    "run": {"passes", "kernels", "compile", "batch"},
 }
 
 
@@ -180,3 +193,24 @@ def test_layer_imports_nothing_above_it(layer):
             if tparts[0] == "mlcbook" and len(tparts) > 1 and tparts[1] in FORBIDDEN[layer]:
                 bad.append(f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {target}")
     assert not bad, f"{layer} imports a higher layer:\n" + "\n".join(bad)
+
+
+def _room(mod: str) -> str | None:
+    """The room of the graph layer ``mod`` is in (None: outside it, or its ``__init__``)."""
+    parts = mod.split(".")
+    if parts[:2] != ["mlcbook", "graph"] or len(parts) < 3:
+        return None
+    rooms = set(GRAPH_ROOMS) | {"compile", "batch"}
+    return parts[2] if parts[2] in rooms else "ir"
+
+
+@pytest.mark.parametrize("room", sorted(GRAPH_ROOMS))
+def test_graph_room_imports_no_room_it_may_not(room):
+    bad = []
+    for m in MODULES:
+        if _room(m) != room:
+            continue
+        for target, _, line in _imports(m):
+            if _room(target) in GRAPH_ROOMS[room]:
+                bad.append(f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {target}")
+    assert not bad, f"the graph room {room!r} imports a room it may not:\n" + "\n".join(bad)

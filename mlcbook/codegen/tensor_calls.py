@@ -7,7 +7,7 @@ emitter registered here with the CPU features its instructions need.
 
 :func:`check_features` runs before code generation: a call whose features the target lacks
 is a :class:`~mlcbook.errors.MissingFeatureError` naming them, never a crash at run time.
-The x86 emitters below compute exactly what their ``desc`` says (integer sums never saturate;
+The emitters below compute exactly what their ``desc`` says (integer sums never saturate;
 float32 tiles use fused multiply-add and bf16 tiles ``vdpbf16ps``, which flushes denormals,
 so they differ from ``desc`` by rounding only).
 """
@@ -22,8 +22,8 @@ import llvmlite.ir as ir
 from ..errors import BuildError, MissingFeatureError
 from ..tir.expr import TensorCall
 from ..tir.functor import post_order_visit
-from ..tir.x86_intrinsics import BF16_VARIANTS, FMA_KERNELS, TILE_COLS, VNNI_VARIANTS, \
-    parse_tile_op, tile_features
+from ..tir.x86_intrinsics import ARM_VARIANTS, BF16_VARIANTS, FMA_KERNELS, TILE_COLS, \
+    VNNI_VARIANTS, parse_tile_op, tile_features
 from .llvm_types import I32, I64, mem_type
 
 
@@ -50,7 +50,8 @@ def tensor_call(name: str, features=()) -> Callable[[Callable], Callable]:
 def lookup(name: str) -> TensorCallOp:
     tile = parse_tile_op(name) if name not in TENSOR_CALLS else None
     if tile is not None:
-        emit = _tile_dot(tile) if tile.variant in {**VNNI_VARIANTS, **BF16_VARIANTS} else \
+        emit = _tile_dot(tile) if tile.variant in {**VNNI_VARIANTS, **BF16_VARIANTS,
+                                                   **ARM_VARIANTS} else \
             _TILE_EMITTERS[tile.variant](tile.rows, tile.depth)
         tensor_call(name, tile_features(tile.variant))(emit)
     try:
@@ -401,7 +402,9 @@ class _DotKind(NamedTuple):
     ``acc`` the 32-bit sum type, ``operand`` the vector type its two inputs are bitcast to
     (None: ``<lanes x i32>`` as loaded), ``elem`` the type of one A / B element in memory,
     ``terms`` the elements of one group (4 bytes: one i32 broadcast per row), and whether C
-    has a blocks axis (int8's (rows, blocks, 16)) or is the (rows, 16 x blocks) matrix."""
+    has a blocks axis (int8's (rows, blocks, 16)) or is the (rows, 16 x blocks) matrix;
+    ``signed``: the instruction multiplies int8 by int8 (Arm's ``sdot``), so each uint8
+    activation goes in as ``a - 128`` and 128 x each column's weight sum is added back."""
 
     fn: str
     acc: ir.Type
@@ -409,10 +412,15 @@ class _DotKind(NamedTuple):
     elem: ir.Type
     terms: int
     blocks_axis: bool
+    signed: bool = False
 
 
 def _dot_kind(variant: str) -> tuple[int, _DotKind]:
-    """(register bits, :class:`_DotKind`) of a VNNI or BF16 tile variant."""
+    """(register bits, :class:`_DotKind`) of a VNNI, BF16 or Arm tile variant."""
+    if variant in ARM_VARIANTS:
+        bits = ARM_VARIANTS[variant][0]
+        return bits, _DotKind(f"llvm.aarch64.neon.{variant}.v4i32.v16i8", I32,
+                              _vec(16, ir.IntType(8)), ir.IntType(8), 4, True, True)
     if variant in BF16_VARIANTS:
         bits = BF16_VARIANTS[variant][0]
         return bits, _DotKind(f"llvm.x86.avx512bf16.dpbf16ps.{bits}", ir.FloatType(),
@@ -424,8 +432,10 @@ def _dot_kind(variant: str) -> tuple[int, _DotKind]:
 
 def _tile_dot(op):
     """C[i, b, j] += sum over d, k of A[i, T d + k] * B[b, d, j, k] with one dot instruction
-    per (row, weight vector, group of T terms): ``vpdpbusd`` (u8 x i8, T = 4, int32 sums)
-    or ``vdpbf16ps`` (bf16 x bf16, T = 2, float32 sums; C the (rows, 16 x blocks) matrix).
+    per (row, weight vector, group of T terms): ``vpdpbusd`` (u8 x i8, T = 4, int32 sums),
+    ``vdpbf16ps`` (bf16 x bf16, T = 2, float32 sums; C the (rows, 16 x blocks) matrix) or
+    Arm's ``sdot`` (i8 x i8: activations shifted by -128, one more ``sdot`` per weight
+    vector sums its columns against ones, 128 x which is added back at the end).
     A register tile of ``tile_rows`` x ``tile_blocks`` column tiles keeps its sums in
     registers over the whole depth, each row's group of terms (4 bytes) broadcast once per
     group and used against every weight vector of the group. Whole register tiles run in a
@@ -459,17 +469,24 @@ def _tile_dot(op):
             cptr = [_at(em, cp, r * sc[0] + (v // per) * c_block + (v % per) * lanes, kind.acc)
                     for r, v in where]
             acc = [Bd.load(p, typ=at, align=4) for p in cptr]
+            sums = [ir.Constant(at, None)] * (nb * per if kind.signed else 0)
 
-            def group(d, acc):
+            def group(d, carried):
                 w = [operand(Bd.load(_offset(em, bp, el, (d, sb[1]), ((v // per) * sb[0] + (
                     v % per) * lanes * T, 1)), typ=vt, align=1)) for v in range(nb * per)]
-                out = list(acc)
+                out = list(carried)
                 for r in range(nr):
                     x = Bd.load(_offset(em, ap, el, (d, T), (r * sa[0], 1)), typ=I32, align=1)
+                    if kind.signed:    # each uint8 a as the int8 a - 128: its top bit flipped
+                        x = Bd.xor(x, ir.Constant(I32, 0x80808080))
                     x = operand(_splat(em, x, lanes))
                     for v in range(nb * per):
                         k = r * nb * per + v
                         out[k] = _call(em, fn, at, [out[k], x, w[v]])
+                ones = ir.Constant(kind.operand, [1] * (lanes * T)) if sums else None
+                for v in range(len(sums)):
+                    k = len(cptr) + v
+                    out[k] = _call(em, fn, at, [out[k], ones, w[v]])
                 return out
 
             def unrolled(i, acc):
@@ -478,9 +495,12 @@ def _tile_dot(op):
                 return acc
 
             loops = op.depth // DEPTH_UNROLL if op.depth > 2 * DEPTH_UNROLL else 0
-            acc = _counted(em, loops, unrolled, acc)
+            acc = _counted(em, loops, unrolled, acc + sums)
             for d in range(loops * DEPTH_UNROLL, op.depth):
                 acc = group(d, acc)
+            if sums:           # sum((a - 128) w) + 128 sum(w) = sum(a w)
+                fix = [Bd.shl(c, ir.Constant(at, [7] * lanes)) for c in acc[len(cptr):]]
+                acc = [Bd.add(v, fix[k % len(fix)]) for k, v in enumerate(acc[:len(cptr)])]
             for p, v in zip(cptr, acc):
                 Bd.store(v, p, align=4)
 

@@ -8,7 +8,7 @@ from .onnx_ops import CONVERTERS
 from .quantize import quantize_qdq
 from . import onnx_zoo_ops  # noqa: F401 - registers Dropout, Sum, LRN, ConstantOfShape, Shape...
 # more converters, by family
-from . import onnx_einsum, onnx_index_ops, onnx_math_ops, onnx_resize_ops  # noqa: F401
+from . import onnx_einsum, onnx_index_ops, onnx_resize_ops  # noqa: F401
 from . import onnx_recurrent_ops  # noqa: F401 - RNN, GRU, LSTM
 from . import onnx_loss_ops, onnx_quant_ops, onnx_tensor_ops  # noqa: F401
 from . import onnx_attention, onnx_state_ops  # noqa: F401

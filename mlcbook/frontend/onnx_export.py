@@ -15,14 +15,24 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from ..graph.expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
+from ..ops import get as get_op
+from ..ops.declare import declared_onnx_ops, onnx_name
 
+#: the opset of an exported model, unless one of its ops is newer (Gelu: 20)
 OPSET = 17
 
-_SAME = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log",
-         "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs", "reciprocal": "Reciprocal", "erf": "Erf",
-         "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
-         "minimum": "Min", "equal": "Equal", "less": "Less", "greater": "Greater",
-         "where": "Where", "matmul": "MatMul", "global_avg_pool": "GlobalAveragePool"}
+
+def _since(op_type: str) -> int:
+    """:data:`OPSET` if it has ``op_type``, else the first opset that has it."""
+    from onnx import defs
+    try:
+        defs.get_schema(op_type, OPSET)
+        return OPSET
+    except defs.SchemaError:
+        return defs.get_schema(op_type).since_version
+
+_SAME = {"maximum": "Max", "minimum": "Min", "matmul": "MatMul",
+         "global_avg_pool": "GlobalAveragePool"}
 # op -> (ONNX op, {our attribute: ONNX attribute})
 _RENAMED = {
     "gemm": ("Gemm", {"alpha": "alpha", "beta": "beta", "trans_a": "transA",
@@ -37,10 +47,7 @@ _RENAMED = {
                                  "count_include_pad": "count_include_pad"}),
     "flatten": ("Flatten", {"axis": "axis"}),
     "transpose": ("Transpose", {"perm": "perm"}),
-    "softmax": ("Softmax", {"axis": "axis"}),
-    "log_softmax": ("LogSoftmax", {"axis": "axis"}),
     "concat": ("Concat", {"axis": "axis"}),
-    "leaky_relu": ("LeakyRelu", {"alpha": "alpha"}),
     "batch_norm": ("BatchNormalization", {"epsilon": "epsilon"}),
     "mean": ("ReduceMean", {"axes": "axes", "keepdims": "keepdims"}),
     "max": ("ReduceMax", {"axes": "axes", "keepdims": "keepdims"}),
@@ -55,6 +62,8 @@ class _Exporter:
         self.names: dict[int, str] = {}
         self.nodes, self.inits = [], []
         self.taken: set[str] = set()
+        self.opset = OPSET
+        self.domains: set[str] = set()   # of the ops outside ONNX's own (version 1 each)
 
     def fresh(self, base: str) -> str:
         name, k = base or "v", 0
@@ -69,14 +78,22 @@ class _Exporter:
         self.inits.append(self.numpy_helper.from_array(np.asarray(data), name))
         return name
 
-    def node(self, op_type: str, inputs, name: str, **attrs) -> str:
+    def node(self, op_type: str, inputs, name: str, domain: str = "", **attrs) -> str:
         out = self.fresh(name or op_type.lower())
         attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs.items()}
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), [out], name=out,
+                                                domain=domain or None, **attrs))
         return out
 
     def call(self, n: Call) -> str:
         args = [self.names[id(a)] for a in n.args]
+        if get_op(n.op).onnx is not None:
+            domain, op_type = onnx_name(get_op(n.op))
+            if domain:
+                self.domains.add(domain)
+            else:
+                self.opset = max(self.opset, _since(op_type))
+            return self.node(op_type, args, n.name, domain, **dict(n.attrs))
         if n.op in _SAME:
             return self.node(_SAME[n.op], args, n.name)
         if n.op == "gemm" and n.attrs["b_panel"]:
@@ -100,7 +117,8 @@ class _Exporter:
                              to=helper.np_dtype_to_tensor_dtype(np.dtype(n.attrs["dtype"])))
         raise UnsupportedModelError(f"to_onnx: the op {n.op!r} (call {n.name!r}) has no ONNX "
                                     "export yet; supported: " +
-                                    ", ".join(sorted(set(_SAME) | set(_RENAMED))))
+                                    ", ".join(sorted(set(_SAME) | set(_RENAMED)
+                                                     | {op.name for op in declared_onnx_ops().values()})))
 
 
 def to_onnx(func: Function, name: str | None = None):
@@ -136,7 +154,8 @@ def to_onnx(func: Function, name: str | None = None):
     outs = list(func.body.fields) if isinstance(func.body, Tuple) else [func.body]
     outputs = [info(ex.names[id(o)], o.type) for o in outs]
     graph = helper.make_graph(ex.nodes, name or func.name, inputs, outputs, ex.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ex.opset)] + [
+        helper.make_opsetid(d, 1) for d in sorted(ex.domains)],
                               producer_name="mlcbook")
     model.ir_version = 8
     checker.check_model(model)

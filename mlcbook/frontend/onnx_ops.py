@@ -11,15 +11,18 @@ converts anything, so one error can list every unsupported node of a model.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import OpDTypeError
+from ..errors import OpAttributeError, OpDTypeError
 from ..graph.expr import Constant, Expr
+from ..ops.declare import declared_onnx_ops, onnx_name
 from ..ops.nn import auto_pads
 from ..ops.types import LOWBIT_DTYPES
+from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Context, Unsupported, onnx_dtype, tensor_array
 
 
@@ -32,7 +35,40 @@ class Converter:
     check: Callable[[dict], list[str]] | None
 
 
-CONVERTERS: dict[str, Converter] = {}
+class _Converters(MutableMapping):
+    """ONNX op type -> its converter: the hand-written ones (:func:`converter`, kept in
+    ``written``), then those of the ops declared with an ONNX name
+    (:mod:`mlcbook.ops.declare`), made when looked up so that an op declared after this
+    module was imported converts too. Setting, deleting and clearing touch the hand-written
+    ones only: a declared op's converter goes with the op."""
+
+    def __init__(self):
+        self.written: dict[str, Converter] = {}
+
+    def __getitem__(self, op_type: str) -> Converter:
+        if op_type in self.written:
+            return self.written[op_type]
+        return _declared(declared_onnx_ops()[op_type])
+
+    def __setitem__(self, op_type: str, conv: Converter) -> None:
+        self.written[op_type] = conv
+
+    def __delitem__(self, op_type: str) -> None:
+        if op_type not in self:
+            raise KeyError(op_type)
+        self.written.pop(op_type, None)
+
+    def clear(self) -> None:
+        self.written.clear()
+
+    def __iter__(self):
+        return iter(set(self.written) | set(declared_onnx_ops()))
+
+    def __len__(self) -> int:
+        return len(set(self.written) | set(declared_onnx_ops()))
+
+
+CONVERTERS = _Converters()
 
 
 def converter(*op_types: str, attrs=(), static=(), outputs=1, check=None):
@@ -50,8 +86,10 @@ OTHER_DOMAINS = {"ai.onnx.preview.training": ("Adagrad", "Adam", "Momentum")}
 
 def static_problems(node, attrs: dict) -> list[str]:
     """Why ``node`` cannot be imported, judged from its op type and attributes alone."""
+    declared = declared_onnx_ops().get(node.op_type)
     if node.domain not in ("", "ai.onnx") and \
-            node.op_type not in OTHER_DOMAINS.get(node.domain, ()):
+            node.op_type not in OTHER_DOMAINS.get(node.domain, ()) and \
+            (declared is None or onnx_name(declared)[0] != node.domain):
         return [f"ops of the domain {node.domain!r} are not supported"]
     conv = CONVERTERS.get(node.op_type)
     if conv is None:
@@ -78,41 +116,16 @@ def guard_dtype(fn):
 
 
 # --- elementwise ---------------------------------------------------------------------------------
-_UNARY = {"Neg": "neg", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
-          "Reciprocal": "reciprocal", "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh",
-          "Erf": "erf"}
-_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
-           "Equal": "equal", "Less": "less", "Greater": "greater"}
-
-
-@converter(*_UNARY)
-@guard_dtype
-def _unary(cx, ins, attrs):
-    return cx.call(_UNARY[cx.node.op_type], ins[0])
-
-
-@converter(*_BINARY)
-@guard_dtype
-def _binary(cx, ins, attrs):
-    return cx.call(_BINARY[cx.node.op_type], ins[0], ins[1])
-
-
-@converter("LeakyRelu", attrs=("alpha",))
-@guard_dtype
-def _leaky_relu(cx, ins, attrs):
-    return cx.call("leaky_relu", ins[0], alpha=attrs.get("alpha", 0.01))
-
-
-def _check_gelu(attrs):
-    a = attrs.get("approximate", "none")
-    return [] if a in ("none", "tanh") else [f"approximate={a!r} is not 'none' or 'tanh'"]
-
-
-@converter("Gelu", attrs=("approximate",), check=_check_gelu)
-@guard_dtype
-def _gelu(cx, ins, attrs):
-    return cx.call("gelu", ins[0], approximate=attrs.get("approximate", "none"))
-
+def _declared(op) -> Converter:
+    """The converter of a declared op: the ONNX node's inputs and attributes are the op's,
+    under the same names."""
+    @guard_dtype
+    def convert(cx, ins, attrs):
+        try:
+            return cx.call(op.name, *ins, **attrs)
+        except OpAttributeError as e:   # a value mlcbook's op does not take
+            raise Unsupported(e.message) from None
+    return Converter(convert, frozenset(op.attrs), (), 1, None)
 
 def _scalar(v: np.ndarray | None, what: str):
     if v is None:
@@ -141,10 +154,17 @@ def _max_min(cx, ins, attrs):
     return acc
 
 
-@converter("Where")
+@converter("Mean")
 @guard_dtype
-def _where(cx, ins, attrs):
-    return cx.call("where", ins[0], ins[1], ins[2])
+def _mean(cx, ins, attrs):
+    if ins[0].dtype not in FLOAT_DTYPES:
+        raise Unsupported(f"Mean of {ins[0].dtype} inputs (mlcbook averages floats)")
+    acc = ins[0]
+    for k, x in enumerate(ins[1:]):
+        acc = cx.call("add", acc, x, suffix=f"_{k}")
+    if len(ins) == 1:
+        return acc
+    return cx.call("div", acc, Constant(np.asarray(len(ins), ins[0].dtype)))
 
 
 def cast_value(cx: Context, x: Expr, dtype: str, attrs: dict) -> Expr:
@@ -286,13 +306,6 @@ def _layer_norm(cx, ins, attrs):
     args = [a for a in ins[:3] if a is not None]
     return cx.call("layer_norm", *args, axis=attrs.get("axis", -1),
                    epsilon=attrs.get("epsilon", 1e-5), num_outputs=3 if stats else 1)
-
-
-@converter("Softmax", "LogSoftmax", attrs=("axis",))
-@guard_dtype
-def _softmax(cx, ins, attrs):
-    op = "softmax" if cx.node.op_type == "Softmax" else "log_softmax"
-    return cx.call(op, ins[0], axis=attrs.get("axis", -1))
 
 
 # --- data movement ---------------------------------------------------------------------------------

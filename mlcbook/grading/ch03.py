@@ -22,7 +22,7 @@ from ..tir.function import PrimFunc
 from ..tir.interpreter import interpret
 from ..tir.stmt import BlockRealize, For
 from ..tir.structural import structural_equal
-from .compare import NotImplementedAnswer, Fail, describe, expect_array, randn, trial
+from .compare import NotImplementedAnswer, Fail, describe, expect_array, randn, scaled_atol, trial
 from .registry import exercise
 
 # --- the programs of the exercises -----------------------------------------------------------
@@ -221,9 +221,10 @@ def _run(func: PrimFunc, *inputs: np.ndarray) -> np.ndarray:
 
 def _check_values(func: PrimFunc, reference, rng, *shapes) -> None:
     inputs = [randn(rng, s) for s in shapes]
+    want = reference(*[x.astype(np.float64) for x in inputs])
     with trial(describe(**{p.name: x for p, x in zip(func.params, inputs)})):
-        expect_array(func.params[-1].name, _run(func, *inputs),
-                     reference(*[x.astype(np.float64) for x in inputs]))
+        # the program sums 8 to 32 float32 products per entry
+        expect_array(func.params[-1].name, _run(func, *inputs), want, atol=scaled_atol(want))
 
 
 def _loops_of(sch: Schedule, block: str) -> list[_Loop]:
@@ -342,9 +343,13 @@ def _check_stochastic(answer, rng):
                        f"loops around C are {[lp.describe() for lp in loops]}; expected i_0, j_0, "
                        "k, i_1, j_1 with the sampled extents (did you split with the sampled "
                        "values themselves?)")
-        if any(d[1] > 8 for d in decisions):
-            raise Fail(f"an inner tile is {max(d[1] for d in decisions)}; ask for at most 8 with "
-                       "max_innermost_factor=8")
+        # judged by the limit asked for, not the tiles drawn: with a larger limit, all six
+        # draws can come out at 8 or less by luck
+        limit = max(inst.args["max_innermost_factor"] for _, inst in samples)
+        if limit > 8:
+            raise Fail(f"an inner tile may be as large as {limit} (drawn this time: "
+                       f"{[d[1] for d in decisions]}); ask for at most 8 with "
+                       "max_innermost_factor=8", about_inputs=False)
         seen.add(str(decisions))
         _check_values(sch.func, lambda a, b: a @ b, rng, (n, k), (k, m))
         # a tuner changes a decision and replays: the split must follow it

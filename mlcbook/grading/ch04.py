@@ -150,6 +150,57 @@ def _vector_widths(llvm_ir: str) -> list[int]:
     return sorted({int(a or b) for a, b in _VECTOR_OP.findall(llvm_ir)})
 
 
+def _strided_access(mod) -> str | None:
+    """The first access under a vectorized loop whose neighbouring lanes are not neighbours
+    in memory, as ``"S[j_0 * 2 + j_1], whose lanes (j_0) are 2 floats apart"``; None if
+    all are.
+
+    Read from the lowered program, not the LLVM IR: how a strided access is compiled (a
+    gather, or for small strides one wide load and a shuffle) is the code generator's choice.
+    """
+    from ..tir.analysis import free_vars
+    from ..tir.arith import expr_key, linear
+    from ..tir.functor import Visitor
+    from ..tir.transform import lower
+
+    def lane_stride(index, var) -> int | None:
+        """Elements between neighbouring lanes; None if that is not one fixed distance."""
+        form, key = linear(index, casts=True), expr_key(var)
+        if any(k != key and any(v is var for v in free_vars(atom))
+               for k, (_, atom) in form.terms.items()):
+            return None  # the lane variable sits inside a non-affine term, like j // 2
+        return form.terms.get(key, (0, var))[0]
+
+    class Find(Visitor):
+        def __init__(self):
+            self.lanes: list[Var] = []
+            self.found: str | None = None
+
+        def visit_For(self, node: For) -> None:
+            vector = node.kind == "vectorized"
+            self.lanes += [node.loop_var] if vector else []
+            self.generic_visit(node)
+            if vector:
+                self.lanes.pop()
+
+        def access(self, node) -> None:
+            for var in self.lanes:
+                stride = lane_stride(node.indices[0], var)
+                if stride not in (0, 1) and self.found is None:
+                    apart = "a varying distance" if stride is None else f"{abs(stride)} floats"
+                    self.found = (f"{node.buffer.name}[{node.indices[0]}], whose lanes "
+                                  f"({var.name}) are {apart} apart")
+            self.generic_visit(node)
+
+        visit_BufferLoad = visit_BufferStore = access
+
+    find = Find()
+    for f in lower(mod).functions.values():
+        if isinstance(f, PrimFunc):
+            find.visit(f.body)
+    return find.found
+
+
 def _vectorize_refused(err: ScheduleError) -> str:
     text = str(err)
     if "reduction axis" in text:
@@ -185,10 +236,12 @@ def _check_vectorize(answer, rng):
                            "arithmetic: every fmul and fadd works on a single float",
                            "split j by the vector width, reorder so that the reduction loop i "
                            "is outside the inner part of j, and vectorize that inner part")
-            if "llvm.masked.gather" in ir:
-                raise Fail("the kernel is vectorized, but its vector loads are gathers "
-                           "(llvm.masked.gather): the lanes read addresses that are not "
-                           "neighbours in memory, one load per lane",
+            strided = _strided_access(sch.mod)
+            if strided is not None:
+                raise Fail(f"the kernel is vectorized, but in {strided}: the lanes read "
+                           "addresses that are not neighbours in memory, so its vector "
+                           "accesses are gathers and scatters (or a wider load and a shuffle) "
+                           "instead of one contiguous load",
                            "vectorize the *inner* part of the split j loop, whose consecutive "
                            "values are consecutive columns, not the outer part")
             wrong = [w_ for w_ in widths if w_ % lanes]

@@ -235,7 +235,7 @@ def scratch_registry(ops: Iterable[str] = (), converters: Iterable[str] = ()) ->
     from ..ops import registry
     saved_ops = dict(registry._REGISTRY)
     saved_legalize = {name: op.legalize for name, op in saved_ops.items()}
-    saved_converters = dict(CONVERTERS)
+    saved_converters = dict(CONVERTERS.written)   # a declared op's converter goes with it
     for name in ops:
         registry._REGISTRY.pop(name, None)
     for name in converters:

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..ops.registry import OpKind
-from .compare import Fail, NotImplementedAnswer, call, expect_array, randn, trial
+from .compare import Fail, NotImplementedAnswer, call, expect_array, randn, scaled_atol, trial
 from .registry import exercise
 
 Rule = Callable[[OpKind, list, OpKind], bool]
@@ -187,7 +187,8 @@ def random_graph(rng: np.random.Generator, calls: int = 8, n: int = 6):
 def question_graphs(n: int = 6) -> list:
     """Small graphs, one per question the rule must answer, whatever the random graphs ask:
     elementwise into a reduction, into a matmul, through a broadcast; a reduction's and a
-    matmul's epilogue; a matmul after a matmul; transpose into a sum and into an add."""
+    matmul's epilogue; a matmul after a matmul; a transpose after a matmul and after a sum;
+    transpose into a sum and into an add. (Random graphs ask some of these only by luck.)"""
     from ..graph import Constant, Function, TensorType, Var, op
     x = Var("x", TensorType((n, n)))
     w = Constant(np.eye(n, dtype=np.float32), "w")
@@ -202,6 +203,10 @@ def question_graphs(n: int = 6) -> list:
         Function([x], op.exp(op.matmul(x, w, name="m"), name="e")),              # matmul epilogue
         Function([x], op.matmul(op.matmul(x, w, name="m1"), w, name="m2")),      # matmul -> matmul
         Function([x], op.relu(op.sum(x, axes=(1,), keepdims=True, name="s"), name="r")),
+        # a matmul's and a reduction's result transposed: INJECTIVE, not an epilogue
+        Function([x], op.transpose(op.matmul(x, w, name="m"), perm=(1, 0), name="t")),
+        Function([x], op.transpose(op.sum(x, axes=(1,), keepdims=True, name="s"), perm=(1, 0),
+                                   name="t")),
         Function([x], row_sum(op.transpose(x, perm=(1, 0), name="t"), "s")),    # INJECTIVE -> sum
         Function([x], op.add(op.transpose(op.exp(x, name="e"), perm=(1, 0), name="t"), x,
                              name="a")),                                         # -> INJECTIVE
@@ -254,7 +259,7 @@ def _check_fusion_rule(answer, rng):
         raise Fail(f"expected your function joins, got {type(answer).__name__}",
                    about_inputs=False)
     graphs = question_graphs() + [random_graph(rng, calls=int(rng.integers(5, 12)))
-                                  for _ in range(25)]
+                                  for _ in range(23)]
     asked = 0
     for g in graphs:
         def judge(n, args, got):
@@ -316,7 +321,10 @@ def _check_fold_bn(answer, rng):
             if w2.shape != w.shape or b2.shape != b.shape:
                 raise Fail(f"the folded weight has shape {w2.shape} and bias {b2.shape}; they "
                            f"keep the conv's shapes, {w.shape} and {b.shape}")
-            expect_array("conv(x, W_folded, b_folded)", _conv(x, w2, b2), want, mistakes=[
+            # s = scale / sqrt(var + eps) reaches ~200 here, so an output near zero is the
+            # difference of float32 terms near 1e3: compare on the scale of the outputs
+            expect_array("conv(x, W_folded, b_folded)", _conv(x, w2, b2), want,
+                         atol=scaled_atol(want), mistakes=[
                 (lambda: _bn(_conv(x, w, b), scale, shift, mean, var, 0),
                  "epsilon is missing: divide by sqrt(var + epsilon), not sqrt(var)"),
                 (lambda: _bn(_conv(x, w, 0 * b), scale, shift, mean, var, eps),

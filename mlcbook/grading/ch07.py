@@ -83,7 +83,7 @@ def _vector_share(func: PrimFunc) -> float:
 
 
 def _programs(rng):
-    from ..graph.default_schedule import default_schedule
+    from ..graph.kernels.default_schedule import default_schedule
     from ..schedule import Schedule
     n, m = int(rng.integers(3, 7)), 8 * int(rng.integers(2, 5))
     f = add_then_row_sum(n, m)

@@ -65,15 +65,23 @@ def _check_moments(answer, rng):
 
 
 # --- 10.plateau ----------------------------------------------------------------------------
+def _fires(values, patience: int, threshold: float, cooldown: int) -> list[int]:
+    from ..train.rewrite import Plateau
+    t = Plateau(patience=patience, threshold=threshold, cooldown=cooldown)
+    return [i for i, v in enumerate(values) if t.update(v)]
+
+
 @exercise("10.plateau", points=2, answer="plateau_steps", title="A plateau trigger")
 def _check_plateau(answer, rng):
-    from ..train.rewrite import Plateau
-    for _ in range(4):
-        values = np.round(np.cumsum(rng.normal(-0.02, 0.05, 40)) + 3, 3).tolist()
-        patience, cooldown = int(rng.integers(0, 4)), int(rng.integers(0, 3))
-        threshold = float(rng.choice([0.0, 0.01, 0.05]))
-        t = Plateau(patience=patience, threshold=threshold, cooldown=cooldown)
-        want = [i for i, v in enumerate(values) if t.update(v)]
+    # every cooldown is tried, and a nonzero one always on values where it changes when the
+    # trigger fires: on other values an answer that ignores the cooldown passes by luck
+    for cooldown in rng.permutation([0, 1, 2, int(rng.integers(1, 3))]).tolist():
+        patience, threshold = int(rng.integers(0, 4)), float(rng.choice([0.0, 0.01, 0.05]))
+        while True:
+            values = np.round(np.cumsum(rng.normal(-0.02, 0.05, 40)) + 3, 3).tolist()
+            want = _fires(values, patience, threshold, cooldown)
+            if cooldown == 0 or want != _fires(values, patience, threshold, 0):
+                break
         with trial(f"patience={patience}, threshold={threshold}, cooldown={cooldown} on "
                    f"{values}"):
             got = _call(answer, "plateau_steps", list(values), patience, threshold, cooldown)

@@ -140,6 +140,17 @@ def expect_array(name: str, got: object, expected: np.ndarray, *, rtol: float = 
                    _hint(got, mistakes))
 
 
+def scaled_atol(expected: np.ndarray, atol: float = 1e-5) -> float:
+    """``atol`` on the scale of the largest entry of ``expected``, for float32 results that
+    sum many products: an entry near zero can be the difference of terms as large as the
+    largest outputs, and it keeps their rounding error::
+
+        >>> scaled_atol(np.array([0.5, -300.0]))
+        0.003
+    """
+    return atol * max(1.0, float(np.abs(expected).max()))
+
+
 @contextlib.contextmanager
 def trial(description: str, hint: str | None = None) -> Iterator[None]:
     """Add which inputs were used (and an optional hint) to any failure inside the block."""
@@ -239,5 +250,5 @@ def softmax_global_max(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
 
 
 __all__ = ["Fail", "NotImplementedAnswer", "Partial", "SENTINEL", "call", "expect_array",
-           "trial", "describe", "randn", "empty", "distinct_dims", "softmax_reference",
+           "scaled_atol", "trial", "describe", "randn", "empty", "distinct_dims", "softmax_reference",
            "softmax_cases", "softmax_global_max", "GLOBAL_MAX_HINT"]

@@ -16,6 +16,10 @@ named weights, op calls, tuples, and ``call_tir`` into PrimFuncs of the same
 
 ``legalize`` lowers every op call to ``call_tir`` of a PrimFunc; ``compile`` schedules and
 builds them into an :class:`Executable`, whose ``save`` writes a file that ``load`` reads.
+
+The modules here are the IR and its lowering (``fusion``, ``legalize``); each step of
+``compile`` after them has a room: :mod:`.passes` (graph -> graph), :mod:`.memory` (the run
+plan and its arena), :mod:`.kernels` (the kernels' schedules), :mod:`.run` (executables).
 """
 
 from ..ops.types import Attrs, TensorType, TupleType, Type
@@ -24,11 +28,11 @@ from .builder import Builder, op
 from .expr import (Call, CallTIR, Constant, Expr, Function, Tuple, TupleGetItem, Var, call,
                    children, post_order)
 from .functor import ExprMutator, ExprVisitor
-from . import passes
+from . import kernels, memory, passes, run
 from .batch import BatchExecutable, SymbolicBatchModule
 from .compile import compile  # noqa: A004 - mb.compile, as in TVM
 from .draw import GraphDrawing, draw
-from .executable import Executable, load
+from .run import Executable, load
 from .fusion import explain_fusion, fuse_ops
 from .interpret import interpret
 from .legalize import legalize
@@ -39,6 +43,6 @@ __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "o
            "CallTIR", "Constant", "Expr", "Function", "Tuple", "TupleGetItem", "Var", "call",
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
            "legalize", "compile", "load", "Executable", "BatchExecutable", "SymbolicBatchModule",
-           "draw", "GraphDrawing", "passes",
+           "draw", "GraphDrawing", "passes", "kernels", "memory", "run",
            "fuse_ops", "explain_fusion",
            "assert_structural_equal", "structural_equal", "structural_hash"]

@@ -18,6 +18,11 @@ that executable, and runs later calls of the same size on it.
 A saved artifact or an exported C library has static shapes: ``save`` and ``export`` of a
 BatchExecutable raise a :class:`~mlcbook.errors.DynamicShapeError` that says to pick a batch
 size with ``specialize(n)`` first.
+
+Its ``inputs`` and ``outputs`` name the batch axis, as onnxruntime's session does:
+
+    >>> exe.inputs
+    [TensorInfo(name='input', shape=('N', 784), dtype='float32')]
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ import numpy as np
 
 from ..errors import ArgumentError, ArtifactError, DynamicShapeError
 from ..tir.function import IRModule
-from .executable import Executable
+from .run.executable import Executable
 from .interpret import main_function
-from .signature import parse_run_args
+from ..ops.types import TupleType
+from .run.signature import TensorInfo, graph_output_names, parse_run_args, symbolic_shape
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +109,7 @@ class BatchExecutable:
         self._lock = threading.Lock()
         func, _ = main_function(module)
         self._inputs = [(p.name, p.type) for p in func.params]
+        self._outputs: list[TensorInfo] | None = None
 
     @property
     def batch_dim(self) -> str:
@@ -111,6 +118,32 @@ class BatchExecutable:
     @property
     def input_names(self) -> list[str]:
         return [n for n, _ in self._inputs]
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        """Each input's name, shape and dtype (onnxruntime: ``get_inputs()``), the batch axis
+        named ``batch_dim``: ``('N', 784)``."""
+        return [TensorInfo(n, symbolic_shape(t.shape, (2, *t.shape[1:]), self.batch_dim)
+                           if n in self.module.batch_inputs else tuple(t.shape), str(t.dtype))
+                for n, t in self._inputs]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        """Each output's name, shape and dtype (``get_outputs()``), every axis that follows
+        the batch size named after ``batch_dim``: the model imported at batch 2 (once, on
+        first use) shows which do."""
+        if self._outputs is None:
+            at_1 = _result_types(self.module)
+            at_2 = _result_types(self.module.specialize(2))
+            names = graph_output_names(main_function(self.module)[0], len(at_1)) or \
+                [f"output_{k}" for k in range(len(at_1))]
+            self._outputs = [TensorInfo(n, symbolic_shape(a.shape, b.shape, self.batch_dim),
+                                        str(a.dtype)) for n, a, b in zip(names, at_1, at_2)]
+        return list(self._outputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.outputs]
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -202,6 +235,12 @@ class BatchExecutable:
                         for n, t in self._inputs)
         done = ", ".join(map(str, self.batch_sizes)) or "none yet"
         return f"<BatchExecutable ({ins}): compiled for batch sizes {done}>"
+
+
+def _result_types(mod) -> list:
+    """The tensor types of the main function's results, in order."""
+    ret = main_function(mod)[0].ret_type
+    return list(ret.fields) if isinstance(ret, TupleType) else [ret]
 
 
 def _shape_with(batch_dim: str, shape: tuple) -> str:

@@ -77,7 +77,7 @@ class Builder:
         if name and isinstance(expr, Call):
             return Call(expr.op, expr.args, expr.attrs, name)
         if name and isinstance(expr, CallTIR):
-            return CallTIR(expr.func, expr.args, expr.out_type, name)
+            return CallTIR(expr.func, expr.args, expr.out_type, name, expr.attrs)
         return expr
 
     def add_func(self, func: PrimFunc | Function, name: str | None = None) -> str:

@@ -1,17 +1,26 @@
 """``mb.compile``: a graph model to an :class:`~mlcbook.graph.Executable`, in the order the
-layers of the compiler meet it.
+layers of the compiler meet it. Every step is a named :class:`~.passes.Pass` from what the
+step before made, timed, printed (``verbose``) and written out (``dump_dir``) by the
+:class:`~.passes.PassContext`:
 
-1. graph passes for ``opt_level`` (:mod:`mlcbook.graph.passes`): folding and cleanup (1),
-   weight packing (2);
-2. fusion (``opt_level >= 2``, :mod:`mlcbook.graph.fusion`): op calls grouped by kind, and
-   each group legalized into one PrimFunc; below 2, one PrimFunc per op call;
-3. the default schedule of every PrimFunc, then one native library for all of them;
-4. the run plan, and (``opt_level >= 2``) the static memory plan: every intermediate placed
-   in one arena, elementwise kernels writing over inputs that die.
+1. the graph passes of ``opt_level`` (:data:`~.passes.PIPELINE`: Function -> Function):
+   folding and cleanup (1), weight packing (2), layouts (3);
+2. :data:`LOWERING` (IRModule -> IRModule): ``fuse_ops`` (``opt_level >= 2``) groups the op
+   calls by kind (:mod:`.fusion`) and makes one PrimFunc a group (:mod:`.fused_kernels`),
+   each ``call_tir`` carrying what the planner may do with it (attrs ``inplace``,
+   ``concat_axis``); below 2, ``legalize`` makes one PrimFunc per op call;
+3. the run plan (graph -> plan, :func:`~.memory.plan.make_plan`), then :data:`PLANNING`
+   (plan -> plan, :mod:`.memory`): outputs written over the inputs they update (declared
+   by the function, :func:`~.memory.aliases.with_output_aliases`), concats elided
+   (``opt_level >= 2``, option ``concat_in_place``), every intermediate placed in one arena
+   (``opt_level >= 2``);
+4. ``schedule_kernels`` (IRModule -> IRModule, :mod:`.kernels`): each kernel the plan calls
+   by its tuning record or the default schedule; then one native library for all of them.
 
     >>> exe = mb.compile(mod)                          # opt_level=3
     >>> exe = mb.compile(mod, opt_level=0)             # one kernel per op, a buffer per value
-    >>> exe = mb.compile(mod, dump_dir="passes/")      # the graph after every pass, as text
+    >>> exe = mb.compile(mod, dump_dir="passes/")      # what every step made, as text
+    >>> exe = mb.compile(mod, options={"concat_in_place": False})   # see passes.OPTIONS
     >>> exe.stats["arena_bytes"], exe.stats["unplanned_bytes"]
 """
 
@@ -20,34 +29,32 @@ from __future__ import annotations
 import os
 import time
 from functools import partial
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import DatabaseError, DynamicShapeError, LegalizeError
-from ..ops import get as get_op
 from ..ops import view_ops
-from ..ops.registry import OpKind
 from ..ops.types import TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from .batch import BatchExecutable, SymbolicBatchModule
-from .default_schedule import default_schedule
-from .executable import Executable
-from .expr import CallTIR, Function, post_order
+from .expr import Function, post_order
 from .fused_kernels import legalize_fused
 from .fusion import fuse_ops
 from .interpret import main_function
+from .kernels.default_schedule import schedule_kernels
+from .kernels.records import Database
 from .legalize import legalize
-from .memory_plan import elide_concats, plan_memory
+from .memory.aliases import alias_outputs, declared_aliases
+from .memory.memory_plan import elide_concat_steps, place_in_arena
+from .memory.plan import Plan, make_plan
 from .passes import PassContext, optimize
-from .plan import make_plan
-from .records import Database, apply_best
+from .passes.pipeline import Pass, check_opt_level
+from .run.executable import Executable
+from .run.signature import graph_output_names
 
 
 #: most elements of one tensor: loop variables and indices are int32
 MAX_ELEMENTS = 2**31 - 1
-#: at opt_level >= 2, the inputs of a concat are written straight into its output where they
-#: can be (see :func:`~.memory_plan.elide_concats`); ``bench/concat_in_place.py`` turns it
-#: off to time the copying concat beside it in one process
-CONCAT_IN_PLACE = True
+
 
 def check_sizes(func: Function) -> None:
     for n in list(func.params) + list(post_order(func.body)):
@@ -61,10 +68,44 @@ def check_sizes(func: Function) -> None:
                     "Instead: compile for a smaller batch size or input shape")
 
 
+def legalize_ops(mod: IRModule) -> IRModule:
+    """One PrimFunc per op call (reshapes stay views)."""
+    return legalize(mod, keep=view_ops())
+
+
+def fuse_and_legalize(mod: IRModule) -> IRModule:
+    """One PrimFunc per fusion group of the main function, the facts of each group on its
+    ``call_tir`` (:func:`~.fused_kernels.call_facts`)."""
+    return legalize_fused(mod, fuse_ops(main_function(mod)[0]), keep=view_ops())
+
+
+def _schedule(mod: IRModule, ctx: PassContext) -> IRModule:
+    out, tuned = schedule_kernels(mod, ctx.target, ctx.tuning_records,
+                                  ctx.options["pad_border_loops"])
+    ctx.stats["tuned_kernels"] = len(tuned)
+    return out
+
+
+#: after the graph passes: from the optimized graph to a module of PrimFuncs called by it
+LOWERING: tuple[Pass, ...] = (
+    Pass("legalize", legalize_ops, 0, makes=IRModule, until=2),
+    Pass("fuse_ops", fuse_and_legalize, 2, makes=IRModule),
+)
+#: from the plan of the legalized graph to the plan a run follows
+PLANNING: tuple[Pass, ...] = (
+    Pass("alias_outputs", alias_outputs, 0, makes=Plan),
+    Pass("elide_concats", elide_concat_steps, 2, makes=Plan, option="concat_in_place"),
+    Pass("plan_memory", place_in_arena, 2, makes=Plan),
+)
+#: the kernels the plan calls, scheduled
+SCHEDULING = Pass("schedule_kernels", _schedule, 0, makes=IRModule, uses_context=True)
+#: every step after the graph passes, in order
+STEPS: tuple[Pass, ...] = LOWERING + PLANNING + (SCHEDULING,)
+
 
 def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 3,  # noqa: A001
-            dump_dir=None, verbose: bool = False,
-            tuning_records=None) -> Executable | BatchExecutable:
+            dump_dir=None, verbose: bool = False, tuning_records=None,
+            options: Mapping[str, Any] | None = None) -> Executable | BatchExecutable:
     """Compile a module's main graph function (or a graph Function) to an Executable.
 
     A :class:`~mlcbook.graph.SymbolicBatchModule` (``mb.from_onnx`` of a model with a
@@ -78,106 +119,83 @@ def compile(mod, target: str = "llvm", fastmath: bool = False, opt_level: int = 
 
     ``opt_level`` picks the optimizations (0 none, 1 folding and cleanup, 2 + fusion and
     memory planning, 3 + layouts; see :mod:`mlcbook.graph.passes.pipeline`); ``dump_dir``
-    writes the graph after each pass; ``verbose`` prints each pass's time;
-    ``tuning_records`` (a path or a :class:`~.records.Database`, i.e. ``mb.tune.Database``) schedules every kernel it has a
-    record for by its best record, the others by the default schedule
-    (``exe.stats["tuned_kernels"]`` counts the former).
+    writes what each step made; ``verbose`` prints each step's time;
+    ``tuning_records`` (a path or a :class:`~.kernels.records.Database`, i.e.
+    ``mb.tune.Database``) schedules every kernel it has a record for by its best record, the
+    others by the default schedule (``exe.stats["tuned_kernels"]`` counts the former);
+    ``options`` turn choices of the compiler off to compare (:data:`~.passes.OPTIONS`).
     """
     if isinstance(mod, SymbolicBatchModule):
-        options = dict(target=target, fastmath=fastmath, opt_level=opt_level, verbose=verbose,
-                       tuning_records=tuning_records)
-        return BatchExecutable(mod, partial(_compile_batch, mod, dump_dir, options))
+        kwargs = dict(target=target, fastmath=fastmath, opt_level=opt_level, verbose=verbose,
+                      tuning_records=tuning_records, options=options)
+        return BatchExecutable(mod, partial(_compile_batch, mod, dump_dir, kwargs))
     from ..runtime import build
     t0 = time.perf_counter()
-    ctx = PassContext(verbose=verbose, dump_dir=dump_dir, target=target)
-    lmod, func, (inplace_names, concat_axes), n_ops = _legalized(mod, opt_level, ctx)
-    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
-              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
-    plan, consts = make_plan(func, bounds)
+    ctx = PassContext(verbose=verbose, dump_dir=dump_dir, target=target,
+                      options=dict(options or {}), tuning_records=_records(tuning_records))
+    lmod, n_ops = _lowered(mod, opt_level, ctx)
+    plan, consts = _planned(mod, lmod, opt_level, ctx, PLANNING)
     unplanned = sum(s.nbytes for s in plan.slots if s.kind == "temp")
-    if opt_level >= 2:
-        calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
-        plan, kept, parts = _elide_concats(plan, calls, concat_axes)
-        inplace_steps = {i for i, k in enumerate(kept) if calls[k].name in inplace_names}
-        mp = plan_memory(plan, inplace_steps, parts)
-        plan.offsets, plan.arena_bytes = mp.offsets, mp.arena_bytes
-    plan.output_names = _output_names(mod, len(plan.outputs))
     used = {name for name, _ in plan.steps}   # an elided concat's kernel is never built
-    records = _records(tuning_records)
-    prims, tuned = {}, 0
-    for name, f in lmod.items():
-        if isinstance(f, PrimFunc) and name in used:
-            best = apply_best(f, records, target) if records is not None else None
-            tuned += best is not None
-            prims[name] = best if best is not None else default_schedule(f, target)
+    prims = ctx.run(SCHEDULING, IRModule({n: f for n, f in lmod.functions.items()
+                                          if isinstance(f, PrimFunc) and n in used}))
     t1 = time.perf_counter()
     kernels: dict[str, Any] = {}
-    if prims:
-        lib = build(IRModule(prims), target=target, fastmath=fastmath)
-        kernels = {next(iter(prims)): lib} if len(prims) == 1 else dict(lib.kernels)
+    if prims.functions:
+        lib = build(prims, target=target, fastmath=fastmath)
+        kernels = {next(iter(prims)): lib} if len(prims.functions) == 1 else dict(lib.kernels)
     stats = {"schedule_s": t1 - t0, "build_s": time.perf_counter() - t1,
-             "kernels": len(kernels), "tuned_kernels": tuned, "calls": len(plan.steps),
-             "ops": n_ops,
+             "kernels": len(kernels), "tuned_kernels": ctx.stats["tuned_kernels"],
+             "calls": len(plan.steps), "ops": n_ops,
              "arena_bytes": plan.arena_bytes if plan.offsets else unplanned,
              "unplanned_bytes": unplanned,
              "passes": [(name, dt) for name, dt, _, _ in ctx.timings]}
     return Executable(plan, kernels, consts, stats)
 
 
-def _compile_batch(mod: SymbolicBatchModule, dump_dir, options: dict,
+def _compile_batch(mod: SymbolicBatchModule, dump_dir, kwargs: dict,
                    batch_size: int) -> Executable:
     dump = os.path.join(dump_dir, f"batch_{batch_size}") if dump_dir is not None else None
-    return compile(mod.specialize(batch_size), dump_dir=dump, **options)
+    return compile(mod.specialize(batch_size), dump_dir=dump, **kwargs)
 
 
-def _output_names(mod, count: int) -> list[str]:
-    """The names the imported graph gave its outputs (``from_onnx`` keeps the ONNX graph's in
-    the main function's attrs), if there is one distinct name per output; else none."""
-    names = list(dict(main_function(mod)[0].attrs).get("output_names", ()))
-    return names if len(names) == count and len(set(names)) == count else []
-
-
-def _legalized(mod, opt_level: int, ctx: PassContext):
-    """The graph passes, fusion and legalization: (module of graph + PrimFuncs, its main
-    graph function, (names of the calls that may run in place, {name of a call that is one
-    concat of distinct values: its axis}), ops in the input)."""
+def _lowered(mod, opt_level: int, ctx: PassContext) -> tuple[IRModule, int]:
+    """The graph passes and :data:`LOWERING`: (module of the main graph function and its
+    PrimFuncs, ops in the input)."""
+    check_opt_level(opt_level)
     func, _ = main_function(mod)
     check_sizes(func)
     n_ops = len(func.calls())
     func = optimize(func, opt_level, ctx)
     others = {k: f for k, f in (mod.functions.items() if isinstance(mod, IRModule) else ())
               if k != func.name}
-    inplace_names: set[str] = set()
-    concat_axes: dict[str, int] = {}
-    if opt_level >= 2:
-        fusion = fuse_ops(func)
-        lmod = legalize_fused(IRModule({**others, "main": func}), fusion, keep=view_ops())
-        inplace_names = {g.name for g in fusion.groups
-                         if g.kind <= OpKind.BROADCAST and all(
-                             get_op(c.op).kind <= OpKind.BROADCAST for c in g.calls)}
-        names = [g.name for g in fusion.groups]
-        # calls are matched to groups by name: only a name no other group has is certain
-        concat_axes = {g.name: int(g.output.attrs["axis"]) for g in fusion.groups
-                       if CONCAT_IN_PLACE and len(g.calls) == 1 and g.output.op == "concat"
-                       and len({id(a) for a in g.output.args}) == len(g.output.args)
-                       and names.count(g.name) == 1}
-    else:
-        lmod = legalize(IRModule({**others, "main": func}), keep=view_ops())
+    lmod = IRModule({**others, "main": func})
+    for p in LOWERING:
+        if p.runs(opt_level, ctx.options):
+            lmod = ctx.run(p, lmod)
+    return lmod, n_ops
+
+
+def _planned(mod, lmod: IRModule, opt_level: int, ctx: PassContext, steps) -> tuple:
+    """The plan of the legalized ``lmod`` after ``steps`` (those of ``opt_level``), and the
+    weights by slot; ``mod``, the input, declares output names and aliases."""
     func, _ = main_function(lmod)
-    return lmod, func, (inplace_names, concat_axes), n_ops
+    bounds = {name: dict(f.attrs)["index_bounds"] for name, f in lmod.items()
+              if isinstance(f, PrimFunc) and "index_bounds" in dict(f.attrs)}
+    declared = main_function(mod)[0]
+    plan, consts = make_plan(func, bounds, declared_aliases(declared))
+    plan.output_names = graph_output_names(declared, len(plan.outputs))
+    for p in steps:
+        if p.runs(opt_level, ctx.options):
+            plan = ctx.run(p, plan)
+    return plan, consts
 
 
-def _elide_concats(plan, calls: list, concat_axes: dict):
-    """:func:`~.memory_plan.elide_concats` of the steps that call one concat (``calls``: the
-    CallTIR of each step; ``concat_axes``: by call name, the axis of each such call)."""
-    return elide_concats(plan, {k: concat_axes[n.name] for k, n in enumerate(calls)
-                                if n.name in concat_axes})
-
-
-def kernel_calls(mod, opt_level: int = 3, target=None) -> list:
+def kernel_calls(mod, opt_level: int = 3, target=None,
+                 options: Mapping[str, Any] | None = None) -> list:
     """``[(name, PrimFunc, calls per run)]`` of the kernels ``mb.compile`` would build for
-    ``mod`` for ``target`` (default: this machine), before scheduling: what tuning tasks are
-    made of.
+    ``mod`` for ``target`` (default: this machine) with ``options``, before scheduling: what
+    tuning tasks are made of.
 
         >>> [(name, n) for name, _, n in kernel_calls(mod)]     # [('fused_matmul_add', 1), ...]
     """
@@ -186,13 +204,14 @@ def kernel_calls(mod, opt_level: int = 3, target=None) -> list:
             f"the module has the symbolic batch size {mod.batch_dim!r}, and kernels are made "
             "for static shapes. Instead: pick the batch size to tune for with "
             "mod.specialize(n), or import with mb.from_onnx(..., batch_size=n)")
-    lmod, func, (_, concat_axes), _ = _legalized(mod, opt_level, PassContext(target=target))
-    calls = [n for n in post_order(func.body) if isinstance(n, CallTIR)]
-    if concat_axes:   # a concat that costs no copy is no task
-        calls = [calls[k] for k in _elide_concats(make_plan(func)[0], calls, concat_axes)[1]]
+    ctx = PassContext(target=target, options=dict(options or {}))
+    lmod, _ = _lowered(mod, opt_level, ctx)
+    # the plan's steps without the arena: a concat that costs no copy is no task
+    plan, _ = _planned(mod, lmod, opt_level, ctx,
+                       [p for p in PLANNING if p.name != "plan_memory"])
     counts: dict = {}
-    for n in calls:
-        counts[n.func] = counts.get(n.func, 0) + 1
+    for name, _ in plan.steps:
+        counts[name] = counts.get(name, 0) + 1
     return [(name, lmod[name], c) for name, c in counts.items()
             if isinstance(lmod[name], PrimFunc)]
 
@@ -206,4 +225,5 @@ def _records(tuning_records):
     return Database(tuning_records)
 
 
-__all__ = ["compile", "kernel_calls"]
+__all__ = ["compile", "kernel_calls", "LOWERING", "PLANNING", "SCHEDULING", "STEPS",
+           "legalize_ops", "fuse_and_legalize"]

@@ -125,16 +125,22 @@ class Call(Expr):
 @dataclass(frozen=True, eq=False, repr=False)
 class CallTIR(Expr):
     """Call the loop-level PrimFunc named ``func`` of the module, destination-passing style:
-    the caller allocates outputs of ``out_type`` (a TupleType for several outputs)."""
+    the caller allocates outputs of ``out_type`` (a TupleType for several outputs).
+    ``attrs`` are what the steps after legalization know of the call (see
+    :mod:`mlcbook.graph.compile`): ``inplace=1`` (its kernel is elementwise: it may write its
+    output over an input that dies there), ``concat_axis=k`` (one concat of distinct values:
+    they may be written straight into its output's slices)."""
 
     func: str
     args: tuple[Expr, ...]
     out_type: Type
     name: str = ""
+    attrs: Attrs = field(default_factory=Attrs)
     type: Type = field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "attrs", Attrs(self.attrs))
         if not isinstance(self.out_type, (TensorType, TupleType)):
             raise GraphError(f"call_tir of {self.func!r}: out_type must be a TensorType or a "
                              f"TupleType, got {self.out_type!r}")
@@ -305,7 +311,7 @@ def _rebuild(n: Expr, kids: tuple[Expr, ...], name: str | None) -> Expr:
     if isinstance(n, Call):
         return Call(n.op, kids, n.attrs, name if name is not None else n.name)
     if isinstance(n, CallTIR):
-        return CallTIR(n.func, kids, n.out_type, name if name is not None else n.name)
+        return CallTIR(n.func, kids, n.out_type, name if name is not None else n.name, n.attrs)
     if isinstance(n, Tuple):
         return Tuple(kids)
     if isinstance(n, TupleGetItem):

@@ -5,6 +5,10 @@ default schedule then computes elementwise blocks inside their consumers
 (``compute_inline``) and folds epilogues into the producer's tile write-back, so the
 intermediates of a group never go to memory as whole tensors.
 
+Each group's ``call_tir`` carries what the memory planner may do with it as attrs
+(:func:`call_facts`): ``inplace=1`` when every op of the group is elementwise or broadcast,
+``concat_axis=k`` when the group is one concat of distinct values.
+
     >>> mod = legalize_fused(func, fuse_ops(func))   # like legalize(), one call_tir a group
 """
 
@@ -13,7 +17,8 @@ from __future__ import annotations
 from ..errors import LegalizeError, MLCError
 from ..ops import get as get_op
 from ..ops.legalize import scalar_free
-from ..ops.types import TensorType, storage_dtype
+from ..ops.registry import OpKind
+from ..ops.types import Attrs, TensorType, storage_dtype
 from ..tir.function import IRModule, PrimFunc
 from .expr import Call, CallTIR, Expr, Function
 from .fusion import FusionPlan, Group
@@ -66,6 +71,22 @@ def legalize_group(group: Group, name: str | None = None) -> PrimFunc:
     return te.create_prim_func(placeholders + [out], name=fname)
 
 
+def call_facts(group: Group) -> Attrs:
+    """What the memory planner may do with the call of ``group``'s kernel: ``inplace=1`` (out[i]
+    needs only in[i]: the output may take the place of an input that dies there),
+    ``concat_axis=k`` (one concat of distinct values: each may be written straight into its
+    slice of the output)."""
+    out = group.output
+    facts = {}
+    if group.kind <= OpKind.BROADCAST and all(get_op(c.op).kind <= OpKind.BROADCAST
+                                              for c in group.calls):
+        facts["inplace"] = 1
+    if len(group.calls) == 1 and out.op == "concat" \
+            and len({id(a) for a in out.args}) == len(out.args):
+        facts["concat_axis"] = int(out.attrs["axis"])
+    return Attrs(facts)
+
+
 class _FusedLegalizer(Legalizer):
     def __init__(self, funcs: dict, plan: FusionPlan, keep=()):
         super().__init__(funcs, keep)
@@ -73,13 +94,18 @@ class _FusedLegalizer(Legalizer):
 
     def visit_Call(self, call: Call):
         group = self.plan.group_of(call) if self.plan.has(call) else None
-        if group is None or len(group.calls) == 1:
+        if group is None:
             return super().visit_Call(call)
+        if len(group.calls) == 1:
+            out = super().visit_Call(call)
+            if not isinstance(out, CallTIR):   # a view, or a constant (no elements)
+                return out
+            return CallTIR(out.func, out.args, out.out_type, out.name, call_facts(group))
         if call is not group.output:
             return call  # computed inside the group's kernel
         prim = legalize_group(group)
         args = tuple(self.new(a) for a in group_inputs(group))
-        return CallTIR(self.add(prim), args, call.type, call.name)
+        return CallTIR(self.add(prim), args, call.type, call.name, call_facts(group))
 
 
 def legalize_fused(target, plan: FusionPlan, keep=()) -> IRModule:
@@ -93,4 +119,4 @@ def legalize_fused(target, plan: FusionPlan, keep=()) -> IRModule:
     return IRModule(funcs)
 
 
-__all__ = ["group_inputs", "legalize_group", "legalize_fused"]
+__all__ = ["group_inputs", "legalize_group", "legalize_fused", "call_facts"]

@@ -74,7 +74,8 @@ class _Printer:
                             if defaults.get(k) != v)
             return f"op.{e.op}({args}{attrs})"
         comma = "," if len(e.args) == 1 else ""
-        return f'call_tir("{e.func}", ({args}{comma}), {e.out_type})'
+        attrs = "".join(f", {k}={_attr_text(v)}" for k, v in e.attrs.items())
+        return f'call_tir("{e.func}", ({args}{comma}), {e.out_type}{attrs})'
 
     def function(self, f: Function) -> str:
         for p in f.params:

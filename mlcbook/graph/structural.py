@@ -95,8 +95,9 @@ class _GraphEqual:
             if a.op != b.op or a.attrs != b.attrs or len(a.args) != len(b.args):
                 raise _Mismatch(where, f"{a.op}{dict(a.attrs)} vs {b.op}{dict(b.attrs)}")
         elif isinstance(a, CallTIR):
-            if a.func != b.func or len(a.args) != len(b.args):
-                raise _Mismatch(where, f"call_tir {a.func!r} vs {b.func!r}")
+            if a.func != b.func or a.attrs != b.attrs or len(a.args) != len(b.args):
+                raise _Mismatch(where, f"call_tir {a.func!r}{dict(a.attrs)} vs "
+                                f"{b.func!r}{dict(b.attrs)}")
         elif isinstance(a, Tuple):
             if len(a.fields) != len(b.fields):
                 raise _Mismatch(where, f"{len(a.fields)} fields vs {len(b.fields)}")
@@ -170,7 +171,7 @@ def structural_hash(x) -> int:
         elif isinstance(n, Call):
             items.append(("call", n.op, n.attrs, kids))
         elif isinstance(n, CallTIR):
-            items.append(("tir", n.func, n.out_type, kids))
+            items.append(("tir", n.func, n.out_type, n.attrs, kids))
         elif isinstance(n, TupleGetItem):
             items.append(("get", n.index, kids))
         else:

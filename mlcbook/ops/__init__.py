@@ -1,5 +1,5 @@
 """``mb.ops``: the operator library. Each op has a fusion kind, attributes with defaults,
-shape/dtype inference with clear errors, a numpy reference, and a legalization to loop IR.
+shape/dtype inference with clear errors, a reference, and a legalization to loop IR.
 
     >>> import mlcbook as mb
     >>> mb.ops.get("matmul").kind
@@ -7,10 +7,14 @@ shape/dtype inference with clear errors, a numpy reference, and a legalization t
     >>> mb.ops.list_ops()[:3]
     ['abs', 'add', 'avg_pool']
 
-Add an op with :func:`register` (and :func:`register_legalization`); the graph IR, the
-interpreter, the ONNX frontend and the compiler pick it up by name.
+Declare an op once with :mod:`mb.ops.declare <mlcbook.ops.declare>` (its compute gives the
+rest: ``docs/adding_an_op.md``), or write each part with :func:`register` and
+:func:`register_legalization`; the graph IR, the interpreter, the ONNX frontend and the
+compiler pick it up by name.
 """
 
+from . import declare  # noqa: F401 - mb.ops.declare.unary(...): an op declared once
+from . import unary  # noqa: F401 - declared once each: math, activations, predicates
 from . import elementwise, index, linalg, nn, reduce, resize, transform  # noqa: F401 - the ops
 from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)

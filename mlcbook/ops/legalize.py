@@ -3,7 +3,8 @@
     >>> f = legalize_call("relu", [TensorType((4, 8))], {}, name="relu")
     >>> print(f)          # a PrimFunc relu(a, relu) with one block
 
-Each op's legalization (``Op.legalize``, attached in :mod:`.lower`) receives TE
+Each op's legalization (``Op.legalize``: a declared op's compute, :mod:`.declare`; the others' attached in
+:mod:`.lower`) receives TE
 placeholders for its inputs and the normalized attributes, and returns the TE tensor(s)
 of its output(s): it maps the op's ONNX-style attributes onto the operator library
 :mod:`mlcbook.te.ops`, which computes the storage types (int8, uint8, int16, uint16,
@@ -12,27 +13,15 @@ float16, bfloat16) in int32 / float32 and casts back.
 
 from __future__ import annotations
 
-import warnings
 from typing import Mapping, Sequence
 
 from .. import te
 from ..errors import LegalizeError, MLCError
-from ..te.ops.util import (COMPUTE_DTYPE, axis_names, broadcast_indices,  # noqa: F401
-                            compute_dtype, load, store)
 from ..tir.function import PrimFunc
 from .registry import get
 from .types import Attrs, TensorType, TupleType, Type, storage_dtype
 
 _ARG_NAMES = "abcdefgh"
-
-
-def __getattr__(name: str):
-    # bcast is te.ops' broadcast_indices now; the old name keeps working, with a warning
-    if name == "bcast":
-        warnings.warn("mlcbook.ops.legalize.bcast is deprecated; use "
-                      "mlcbook.te.ops.util.broadcast_indices", DeprecationWarning, stacklevel=2)
-        return broadcast_indices
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scalar_free(t: Type) -> Type:

@@ -4,7 +4,7 @@
 ``gemm`` has one attribute ONNX lacks: ``b_panel=p`` says B comes packed in panels of ``p``
 columns, ``B_packed[j // p, k, j % p] = B[k, j]``, so a kernel that computes ``p`` output
 columns at a time reads its part of B from consecutive memory. ``mb.compile`` packs constant
-weights that way (:mod:`mlcbook.graph.weight_layout`).
+weights that way (:mod:`mlcbook.graph.passes.weight_layout`).
 
     >>> get("matmul").infer_type([TensorType((8, 1, 4, 5)), TensorType((3, 5, 6))], {})
     Tensor((8, 3, 4, 6), "float32")

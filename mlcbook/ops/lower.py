@@ -14,13 +14,13 @@ from ..te import ops as T
 from .registry import register_legalization
 
 #: the ops computed by the te.ops operator of the same name from the same inputs and attributes
-_SAME = ("neg", "abs", "exp", "log", "sqrt", "reciprocal", "relu", "sigmoid", "tanh", "erf",
-         "leaky_relu", "gelu", "clip", "cast", "add", "sub", "mul", "div", "maximum", "minimum",
-         "equal", "less", "greater", "pow", "where", "batch_norm", "matmul", "gemm", "conv",
-         "max_pool", "avg_pool", "global_avg_pool", "softmax", "log_softmax", "sum", "mean",
-         "max", "min", "transpose", "slice")
+_SAME = ("cast", "batch_norm", "matmul", "gemm", "conv", "max_pool", "avg_pool",
+         "global_avg_pool", "sum", "mean", "max", "min", "transpose", "slice", "prod",
+         "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu", "conv_transpose",
+         "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
+         "max_pool_indices", "bitcast")
 #: op -> {attribute: te.ops parameter} where the two spell it differently
-_RENAMED = {"clip": {"min": "a_min", "max": "a_max"}, "transpose": {"perm": "axes"},
+_RENAMED = {"transpose": {"perm": "axes"},
             **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min", "prod")}}
 
 
@@ -81,18 +81,6 @@ def _gather(ins, attrs, out_type):
         indices = T.reshape(indices, (), name="index")
     return T.gather(data, indices, attrs["axis"], name="gather")
 
-#: the ops added for the ONNX operator set, also computed by their te.ops namesakes
-_SAME_ONNX_SET = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-                  "atanh", "swish", "floor", "ceil", "round", "softplus", "mish",
-                  "hard_swish", "elu", "selu", "celu", "thresholded_relu",
-                  "shrink", "sign", "isnan", "isinf", "logical_not", "greater_equal",
-                  "less_equal", "logical_and", "logical_or", "logical_xor", "prelu", "mod",
-                  "prod", "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu",
-                  "conv_transpose", "hard_sigmoid", "softsign", "bitshift", "gather_elements",
-                  "gather_nd", "scatter_elements", "scatter_nd", "resize", "bitwise_and",
-                  "bitwise_or", "bitwise_xor", "bitwise_not", "max_pool_indices", "bitcast")
-for _op in _SAME_ONNX_SET:
-    _same(_op)
 
 
 @register_legalization("topk")

@@ -17,7 +17,9 @@ import itertools
 import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
+from ..te import ops as T
 from ..te.ops.nn import window_out_size as te_window_out_size
+from . import declare
 from ._infer import FLOATS, ints, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
@@ -300,32 +302,20 @@ register("layer_norm", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_ln_infer, refere
              "also returns the mean and 1/std")
 
 
-def _softmax_infer(op):
-    def infer(types, attrs):
+def _softmax_check(op):
+    def check(types, attrs):
         require_dtype(op, types[0], FLOATS)
         norm_axis(op, attrs["axis"], types[0].ndim)
-        return types[0]
-    return infer
+    return check
 
 
-def _softmax_ref(x, axis=-1):
-    # float16 stays float16 at every stage (ONNX's rounding, as te.ops.softmax); wider
-    # dtypes are computed in float64 and rounded once
-    xw = x if x.dtype == np.float16 else x.astype(np.float64)
-    e = np.exp(xw - xw.max(axis=axis, keepdims=True))
-    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
-
-
-def _log_softmax_ref(x, axis=-1):
-    xw = x if x.dtype == np.float16 else x.astype(np.float64)
-    s = xw - xw.max(axis=axis, keepdims=True)
-    return (s - np.log(np.exp(s).sum(axis=axis, keepdims=True))).astype(x.dtype)
-
-
-register("softmax", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_softmax_infer("softmax"),
-         reference=_softmax_ref, attrs={"axis": -1}, doc="exp(x) / sum(exp(x)) along `axis`")
-register("log_softmax", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_softmax_infer("log_softmax"),
-         reference=_log_softmax_ref, attrs={"axis": -1}, doc="log(softmax(x)) along `axis`")
+# float16 stays float16 at every stage of te.ops.softmax (ONNX's rounding)
+declare.op("softmax", T.softmax, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs={"axis": -1},
+           check=_softmax_check("softmax"), onnx="Softmax",
+           doc="exp(x) / sum(exp(x)) along `axis`")
+declare.op("log_softmax", T.log_softmax, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs={"axis": -1},
+           check=_softmax_check("log_softmax"), onnx="LogSoftmax",
+           doc="log(softmax(x)) along `axis`")
 
 
 def conv_transpose_out(op, in_sizes, kernel, strides, dilations, pads, output_padding):

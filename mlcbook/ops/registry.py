@@ -58,6 +58,13 @@ class Op:
     #: the output depends on the input's type (shape, dtype) only, never on its values
     #: (shape, size): constant folding evaluates it even when the input is not a constant
     reads_type_only: bool = False
+    #: the ONNX op with the same inputs and attributes, imported and exported as this op
+    onnx: str | None = None
+    #: per input, the elementwise op computing its gradient from (*inputs, y, dL/dy), or None
+    #: (an input with no gradient); empty for an op whose rule is written in graph ops
+    grad_ops: tuple[str | None, ...] = ()
+    #: the op whose input gradient this op computes (``relu`` for ``relu_grad``)
+    gradient_of: str | None = None
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
         """``attrs`` with defaults filled in; unknown or missing attributes raise."""
@@ -102,12 +109,19 @@ _REGISTRY: dict[str, Op] = {}
 
 
 def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
-             doc: str = "", is_view: bool = False, reads_type_only: bool = False) -> Op:
-    """Add an op to the registry (re-registering a name is an error: names are global)."""
+             doc: str = "", is_view: bool = False, reads_type_only: bool = False,
+             onnx: str | None = None, grad_ops: tuple = (),
+             gradient_of: str | None = None) -> Op:
+    """Add an op to the registry (re-registering a name is an error: names are global).
+
+    Most ops are declared with :mod:`mlcbook.ops.declare`, which derives ``infer`` and
+    ``reference`` from the op's compute; ``register`` takes them written by hand.
+    """
     if name in _REGISTRY:
         raise GraphError(f"op {name!r} is already registered; pick another name")
     op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc,
-            is_view=is_view, reads_type_only=reads_type_only)
+            is_view=is_view, reads_type_only=reads_type_only, onnx=onnx, grad_ops=tuple(grad_ops),
+            gradient_of=gradient_of)
     _REGISTRY[name] = op
     return op
 
@@ -146,6 +160,7 @@ def view_ops() -> tuple[str, ...]:
     return tuple(sorted(n for n, op in _REGISTRY.items() if op.is_view))
 
 
-def list_ops() -> list[str]:
-    """The names of all registered ops, sorted."""
-    return sorted(_REGISTRY)
+def list_ops(gradients: bool = False) -> list[str]:
+    """The names of the registered ops, sorted; with ``gradients``, also the ops that only
+    autodiff makes, each computing an op's input gradient (``relu_grad``)."""
+    return sorted(n for n, op in _REGISTRY.items() if gradients or op.gradient_of is None)

@@ -2,7 +2,7 @@
 
 A pad block's value selects on its iteration variables against constants,
 ``select(y - 1 >= 0 and y - 1 < 56 and x - 1 >= 0 and x - 1 < 56, a[...], 0)``. The
-default schedule (:mod:`mlcbook.graph.default_schedule`) fuses and parallelizes the loops
+default schedule (:mod:`mlcbook.graph.kernels.default_schedule`) fuses and parallelizes the loops
 above the innermost loop so tested and leaves that one apart, for lowering to cut it where
 the tests change (:mod:`mlcbook.tir.transform.partition_loops`).
 

@@ -37,15 +37,18 @@ class Rules:
     """The schedule rules for ``target`` (default: this CPU): ``table`` maps a block kind to
     its rule (the defaults: :data:`RULES`), ``classify(realize, loops)`` names a block's kind
     (default :func:`~mlcbook.rules.blocks.kind_of`). A rule reads the machine from
-    ``rules.target`` (``rules.lanes``: float32 lanes of a vector; ``rules.registers``)."""
+    ``rules.target`` (``rules.lanes``: float32 lanes of a vector; ``rules.registers``).
+    ``pad_border_loops=False`` schedules a big pad like any spatial block instead of cutting
+    its loops at the border (``bench/pads.py`` compares the two)."""
 
     def __init__(self, target=None, table: Optional[dict] = None,
-                 classify: Optional[Callable] = None):
+                 classify: Optional[Callable] = None, pad_border_loops: bool = True):
         self.target = target if isinstance(target, Target) else Target(target or "llvm")
         self.lanes = self.target.vector_lanes("float32")
         self.registers = self.target.vector_registers
         self.table = {**RULES, **(table or {})}
         self.classify = classify or kind_of
+        self.pad_border_loops = pad_border_loops
 
     def apply(self, knobs: Knobs) -> None:
         """Schedule every block of ``knobs.sch`` by its rule: intermediates inlined into the

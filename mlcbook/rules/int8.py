@@ -10,6 +10,8 @@ from the target's machine model, every decision a knob:
   registers, their int32 lanes and the sums the instruction needs in flight; 4 rows x 4 zmm
   on AVX-512). Rows the tile does not divide run in the same call, with a smaller tile
   (:func:`row_chunk`), so every shape gets the kernel;
+- on 64-bit Arm with dotprod: the same register tile of ``sdot`` (knob ``tile``; the
+  kernel reads the uint8 activations as int8 minus 128 and adds the weights' share back);
 - with AVX2 only: knobs ``rows`` (up to 4), ``depth`` (groups of 4 terms per call) and
   ``cols`` (column tiles sharing a panel of weights from L2) of the ``pmaddubsw`` (a stage
   named ``*_w7_int8_acc``, whose weights fit int16 pair sums) or ``pmaddwd`` kernel;
@@ -36,8 +38,8 @@ from ..tir.arith import affine
 from ..tir.expr import BufferLoad
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from ..tir.x86_intrinsics import TILE_VARIANTS, VNNI_VARIANTS, register_tile, register_tiles, \
-    u8i8_tile
+from ..tir.x86_intrinsics import ARM_VARIANTS, TILE_VARIANTS, VNNI_VARIANTS, register_tile, \
+    register_tiles, u8i8_tile
 from .blocks import extent, root_realizes
 from .knobs import Knobs
 from .spatial import PARALLEL_WORK
@@ -80,12 +82,18 @@ def int8_tile_variant(target=None, narrow: bool = False) -> str | None:
     """The :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` variant of ``target``'s int8
     kernels: ``vpdpbusd`` on the widest registers the target's machine model has it for
     (zmm with AVX-512 VNNI, ymm with AVX-VNNI), else with AVX2 the ``pmaddubsw`` kernel
-    for ``narrow`` weights and ``pmaddwd`` for the others; None without AVX2.
+    for ``narrow`` weights and ``pmaddwd`` for the others; on 64-bit Arm with dotprod,
+    ``sdot``; None otherwise.
 
         >>> int8_tile_variant("llvm -mcpu=znver5"), int8_tile_variant("llvm -mcpu=znver3")
         ('vpdpbusd512', 'pmaddwd')
+        >>> int8_tile_variant("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")
+        'sdot'
     """
     t = Target(target or "llvm")
+    if t.arch == "aarch64":
+        dot = t.machine.dot_product("s8s8")
+        return dot.instruction if dot is not None and dot.instruction in ARM_VARIANTS else None
     dot = t.machine.dot_product("u8i8")
     if dot is not None and f"{dot.instruction}{dot.bits}" in VNNI_VARIANTS:
         return f"{dot.instruction}{dot.bits}"
@@ -118,8 +126,15 @@ def int8_register_tile(target=None, blocks: int = 64, most_rows: int = 16) -> tu
         (4, 4)
         >>> int8_register_tile("llvm -mcpu=x86-64-v3 -mattr=+avx2,+avxvnni")   # 8 ymm
         (4, 1)
+        >>> int8_register_tile("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")  # sdot
+        (4, 1)
     """
-    return dot_register_tile(target, "u8i8", blocks, most_rows)
+    t = Target(target or "llvm")
+    if int8_tile_variant(t) not in ARM_VARIANTS:
+        return dot_register_tile(t, "u8i8", blocks, most_rows)
+    m = t.machine
+    return register_tile(m.vector_registers, _dot_lanes(m, "s8s8"), dot_chains(t, "s8s8"),
+                         blocks, most_rows, column_sums=True)
 
 
 def dot_register_tile(target=None, kind: str = "u8i8", blocks: int = 64,
@@ -185,11 +200,13 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
     if epilogue_tile_bytes is None:
         epilogue_tile_bytes = l2_budget(t)
     if int8_tile_variant(t) is None:
-        raise ScheduleError(f"the int8 kernel {sch.func.name!r} needs a u8 x i8 dot-product "
+        raise ScheduleError(f"the int8 kernel {sch.func.name!r} needs an int8 dot-product "
                             f"instruction, and target {t} has none (AVX2, AVX-VNNI or "
-                            "AVX-512 VNNI). Instead: compile the quantized model with "
-                            "opt_level=0, which keeps its float QDQ form, or for an x86-64 "
-                            "target with AVX2")
+                            "AVX-512 VNNI on x86-64; sdot, of the dotprod feature, on 64-bit "
+                            "Arm). Instead: compile the quantized model with opt_level=0, "
+                            "which keeps its float QDQ form, or for a target with one (e.g. "
+                            "'llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod', or an x86-64 "
+                            "target with AVX2)")
     names = _root_block_names(sch.func)
     placed = set()
     for k, name in enumerate(names):
@@ -210,7 +227,7 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
             if not knobs.choice(f"{name}.epilogue", [0, 1], hint=int(fold)):
                 after = None
         epilogue = sch.get_block(after) if after else None
-        if variant in VNNI_VARIANTS:
+        if variant in VNNI_VARIANTS or variant in ARM_VARIANTS:
             _vnni_product(knobs, block, variant, t, parallel, epilogue)
         else:
             _tile_product(knobs, block, variant, l2_budget(t), parallel, epilogue)
@@ -279,8 +296,8 @@ def _tile_product(knobs: Knobs, block, variant: str, panel_bytes: int, parallel:
 def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: bool,
                   epilogue=None) -> None:
     """Loops ``(*outer, row, jo, ji, *window, ko, ki)`` ->
-    ``(*outer, jo_o, row_o, *window, [row_i, jo_i, ji, ko, ki])``, the bracket one VNNI
-    :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call summing the whole ``ko`` in
+    ``(*outer, jo_o, row_o, *window, [row_i, jo_i, ji, ko, ki])``, the bracket one VNNI (or
+    Arm ``sdot``) :func:`~mlcbook.tir.x86_intrinsics.u8i8_tile` call summing the whole ``ko`` in
     registers. Its register tile comes from :func:`int8_register_tile` (its column tiles
     divide ``jo``: no column tail), its rows from :func:`row_chunk` (whole register tiles,
     then a smaller one for the rest; 1 row when neighbouring rows' activations are not one
@@ -293,9 +310,9 @@ def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: b
     unit = _unit_row_step(sch.get(block), len(outer))
     most_rows = extent(sch, row) if unit else 1
     hint = int8_register_tile(target, extent(sch, jo), most_rows)
-    m = target.machine
-    options = register_tiles(m.vector_registers, _dot_lanes(m, "u8i8"), extent(sch, jo),
-                             most_rows) or [hint]
+    m, arm = target.machine, variant in ARM_VARIANTS
+    options = register_tiles(m.vector_registers, _dot_lanes(m, "s8s8" if arm else "u8i8"),
+                             extent(sch, jo), most_rows, column_sums=arm) or [hint]
     tile = knobs.choice(f"{sch.get(block).name}.tile", options, hint=hint)
     rows = row_chunk(extent(sch, row), tile[0]) if unit else 1
     row_o, row_i = sch.split(row, [None, rows])

@@ -27,9 +27,6 @@ from .unrolled_tile import unroll_tile
 #: pools and the small gemm serial. (It was 2^20 while a chunk's code ran up to 2.5x
 #: slower than the serial loop and a late worker held up its static half.)
 PARALLEL_WORK = 1 << 15
-#: schedule a big pad with its border loop apart (:func:`_schedule_pad`); False fuses it like
-#: any spatial block (bench/pads.py compiles both to compare them)
-PAD_BORDER_LOOPS = True
 #: a float reduction of at least this many terms is summed in two levels (see two_level)
 LONG_REDUCTION = 1 << 13
 
@@ -88,8 +85,8 @@ def schedule_spatial(knobs: Knobs, name: str, rules) -> None:
     if not loops:
         return
     work = math.prod(extent(sch, lp) for lp in loops)
-    border = border_loop(sch, name, loops) if work >= PARALLEL_WORK and PAD_BORDER_LOOPS \
-        else None
+    border = border_loop(sch, name, loops) \
+        if work >= PARALLEL_WORK and rules.pad_border_loops else None
     if border is not None:
         _schedule_pad(knobs, name, loops, border, work, width)
         return
@@ -232,6 +229,6 @@ def item_bytes(dtype: str) -> int:
     return max(1, bits(dtype) // 8)
 
 
-__all__ = ["PARALLEL_WORK", "PAD_BORDER_LOOPS", "LONG_REDUCTION", "vectorize", "parallel",
+__all__ = ["PARALLEL_WORK", "LONG_REDUCTION", "vectorize", "parallel",
            "schedule_spatial", "schedule_unrolled_tile", "schedule_row_reduction",
            "row_reduction", "two_level", "item_bytes"]

@@ -2,7 +2,7 @@
 reduction (matmul, conv) accumulates in registers, from the target's machine model
 (:attr:`Target.machine <mlcbook.codegen.Target.machine>`): its vector registers, and a
 core's FMA and load throughput and FMA latency: the hints of the tiled rule's knobs
-(:mod:`mlcbook.rules.tiled`); :mod:`mlcbook.graph.weight_layout` packs weights to their
+(:mod:`mlcbook.rules.tiled`); :mod:`mlcbook.graph.passes.weight_layout` packs weights to their
 column width.
 
     >>> register_tile(64, 512, "llvm -mcpu=znver3")

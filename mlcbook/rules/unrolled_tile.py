@@ -1,7 +1,7 @@
 """Unrolled tiles: the loops of a block whose value depends on its position in a small tile
 (a Winograd transform, marked :data:`~mlcbook.tir.UNROLLED_TILE`) split by the tile's size
 and unrolled, so that each unrolled copy decides its selects at compile time. The default
-schedule (:mod:`mlcbook.graph.default_schedule`) and the tuning space
+schedule (:mod:`mlcbook.graph.kernels.default_schedule`) and the tuning space
 (:mod:`mlcbook.tune.space`) both place them with :func:`unroll_tile`.
 
     >>> outer, inner = unroll_tile(sch, "winograd_input", target)

@@ -26,7 +26,6 @@ but ``x + 0.0`` stays (it turns -0.0 into +0.0) and ``x * 0.0`` stays (NaN, inf)
 from __future__ import annotations
 
 import math
-import operator
 from math import gcd
 from typing import Optional
 
@@ -36,7 +35,7 @@ from .arith import Linear, expr_key, int_bounds, linear
 from .expr import (Binary, Call, Cast, Const, PrimExpr, Select, Unary, Var, int_range,
                    is_float, is_int)
 from .function import PrimFunc
-from .scalar import round_half_even
+from .scalar import MATH_IMPL
 from .functor import Mutator
 from .stmt import Block, Evaluate, For, IfThenElse, no_op
 
@@ -374,20 +373,10 @@ def _fold_cast(v: Const, dtype: str) -> Optional[Const]:
     return Const(value, dtype) if _fits(value, dtype) else None
 
 
-_CALLS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x),
-          "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "erf": math.erf,
-          "pow": math.pow, "abs": abs, "floor": math.floor, "ceil": math.ceil, "round": round_half_even,
-          "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
-          "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
-          "acosh": math.acosh, "atanh": math.atanh, "bitwise_and": operator.and_,
-          "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
-
-
 def _fold_call(name: str, args: tuple, dtype: str) -> Optional[Const]:
-    try:
-        r = _CALLS[name](*(a.value for a in args))
-    except (ValueError, OverflowError, ZeroDivisionError):
-        return None
+    r = MATH_IMPL[name](*(a.value for a in args))
+    if isinstance(r, float) and not math.isfinite(r):
+        return None   # kept as a call: the code states what overflowed or left the domain
     if is_int(dtype):
         return Const(int(r), dtype) if _fits(int(r), dtype) else None
     return _float_const(r, dtype)

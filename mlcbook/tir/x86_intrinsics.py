@@ -1,6 +1,6 @@
-"""The built-in x86 tensor intrinsics, registered with :class:`mlcbook.tir.TensorIntrin`
-(``desc`` and ``impl`` here; :mod:`mlcbook.codegen.tensor_calls` emits the instructions
-behind each ``impl`` call).
+"""The built-in x86 (and 64-bit Arm int8) tensor intrinsics, registered with
+:class:`mlcbook.tir.TensorIntrin` (``desc`` and ``impl`` here;
+:mod:`mlcbook.codegen.tensor_calls` emits the instructions behind each ``impl`` call).
 
 =========================  =========================================  =====================
 name                       desc                                       needs
@@ -26,6 +26,13 @@ held in registers. With VNNI, one variant per register width:
   and columns, a loop over whole tiles, then a smaller tile for the rows left over; each
   sums the whole depth in registers, broadcasting a row's 4 activations once per group
   and using them against every weight vector of the group.
+
+On 64-bit Arm with the dotprod feature, the same register-tiled kernel with ``sdot`` (on
+128-bit registers of 4 int32 lanes, 4 registers per column tile), which multiplies int8
+by int8: each activation's top bit is flipped on its way in (the uint8 ``a`` read as the
+int8 ``a - 128``), and the kernel adds back ``128 x`` each column's sum of weights, summed
+by one more ``sdot`` per weight vector against a vector of ones. Its names start with
+``aarch64.``: ``aarch64.dotprod.u8i8_sdot_7x16x64_4x16``.
 
 With AVX2 only (``blocks`` 1: ``C[i, 0, j]``, ``B[d, j, k]``), two variants that compute
 the same with different instructions:
@@ -141,12 +148,23 @@ TILE_VARIANTS = {"pmaddubsw": 4, "pmaddwd": 2}
 #: AVX-512, of a ymm (the instruction's VEX form)
 VNNI_VARIANTS = {"vpdpbusd512": (512, ("avx512vnni", "avx512f")),
                  "vpdpbusd256": (256, ("avxvnni",))}
+#: the 64-bit Arm variants -> (register bits, CPU features): ``sdot`` adds four s8 x s8
+#: products into each int32 lane of a 128-bit register (its u8 x s8 use: see the module
+#: docstring)
+ARM_VARIANTS = {"sdot": (128, ("dotprod",))}
 #: the bfloat16 variants of :func:`bf16_tile` -> (register bits, CPU features): one
 #: ``vdpbf16ps`` adds two bf16 x bf16 products into each float32 lane of a zmm
 BF16_VARIANTS = {"vdpbf16ps512": (512, ("avx512bf16", "avx512f"))}
 #: columns of one packed weight tile: 16 int32 (or float32) sums, one zmm or two ymm
 TILE_COLS = 16
-_TILE_OP = re.compile(r"x86\.(u8i8|bf16)_tile\.(\w+)\.(\d+)x(\d+)x(\d+)(?:\.(\d+)x(\d+))?$")
+_TILE_OP = re.compile(r"(x86|aarch64)\.(u8i8|bf16)_tile\.(\w+)\.(\d+)x(\d+)x(\d+)"
+                      r"(?:\.(\d+)x(\d+))?$")
+
+
+def tile_arch(variant: str) -> str:
+    """The architecture prefix of a tile variant's names: ``"aarch64"`` for
+    :data:`ARM_VARIANTS`, else ``"x86"``."""
+    return "aarch64" if variant in ARM_VARIANTS else "x86"
 
 
 class TileOp(NamedTuple):
@@ -170,39 +188,42 @@ def tile_op(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> 
         'x86.u8i8_tile.vpdpbusd512.50x64x256.4x64'
         >>> tile_op("vdpbf16ps512", 50, 512, 4, (4, 4))
         'x86.bf16_tile.vdpbf16ps512.50x64x512.4x64'
+        >>> tile_op("sdot", 7, 16, 1, (4, 1))
+        'aarch64.u8i8_tile.sdot.7x16x16.4x16'
     """
     if variant in TILE_VARIANTS:
         return f"x86.u8i8_tile.{variant}.{rows}x{TILE_COLS}x{depth}"
     r, b = tile
     kind = "bf16" if variant in BF16_VARIANTS else "u8i8"
-    return f"x86.{kind}_tile.{variant}.{rows}x{TILE_COLS * blocks}x{depth}.{r}x{TILE_COLS * b}"
+    return (f"{tile_arch(variant)}.{kind}_tile.{variant}.{rows}x{TILE_COLS * blocks}x{depth}."
+            f"{r}x{TILE_COLS * b}")
 
 
 def parse_tile_op(op: str) -> TileOp | None:
     """The :class:`TileOp` of a :func:`tile_op` name, None for other ops."""
     m = _TILE_OP.match(op)
-    family = BF16_VARIANTS if m is not None and m.group(1) == "bf16" else \
-        {**TILE_VARIANTS, **VNNI_VARIANTS}
-    if m is None or m.group(2) not in family:
+    family = BF16_VARIANTS if m is not None and m.group(2) == "bf16" else \
+        {**TILE_VARIANTS, **VNNI_VARIANTS, **ARM_VARIANTS}
+    if m is None or m.group(3) not in family or m.group(1) != tile_arch(m.group(3)):
         return None
-    variant, rows, cols, depth = m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5))
-    if (m.group(6) is None) != (variant in TILE_VARIANTS) or cols % TILE_COLS:
+    variant, rows, cols, depth = m.group(3), int(m.group(4)), int(m.group(5)), int(m.group(6))
+    if (m.group(7) is None) != (variant in TILE_VARIANTS) or cols % TILE_COLS:
         return None
     if variant in TILE_VARIANTS:
         return TileOp(variant, rows, depth) if cols == TILE_COLS else None
-    return TileOp(variant, rows, depth, cols // TILE_COLS, int(m.group(6)),
-                  int(m.group(7)) // TILE_COLS)
+    return TileOp(variant, rows, depth, cols // TILE_COLS, int(m.group(7)),
+                  int(m.group(8)) // TILE_COLS)
 
 
 def tile_features(variant: str) -> tuple[str, ...]:
     """The CPU features a :func:`u8i8_tile` or :func:`bf16_tile` variant's instructions
     need."""
-    wide = {**VNNI_VARIANTS, **BF16_VARIANTS}
+    wide = {**VNNI_VARIANTS, **BF16_VARIANTS, **ARM_VARIANTS}
     return wide[variant][1] if variant in wide else ("avx2",)
 
 
 def register_tile(registers: int, lanes: int, chains: int, blocks: int,
-                  most_rows: int = 16) -> tuple[int, int]:
+                  most_rows: int = 16, column_sums: bool = False) -> tuple[int, int]:
     """``(rows, column tiles)`` of the VNNI (or BF16) register tile for a target with
     ``registers`` vector registers of ``lanes`` 32-bit sums, whose dot instruction needs
     ``chains`` independent sums in flight (its latency x how many start per cycle), over
@@ -213,8 +234,11 @@ def register_tile(registers: int, lanes: int, chains: int, blocks: int,
     instructions per vector loaded (accumulators / (rows + weight vectors)), then more rows.
     Rows are powers of two up to ``most_rows`` (they divide the usual shapes; a call covers
     the rest with a smaller tile); column tiles, up to 8, divide ``blocks`` (no column tail:
-    the rows adapt instead).
+    the rows adapt instead). With ``column_sums`` (Arm's ``sdot`` kernel) each weight vector
+    has one more accumulator, its column sums, and two registers hold constants.
 
+        >>> register_tile(32, 4, 8, blocks=64, column_sums=True)   # sdot: 4 rows x 4 regs
+        (4, 1)
         >>> register_tile(32, 16, 8, blocks=64)      # AVX-512: 4 rows x 4 zmm, 16 sums
         (4, 4)
         >>> register_tile(16, 8, 8, blocks=64)       # AVX-VNNI: 4 rows x 2 ymm
@@ -225,7 +249,7 @@ def register_tile(registers: int, lanes: int, chains: int, blocks: int,
         (1, 8)
     """
     per = max(1, TILE_COLS // lanes)
-    fits = register_tiles(registers, lanes, blocks, most_rows)
+    fits = register_tiles(registers, lanes, blocks, most_rows, column_sums)
 
     def score(rb):
         r, b = rb
@@ -235,11 +259,12 @@ def register_tile(registers: int, lanes: int, chains: int, blocks: int,
     return max(fits, key=score) if fits else (1, 1)
 
 
-def register_tiles(registers: int, lanes: int, blocks: int,
-                   most_rows: int = 16) -> list[tuple[int, int]]:
+def register_tiles(registers: int, lanes: int, blocks: int, most_rows: int = 16,
+                   column_sums: bool = False) -> list[tuple[int, int]]:
     """Every ``(rows, column tiles)`` register tile :func:`register_tile` weighs: rows a power
     of two up to 16 and ``most_rows``, column tiles up to 8 dividing ``blocks``, the tile
-    within ``registers`` beside its weight vectors and one broadcast per row.
+    within ``registers`` beside its weight vectors and one broadcast per row (and with
+    ``column_sums``, a column-sum accumulator per weight vector and two constants).
 
         >>> register_tiles(16, 8, blocks=1, most_rows=2)
         [(1, 1), (2, 1)]
@@ -247,7 +272,10 @@ def register_tiles(registers: int, lanes: int, blocks: int,
     per = max(1, TILE_COLS // lanes)
     rows = [1 << k for k in range(5) if 1 << k <= max(1, most_rows)]   # at most 16
     cols = [b for b in range(1, 9) if blocks % b == 0]
-    return [(r, b) for r in rows for b in cols if r * b * per + b * per + r <= registers]
+    vectors = 2 if column_sums else 1      # per weight vector: itself (and its column sums)
+    constants = 2 if column_sums else 0
+    return [(r, b) for r in rows for b in cols
+            if r * b * per + vectors * b * per + r + constants <= registers]
 
 
 def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -> TensorIntrin:
@@ -262,17 +290,18 @@ def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -
       ``blocks``: the code covers them with register tiles of ``tile`` = (rows, column
       tiles) (:func:`register_tile`), a loop over whole ones and a smaller tile for the
       rows left over, each summing all ``depth`` groups in registers.
+    - 64-bit Arm with dotprod: ``"sdot"``, any ``rows`` and ``blocks`` like VNNI's.
 
         >>> u8i8_tile("pmaddwd", 2, 4).name
         'x86.avx2.u8i8_pmaddwd_2x16x16'
         >>> u8i8_tile("vpdpbusd512", 7, 256, 4, (4, 4)).name
         'x86.avx512vnni.u8i8_vpdpbusd512_7x64x1024_4x64'
     """
-    if variant in VNNI_VARIANTS:
+    if variant in VNNI_VARIANTS or variant in ARM_VARIANTS:
         return _vnni_tile(variant, rows, depth, blocks, tile or (rows, blocks))
     if variant not in TILE_VARIANTS:
         raise TIRError(f"no int8 tile variant {variant!r}; Instead: use one of "
-                       f"{', '.join([*TILE_VARIANTS, *VNNI_VARIANTS])}")
+                       f"{', '.join([*TILE_VARIANTS, *VNNI_VARIANTS, *ARM_VARIANTS])}")
     if not 1 <= rows <= TILE_VARIANTS[variant] or depth < 1 or blocks != 1:
         raise TIRError(f"the {variant} int8 tile holds 1 to {TILE_VARIANTS[variant]} rows, "
                        f"one column tile and a depth of at least 1 group of 4 terms, not "
@@ -296,7 +325,7 @@ def u8i8_tile(variant: str, rows: int, depth: int, blocks: int = 1, tile=None) -
 
 
 def _vnni_tile(variant: str, rows: int, depth: int, blocks: int, tile) -> TensorIntrin:
-    isa = "avx512vnni" if VNNI_VARIANTS[variant][0] == 512 else "avxvnni"
+    isa = tile_features(variant)[0]      # avx512vnni, avxvnni or dotprod
     return _dot_tile(variant, isa, "u8i8", rows, depth, blocks, tile, 4, ("uint8", "int8"),
                      "int32", (rows, blocks, TILE_COLS), lambda i, o, j: (i, o, j))
 
@@ -333,8 +362,8 @@ def _dot_tile(variant: str, isa: str, kind: str, rows: int, depth: int, blocks: 
                        f"and register tile row and column, not rows={rows}, "
                        f"blocks={blocks}, depth={depth}, tile={tuple(tile)}. Instead: take "
                        "the register tile from register_tile")
-    name = (f"x86.{isa}.{kind}_{variant}_{rows}x{TILE_COLS * blocks}x{terms * depth}_"
-            f"{r}x{TILE_COLS * b}")
+    name = (f"{tile_arch(variant)}.{isa}.{kind}_{variant}_{rows}x{TILE_COLS * blocks}x"
+            f"{terms * depth}_{r}x{TILE_COLS * b}")
     if name in TensorIntrin.names():
         return TensorIntrin.get(name)
 
@@ -381,6 +410,6 @@ def best_dot_u8i8(target) -> TensorIntrin | None:
 
 
 __all__ = ["FMA_KERNELS", "DOT_AVX2", "DOT_VNNI", "FMA_AVX2", "FMA_AVX512", "best_dot_u8i8",
-           "TILE_VARIANTS", "VNNI_VARIANTS", "BF16_VARIANTS", "TILE_COLS", "TileOp", "tile_op",
-           "parse_tile_op", "tile_features", "register_tile", "u8i8_tile", "bf16_tile",
-           "pairs_fit_int16"]
+           "TILE_VARIANTS", "VNNI_VARIANTS", "ARM_VARIANTS", "BF16_VARIANTS", "TILE_COLS",
+           "TileOp", "tile_arch", "tile_op", "parse_tile_op", "tile_features", "register_tile",
+           "u8i8_tile", "bf16_tile", "pairs_fit_int16"]

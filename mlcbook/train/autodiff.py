@@ -27,7 +27,10 @@ from ..graph.expr import (Call, Constant, Expr, Function, Tuple, TupleGetItem, V
                           post_order)
 from ..graph.functor import ExprMutator
 from ..ops import get as get_op
+from ..ops import list_ops
 from ..ops.types import TensorType, TupleType
+from ..te import placeholder
+from .graph_math import unbroadcast
 
 #: a rule: (forward call, gradient of its output — an Expr, or a tuple of Expr/None for ops
 #: with several outputs) -> one gradient (Expr or None) per input of the call
@@ -44,26 +47,62 @@ def register_gradient(op_name: str, *, replace: bool = False):
     get_op(op_name)
 
     def deco(fn: GradRule) -> GradRule:
-        if op_name in _RULES and not replace:
+        if gradient_rule(op_name) is not None and not replace:
             raise TrainingError(f"op {op_name!r} already has a gradient rule; pass "
                                 "replace=True to register_gradient to override it")
         _RULES[op_name] = fn
+        _REMOVED.discard(op_name)
         return fn
     return deco
 
 
 def unregister_gradient(op_name: str) -> None:
-    """Remove the rule of ``op_name`` (for exercises that write their own)."""
+    """Remove the rule of ``op_name``, registered or declared (for exercises that write
+    their own)."""
     _RULES.pop(op_name, None)
+    _REMOVED.add(op_name)
+
+
+#: ops whose declared derivative unregister_gradient removed
+_REMOVED: set[str] = set()
+
+
+def _declared_rule(grad_ops: tuple) -> GradRule:
+    """The rule of an elementwise or broadcasting op declared with its derivatives
+    (:mod:`mlcbook.ops.declare`): for each input, its gradient op of the inputs, the output
+    and the output's gradient, summed over the axes the input was broadcast along."""
+    def declared(c: Call, g: Expr):
+        return tuple(None if grad_op is None else
+                     unbroadcast(Call(grad_op, _read_only(grad_op, (*c.args, c, g), c.attrs),
+                                      c.attrs), a.shape)
+                     for grad_op, a in zip(grad_ops, c.args))
+    return declared
+
+
+def _read_only(grad_op: str, args: tuple, attrs) -> tuple:
+    """``args`` with each one the gradient's compute does not read (for these attributes)
+    replaced by a 0-d zero: a forward value no derivative needs then stays fusible and dies
+    early (mul's dL/da reads b and g, not a or the product)."""
+    # which inputs a compute reads does not depend on the sizes: an empty one reads as one
+    ins = [placeholder(tuple(max(d, 1) for d in a.shape), a.dtype, name=f"in{k}")
+           for k, a in enumerate(args)]
+    read = {id(t) for t in get_op(grad_op).legalize(ins, attrs, None).op.inputs}
+    return tuple(a if id(t) in read or a is args[-1] else Constant(np.zeros((), a.dtype))
+                 for a, t in zip(args, ins))
 
 
 def gradient_rule(op_name: str) -> GradRule | None:
-    """The registered rule of ``op_name``, or None."""
-    return _RULES.get(op_name)
+    """The rule registered for ``op_name`` (or declared with it), or None."""
+    rule = _RULES.get(op_name)
+    if rule is None and op_name not in _REMOVED and op_name in list_ops(gradients=True):
+        grad_ops = get_op(op_name).grad_ops
+        if grad_ops:
+            return _declared_rule(grad_ops)
+    return rule
 
 
 def has_gradient(op_name: str) -> bool:
-    return op_name in _RULES
+    return gradient_rule(op_name) is not None
 
 
 def _is_float(t) -> bool:
@@ -171,7 +210,7 @@ def backward(loss: Expr, targets: Sequence[Expr]) -> list[Expr]:
 def _propagate_call(n: Call, g, adj: dict, live: set) -> None:
     if not any(id(a) in live for a in n.args):
         return
-    rule = _RULES.get(n.op)
+    rule = gradient_rule(n.op)
     if rule is None and n.op in BIT_OPS:
         raise NoGradientError(
             f"grad: the op {n.op!r} (call {n.name!r}) is not differentiable: it works on the "

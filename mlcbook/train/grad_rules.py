@@ -3,9 +3,9 @@ each written in graph ops. A rule gets the forward call ``c`` (its inputs are ``
 ``c`` itself is the output value) and ``g``, the gradient of the loss with respect to ``c``;
 it returns one gradient per input, None where there is none (an integer index, a mask).
 
-    >>> @register_gradient("tanh")
-    ... def _tanh(c, g):                  # d tanh(x) = 1 - tanh(x)**2
-    ...     return (mul(g, sub(1, mul(c, c))),)
+    >>> @register_gradient("transpose")
+    ... def _transpose(c, g):             # moved back by the inverse permutation
+    ...     return (call("transpose", g, perm=tuple(np.argsort(c.attrs["perm"]))),)
 
 Importing this module registers the rules.
 """
@@ -33,100 +33,7 @@ def _mul(a, b):
     return call("mul", a, b)
 
 
-# --- unary ---------------------------------------------------------------------------------
-@register_gradient("neg")
-def _neg(c, g):
-    return (call("neg", g),)
-
-
-@register_gradient("abs")
-def _abs(c, g):
-    x = c.args[0]
-    return (call("where", call("less", x, _k(0, x)), call("neg", g), g),)
-
-
-@register_gradient("exp")
-def _exp(c, g):
-    return (_mul(g, c),)
-
-
-@register_gradient("log")
-def _log(c, g):
-    return (call("div", g, c.args[0]),)
-
-
-@register_gradient("sqrt")
-def _sqrt(c, g):
-    return (call("div", g, _mul(_k(2, c), c)),)
-
-
-@register_gradient("reciprocal")
-def _reciprocal(c, g):
-    return (call("neg", _mul(g, _mul(c, c))),)
-
-
-@register_gradient("relu")
-def _relu(c, g):
-    x = c.args[0]
-    return (call("where", call("greater", x, _k(0, x)), g, _k(0, g)),)
-
-
-@register_gradient("leaky_relu")
-def _leaky_relu(c, g):
-    x = c.args[0]
-    return (call("where", call("less", x, _k(0, x)), _mul(g, _k(c.attrs["alpha"], g)), g),)
-
-
-@register_gradient("sigmoid")
-def _sigmoid(c, g):
-    return (_mul(g, _mul(c, call("sub", _k(1, c), c))),)
-
-
-@register_gradient("tanh")
-def _tanh(c, g):
-    return (_mul(g, call("sub", _k(1, c), _mul(c, c))),)
-
-
-@register_gradient("erf")
-def _erf(c, g):
-    x = c.args[0]
-    d = _mul(_k(2 / math.sqrt(math.pi), x), call("exp", call("neg", _mul(x, x))))
-    return (_mul(g, d),)
-
-
-@register_gradient("gelu")
-def _gelu(c, g):
-    x = c.args[0]
-    if c.attrs["approximate"] == "tanh":
-        k, a = math.sqrt(2 / math.pi), 0.044715
-        x2 = _mul(x, x)
-        t = call("tanh", _mul(_k(k, x), _mul(x, call("add", _k(1, x), _mul(_k(a, x), x2)))))
-        dt = _mul(call("sub", _k(1, x), _mul(t, t)),
-                  _mul(_k(k, x), call("add", _k(1, x), _mul(_k(3 * a, x), x2))))
-        d = call("add", _mul(_k(0.5, x), call("add", _k(1, x), t)), _mul(_mul(_k(0.5, x), x), dt))
-        return (_mul(g, d),)
-    cdf = _mul(_k(0.5, x), call("add", _k(1, x), call("erf", _mul(x, _k(1 / math.sqrt(2), x)))))
-    pdf = _mul(_k(1 / math.sqrt(2 * math.pi), x),
-               call("exp", _mul(_k(-0.5, x), _mul(x, x))))
-    return (_mul(g, call("add", cdf, _mul(x, pdf))),)
-
-
-@register_gradient("clip")
-def _clip(c, g):
-    if c.attrs.get("min") is None and c.attrs.get("max") is None:
-        return (g,)
-    return (call("where", _outside(c.args[0], c), _k(0, g), g),)
-
-
-def _outside(x: Expr, c: Call) -> Expr:
-    lo, hi = c.attrs.get("min"), c.attrs.get("max")
-    masks = [call(t, x, _k(b, x)) for b, t in ((lo, "less"), (hi, "greater")) if b is not None]
-    if len(masks) == 1:
-        return masks[0]
-    return call("greater", call("add", as_float(masks[0], x.dtype), as_float(masks[1], x.dtype)),
-                _k(0, x))
-
-
+# --- unary (the declared unary ops carry their derivative: mlcbook.ops.unary) ---------------
 @register_gradient("cast")
 def _cast(c, g):
     x = c.args[0]
@@ -135,51 +42,7 @@ def _cast(c, g):
     return (call("cast", g, dtype=x.dtype),)
 
 
-# --- binary --------------------------------------------------------------------------------
-def _two(c, ga, gb):
-    a, b = c.args
-    return (None if ga is None else unbroadcast(ga, a.shape),
-            None if gb is None else unbroadcast(gb, b.shape))
-
-
-@register_gradient("add")
-def _add(c, g):
-    return _two(c, g, g)
-
-
-@register_gradient("sub")
-def _sub(c, g):
-    return _two(c, g, call("neg", g))
-
-
-@register_gradient("mul")
-def _mul_rule(c, g):
-    a, b = c.args
-    return _two(c, _mul(g, b), _mul(g, a))
-
-
-@register_gradient("div")
-def _div(c, g):
-    a, b = c.args
-    return _two(c, call("div", g, b), call("neg", call("div", _mul(g, c), b)))
-
-
-@register_gradient("maximum")
-def _maximum(c, g):
-    a, b = c.args
-    b_wins = call("less", a, b)    # ties go to the first input
-    zero = _k(0, g)
-    return _two(c, call("where", b_wins, zero, g), call("where", b_wins, g, zero))
-
-
-@register_gradient("minimum")
-def _minimum(c, g):
-    a, b = c.args
-    b_wins = call("greater", a, b)
-    zero = _k(0, g)
-    return _two(c, call("where", b_wins, zero, g), call("where", b_wins, g, zero))
-
-
+# --- binary (the declared broadcasting ops carry their derivatives: mlcbook.ops.elementwise) -
 @register_gradient("pow")
 def _pow(c, g):
     x, y = c.args
@@ -188,15 +51,7 @@ def _pow(c, g):
     gy = None
     if y.dtype.startswith("float"):
         gy = _mul(g, _mul(c, call("log", x)))
-    return _two(c, gx, gy)
-
-
-@register_gradient("where")
-def _where(c, g):
-    cond, a, b = c.args
-    zero = _k(0, g)
-    return (None, unbroadcast(call("where", cond, g, zero), a.shape),
-            unbroadcast(call("where", cond, zero, g), b.shape))
+    return (unbroadcast(gx, x.shape), None if gy is None else unbroadcast(gy, y.shape))
 
 
 # --- reductions ----------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from ..errors import TrainingError
 from ..graph.compile import compile as compile_graph
 from ..graph.expr import Constant, Function
 from ..graph.functor import ExprMutator
+from ..graph.memory.aliases import with_output_aliases
 from ..graph.serialize import function_from_json, function_to_json
 from .autodiff import lift_weights
 from .checkpoint import read_checkpoint, write_checkpoint
 from .data import Batches
-from .inplace import update_in_place
 from .losses import check_labels
 from .optim import Optimizer, optimizer_from_json
 from .step import LABELS, LR, TrainStep, build_step
@@ -59,8 +59,11 @@ class Trainer:
                 self.state[name] = fresh[slot]
         self.step_count = 0
         names = list(self.params) + list(self.state)
-        exe = compile_graph(self.train_step.function)
-        self.executable = update_in_place(exe, {1 + k: n for k, n in enumerate(names)})
+        # outputs 1.. are the next parameters and state: the planner writes each into the
+        # array passed for it, and a step returns the loss alone
+        step = with_output_aliases(self.train_step.function,
+                                   {1 + k: n for k, n in enumerate(names)})
+        self.executable = compile_graph(step)
         self._forward = None
 
     # --- training ------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..codegen.target import Target
-from ..graph.default_schedule import default_schedule
+from ..graph.kernels.default_schedule import default_schedule
 from ..runtime.pages import huge_copy
 from ..tir.function import PrimFunc
 from ..tir.structural import structural_hash

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..optional import progress
-from ..graph.default_schedule import default_schedule
+from ..graph.kernels.default_schedule import default_schedule
 from ..tir.function import PrimFunc
 from .cost_model import CostModel, RandomModel, make_model
 from .database import DEFAULT_TRACE, Database, Record, workload_key

@@ -75,7 +75,7 @@ class Space:
 
     def default_point(self) -> Point:
         """The point whose every knob takes its rule's hint: the default schedule
-        (:func:`mlcbook.graph.default_schedule.default_schedule`); a knob of a custom rule
+        (:func:`mlcbook.graph.kernels.default_schedule.default_schedule`); a knob of a custom rule
         without a hint is drawn with seed 0."""
         return self.point({}, hinted=True)
 

@@ -45,10 +45,10 @@ class Task:
         return f"Task({self.name!r}, calls={self.calls})"
 
 
-def extract_tasks(mod, target=None, opt_level: int = 3) -> list[Task]:
-    """The distinct kernels of ``mb.compile(mod)``, most called first."""
+def extract_tasks(mod, target=None, opt_level: int = 3, options=None) -> list[Task]:
+    """The distinct kernels of ``mb.compile(mod, options=options)``, most called first."""
     tasks: dict = {}
-    for name, func, calls in kernel_calls(mod, opt_level, target):
+    for name, func, calls in kernel_calls(mod, opt_level, target, options):
         key = workload_key(func, target)
         if key in tasks:
             tasks[key].calls += calls

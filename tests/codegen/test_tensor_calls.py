@@ -5,7 +5,7 @@ import pytest
 import mlcbook as mb
 from mlcbook.codegen.tensor_calls import TENSOR_CALLS, lookup
 from mlcbook.errors import BuildError
-from mlcbook.graph.int8_matmul import int8_matmul_tiled
+from mlcbook.graph.kernels.int8_matmul import int8_matmul_tiled
 from mlcbook.tir.x86_intrinsics import u8i8_tile
 
 

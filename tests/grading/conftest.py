@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
+
 import mlcbook.grading as grading
 from mlcbook import book
+from mlcbook.grading import registry
 
 
 _CHECK_CELL = re.compile(r"^mb\.grading\.check\(", re.MULTILINE)
@@ -36,6 +39,15 @@ def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
     return namespace
 
 
+@pytest.fixture
+def scratch_exercise():
+    """A throw-away exercise '99.scratch_*' removed again after the test."""
+    before = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(before)
+
+
 @functools.cache
 def solution(number: int) -> dict:
     """The names chapter ``number``'s solution notebook defines (its answers among them)."""
@@ -48,10 +60,19 @@ def stub(number: int) -> dict:
     return notebook_functions(book.chapter(number).exercises, definitions_only=True)
 
 
+#: The seeds :func:`zero` grades a wrong answer on besides the exercise's own: ``mlcbook
+#: grade`` draws fresh cases every run, and a wrong answer must not pass on a lucky draw.
+ZERO_SEEDS = (1, 2)
+
+
 def zero(exercise_id: str, answer) -> str:
-    """Grade ``answer``, assert it earned nothing for a reason of the checker's own (not an
-    internal error), and return the message, for the test to check what it says."""
-    result = grading.check(exercise_id, answer)
-    assert result.points == 0, str(result)
-    assert "internal error" not in result.message, result.message
-    return result.message
+    """Grade ``answer`` on the exercise's own seed and on :data:`ZERO_SEEDS`, assert it earned
+    nothing each time for a reason of the checker's own (not an internal error), and return
+    the first message, for the test to check what it says."""
+    messages = []
+    for seed in (None, *ZERO_SEEDS):
+        result = grading.check(exercise_id, answer, seed=seed)
+        assert result.points == 0, f"with seed {seed}: {result}"
+        assert "internal error" not in result.message, f"with seed {seed}: {result.message}"
+        messages.append(result.message)
+    return messages[0]

@@ -78,6 +78,18 @@ def test_vectorize_the_strided_outer_part():
     assert "gathers" in message and "inner* part of the split j loop" in message
 
 
+def test_vectorizing_at_a_small_stride_is_found_though_the_ir_has_no_gather():
+    from mlcbook.grading.ch04 import _strided_access, weighted_column_sum
+    sch = Schedule(weighted_column_sum(5, 2 * LANES))
+    j, i = sch.get_loops(sch.get_block("S"))
+    j0, j1 = sch.split(j, [LANES, None])
+    sch.reorder(j1, i, j0)
+    sch.vectorize(j0)
+    # a stride of 2 compiles to one wide load and a shuffle: the IR shows no gather
+    assert "llvm.masked.gather" not in mb.build(sch.mod).llvm_ir()
+    assert _strided_access(sch.mod) == "S[j_0 * 2 + j_1], whose lanes (j_0) are 2 floats apart"
+
+
 def test_vectorize_a_program_of_its_own():
     from mlcbook.grading.ch04 import weighted_column_sum
 

@@ -7,17 +7,7 @@ import pytest
 
 import mlcbook.grading as grading
 from mlcbook.errors import GradingError, MLCError
-from mlcbook.grading import registry
 from mlcbook.grading.compare import Fail, call, expect_array
-
-
-@pytest.fixture
-def scratch_exercise():
-    """A throw-away exercise '99.scratch_*' removed again after the test."""
-    before = dict(registry._REGISTRY)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(before)
 
 
 def test_check_result_text_and_mimebundle():

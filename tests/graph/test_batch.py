@@ -7,6 +7,7 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.errors import ArgumentError, ArtifactError, DynamicShapeError
+from mlcbook.frontend import examples
 from mlcbook.graph import (BatchExecutable, Constant, Function, IRModule, SymbolicBatchModule,
                            TensorType, Var, op)
 from mlcbook.graph.compile import kernel_calls
@@ -153,3 +154,36 @@ def test_a_module_without_rebuild_is_an_error():
 def test_kernel_calls_ask_for_a_batch_size():
     with pytest.raises(DynamicShapeError, match="symbolic batch size 'N'.*mod.specialize"):
         kernel_calls(symbolic_mlp())
+
+
+def test_inputs_name_the_batch_axis_like_onnxruntime():
+    exe = mb.compile(symbolic_mlp())
+    assert [(t.name, t.shape, t.dtype) for t in exe.inputs] == \
+        [("x", ("N", 4), "float32"), ("b", (3,), "float32")]
+    assert exe.batch_sizes == []     # reading the signature compiles nothing
+
+
+def test_outputs_name_the_axes_that_follow_the_batch():
+    built = []
+    exe = mb.compile(symbolic_mlp(built))
+    assert [(t.name, t.shape, t.dtype) for t in exe.outputs] == [("output_0", ("N", 3),
+                                                                   "float32")]
+    assert exe.output_names == ["output_0"] and exe.batch_sizes == []
+    assert built == [1, 2]            # imported at batch 2 once, to see which axes follow it
+    exe.outputs
+    assert built == [1, 2]
+
+
+def test_outputs_keep_the_onnx_names_and_match_a_specialization():
+    exe = mb.compile(mb.from_onnx(examples.mlp(batch=None)))
+    assert [(t.name, t.shape) for t in exe.outputs] == [("fc3", ("N", 10))]
+    at_3 = exe.specialize(3)
+    assert [(t.name, t.shape) for t in at_3.outputs] == [("fc3", (3, 10))]
+    assert [t.shape for t in at_3.inputs] == [(3, 784)] and exe.inputs[0].shape == ("N", 784)
+
+
+def test_a_symbolic_shape_has_no_size_in_bytes():
+    exe = mb.compile(symbolic_mlp())
+    with pytest.raises(DynamicShapeError, match=r"'x' has the shape \('N', 4\).*symbolic.*"
+                                                r"Instead: .*specialize\(n\)"):
+        exe.inputs[0].nbytes

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
+from mlcbook.errors import GraphError
 
 from ._models import MODELS, inputs, model, random_graph
 
@@ -62,3 +63,45 @@ def test_a_fused_group_ending_in_a_0d_value():
     f = mb.graph.Function([w], op.exp(op.sum(op.mul(w, w), keepdims=0)))
     a = np.arange(4, dtype="float32") / 4
     np.testing.assert_allclose(mb.compile(f)(a), np.exp(np.sum(a * a)), rtol=1e-6)
+
+
+def _big_pad_conv():
+    rng = np.random.default_rng(0)
+    x = mb.graph.Var("x", mb.graph.TensorType((1, 16, 48, 48)))
+    w = mb.graph.Constant((rng.standard_normal((16, 16, 3, 3)) * 0.1).astype("float32"))
+    return mb.graph.Function([x], mb.graph.op.conv(x, w, pads=(1, 1, 1, 1)))
+
+
+def test_every_step_after_the_graph_passes_is_timed_and_written_out(tmp_path):
+    exe = mb.compile(model("residual"), dump_dir=tmp_path)
+    names = [p for p, _ in exe.stats["passes"]]
+    assert names[-5:] == ["fuse_ops", "alias_outputs", "elide_concats", "plan_memory",
+                          "schedule_kernels"]
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == len(names)
+    fused = (tmp_path / files[names.index("fuse_ops")]).read_text()
+    assert 'call_tir("fused_conv' in fused
+    planned = (tmp_path / files[names.index("plan_memory")]).read_text()
+    assert planned.startswith("step 0: ") and " @ " in planned
+
+
+def test_below_opt_level_2_each_op_is_legalized_and_no_arena_is_planned():
+    exe = mb.compile(model("residual"), opt_level=1)
+    names = [p for p, _ in exe.stats["passes"]]
+    assert "legalize" in names and "fuse_ops" not in names and "plan_memory" not in names
+    assert not exe.plan.offsets
+
+
+def test_pad_border_loops_is_an_option_of_the_compile():
+    f = _big_pad_conv()
+    cut, fused = mb.compile(f), mb.compile(f, options={"pad_border_loops": False})
+    assert str(cut.kernels["conv_nchwc"].lowered) != str(fused.kernels["conv_nchwc"].lowered)
+    assert str(cut.kernels["to_blocked"].lowered) == str(fused.kernels["to_blocked"].lowered)
+    x = inputs(f)
+    _close(fused(*x), mb.graph.interpret(f, *x))
+
+
+def test_an_unknown_option_is_named():
+    with pytest.raises(GraphError, match="unknown compile option.*'concat_in_placee'.*"
+                                            "Instead: use one of concat_in_place"):
+        mb.compile(model("mlp"), options={"concat_in_placee": False})

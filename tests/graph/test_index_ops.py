@@ -7,7 +7,7 @@ import mlcbook as mb
 from mlcbook.errors import ArgumentError, ArtifactError, OpAttributeError, OpShapeError
 from mlcbook.graph import Function, TensorType, Var, interpret, op
 
-from .test_artifact import edit_json, members_of, write
+from .run.test_artifact import edit_json, members_of, write
 
 
 def _gather_elements():

@@ -1,7 +1,8 @@
 import numpy as np
 
-from mlcbook.graph import Constant, Function, TensorType, Var, op
+from mlcbook.graph import CallTIR, Constant, Function, TensorType, Var, op
 from mlcbook.graph.printer import module_to_str
+from mlcbook.ops.types import Attrs
 from mlcbook.tir import IRModule
 
 
@@ -41,3 +42,9 @@ def test_html_for_jupyter():
 def test_module_text_lists_graph_functions_first():
     text = module_to_str(IRModule({"main": mlp()}))
     assert text.startswith("def main(")
+
+
+def test_the_attrs_of_a_call_tir_are_shown():
+    x = Var("x", TensorType((2, 2)))
+    f = Function([x], CallTIR("relu", (x,), TensorType((2, 2)), "r", Attrs(inplace=1)))
+    assert 'call_tir("relu", (x,), Tensor((2, 2), "float32"), inplace=1)' in f.script()

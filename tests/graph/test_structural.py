@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from mlcbook.errors import StructuralMismatchError
-from mlcbook.graph import (Constant, Function, TensorType, Tuple, Var, assert_structural_equal,
-                           op, structural_equal, structural_hash)
+from mlcbook.graph import (CallTIR, Constant, Function, TensorType, Tuple, Var,
+                           assert_structural_equal, op, structural_equal, structural_hash)
+from mlcbook.ops.types import Attrs
 
 
 def model(xname="x", name_calls=True, w=1.0, share=True):
@@ -35,3 +36,14 @@ def test_attributes_matter():
     with pytest.raises(StructuralMismatchError, match="softmax"):
         assert_structural_equal(Function([x], op.softmax(x, axis=0)),
                                 Function([x], op.softmax(x, axis=1)))
+
+
+def test_the_attrs_of_a_call_tir_matter():
+    x = Var("x", TensorType((2, 2)))
+
+    def f(**attrs):
+        return Function([x], CallTIR("relu", (x,), TensorType((2, 2)), "r", Attrs(attrs)))
+    assert structural_equal(f(inplace=1), f(inplace=1))
+    assert structural_hash(f(inplace=1)) != structural_hash(f())
+    with pytest.raises(StructuralMismatchError, match="inplace"):
+        assert_structural_equal(f(inplace=1), f())

@@ -71,7 +71,7 @@ def test_resize_linear_needs_floats():
 def test_bitshift_takes_integers_and_a_direction():
     with pytest.raises(OpDTypeError, match="bitshift takes int8"):
         ops.get("bitshift").infer_type([TensorType((3,)), TensorType((3,))], {})
-    with pytest.raises(OpAttributeError, match="direction='UP' is not 'LEFT' or 'RIGHT'"):
+    with pytest.raises(OpAttributeError, match="bitshift: direction='UP' is not one of 'LEFT', 'RIGHT'"):
         ops.get("bitshift").infer_type([TensorType((3,), "int8")] * 2, {"direction": "UP"})
 
 

@@ -30,18 +30,6 @@ def test_view_ops_are_the_ops_marked_is_view():
     assert not ops.get("transpose").is_view
 
 
-def test_old_view_ops_name_warns_and_still_works():
-    import mlcbook.graph.executable as executable
-    with pytest.warns(DeprecationWarning, match="view_ops"):
-        assert executable.VIEW_OPS == ops.view_ops()
-
-
-def test_old_bcast_name_warns_and_still_works():
-    import mlcbook.ops.legalize as legalize
-    with pytest.warns(DeprecationWarning, match="broadcast_indices"):
-        assert legalize.bcast((1, 3), ("i", "j")) == (0, "j")
-
-
 def test_unknown_op_suggests_close_names():
     with pytest.raises(UnknownOpError, match="did you mean 'relu'"):
         ops.get("rellu")
@@ -75,3 +63,10 @@ def test_registering_a_new_op_and_removing_it():
         ops.unregister("square_test")
     with pytest.raises(UnknownOpError):
         ops.get("square_test")
+
+
+def test_gradient_ops_are_listed_only_on_request():
+    assert "relu_grad" not in ops.list_ops()
+    assert {"relu_grad", "mul_grad0", "mul_grad1"} <= set(ops.list_ops(gradients=True))
+    assert ops.get("relu_grad").gradient_of == "relu"
+    assert ops.get("relu").grad_ops == ("relu_grad",)

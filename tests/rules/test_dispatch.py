@@ -5,7 +5,7 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.errors import SpaceError
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import legalize_call
 from mlcbook.rules import RULES, Rules

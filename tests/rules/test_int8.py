@@ -6,15 +6,17 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph.default_schedule import default_schedule
-from mlcbook.graph.int8_matmul import int8_matmul_tiled
+from mlcbook.graph.kernels.default_schedule import default_schedule
+from mlcbook.graph.kernels.int8_matmul import int8_matmul_tiled
 from mlcbook.ops.int8_kernels import pack_int8
-from mlcbook.rules.int8 import int8_register_tile, schedule_int8_kernel
+from mlcbook.errors import ScheduleError
+from mlcbook.rules.int8 import int8_register_tile, int8_tile_variant, schedule_int8_kernel
 from mlcbook.rules.spatial import PARALLEL_WORK
 from mlcbook.tune import Space
 
+ARM = "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"
 TARGETS = ["llvm -mcpu=znver5", "llvm -mcpu=cascadelake", "llvm -mcpu=x86-64-v3",
-           "llvm -mcpu=x86-64-v3 -mattr=+avx2,+avxvnni"]
+           "llvm -mcpu=x86-64-v3 -mattr=+avx2,+avxvnni", ARM]
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -58,3 +60,19 @@ def test_every_vnni_tile_of_the_space_computes_the_exact_product(tile):
     c = np.zeros((m, n // 16, 16), np.int32)
     mb.build(q.func, target=target)(a, pack_int8(b), c)
     np.testing.assert_array_equal(c.reshape(m, n), a.astype(np.int32) @ b.astype(np.int32).T)
+
+
+@pytest.mark.parametrize("target", [ARM, "llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod"])
+def test_arm_with_dotprod_gets_the_sdot_tile(target):
+    assert int8_tile_variant(target) == "sdot"
+    # 32 registers of 4 int32 lanes: 4 rows x 4 registers of sums, 4 of column sums, 4
+    # weight vectors, 4 broadcasts and 2 constants
+    assert int8_register_tile(target) == (4, 1)
+    f = schedule_int8_kernel(int8_matmul_tiled(8, 64, 256), target)
+    assert "aarch64.dotprod.u8i8_sdot_4x16x256_4x16" in f.script()
+
+
+def test_arm_without_dotprod_says_which_instruction_the_int8_kernel_needs():
+    with pytest.raises(ScheduleError, match=r"sdot, of the dotprod feature.*Instead: .*"
+                                            r"opt_level=0.*-mattr=\+dotprod"):
+        schedule_int8_kernel(int8_matmul_tiled(8, 64, 256), "llvm -mtriple=aarch64-linux-gnu")

@@ -319,7 +319,7 @@ int main(void) {
 
 def test_a_kernel_allocation_that_fails_in_c_returns_the_alloc_code(tmp_path):
     # a kernel with a 512 MiB buffer of its own, run under a 256 MiB address-space limit
-    from mlcbook.graph.plan import Plan, Slot
+    from mlcbook.graph.memory.plan import Plan, Slot
     from mlcbook.ops.types import TensorType
     from mlcbook.runtime.c_export import export_library
     from mlcbook.tir import Allocate, Buffer, BufferStore, For, PrimFunc, Var, seq

@@ -7,20 +7,14 @@ how to get them.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
-import pytest
 
 import mlcbook as mb
 from mlcbook import models
 
-CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
-pytestmark = pytest.mark.skipif(
-    shutil.which(CC) is None or shutil.which(QEMU) is None,
-    reason="needs Debian's aarch64 cross compiler and qemu-user: apt-get install "
-           "gcc-aarch64-linux-gnu qemu-user (.ci/run does)")
+from .._aarch64 import CC, link, needs_qemu, run
+
+pytestmark = needs_qemu
 
 #: reads each input from a file, runs the model, writes each output to a file
 DRIVER = r"""
@@ -63,20 +57,16 @@ def _run_on_arm(exe, feeds: dict, folder) -> tuple[list[np.ndarray], str]:
         .replace("OUT_BYTES", ", ".join(str(t.nbytes) for t in exe.outputs))
     (folder / "driver.c").write_text(src)
     program = folder / "driver"
-    subprocess.run([CC, "-static", "-O2", "-Wall", "-Werror", "-I", str(lib.folder),
-                    str(folder / "driver.c"), str(lib.static), "-lm", "-lpthread", "-o",
-                    str(program)], check=True, capture_output=True, text=True)
+    link(program, [folder / "driver.c", lib.static], include=lib.folder)
     ins = []
     for k, t in enumerate(exe.inputs):
         path = folder / f"in{k}.bin"
         np.ascontiguousarray(feeds[t.name], t.dtype).tofile(path)
         ins.append(str(path))
     outs = [str(folder / f"out{k}.bin") for k in range(len(exe.outputs))]
-    proc = subprocess.run([QEMU, str(program), *ins, *outs], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    printed = run(program, *ins, *outs)
     arrays = [np.fromfile(p, t.dtype).reshape(t.shape) for p, t in zip(outs, exe.outputs)]
-    return arrays, proc.stdout.strip()
+    return arrays, printed.strip()
 
 
 def test_the_convnet_runs_on_arm_as_on_this_machine(tmp_path):
@@ -90,19 +80,32 @@ def test_the_convnet_runs_on_arm_as_on_this_machine(tmp_path):
     np.testing.assert_allclose(got, here, rtol=1e-5, atol=1e-7)
 
 
-def test_an_int8_model_runs_on_arm_as_on_this_machine(tmp_path):
+def _quantized_convnet(batch: int):
     model = models.tiny_convnet()
     calibration = [{"image": models.sample_input(1, seed=s)} for s in range(4)]
-    mod = mb.from_onnx(mb.frontend.quantize_qdq(model, calibration), batch_size=1)
-    # aarch64 has no int8 dot-product schedule yet: opt_level=0 keeps the QDQ form (quantize,
-    # dequantize and the float ops between them); here the int8 kernels run
+    return mb.from_onnx(mb.frontend.quantize_qdq(model, calibration), batch_size=batch)
+
+
+def test_an_int8_model_runs_its_sdot_kernels_on_arm_as_on_this_machine(tmp_path):
+    mod = _quantized_convnet(3)
+    arm = mb.compile(mod, target="llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")
+    int8 = [k for k in arm.kernels if k.startswith("int8_")]
+    assert len(int8) == 4 and "sdot" in arm.kernels[int8[0]].asm()
+    x = models.sample_input(3, seed=9)
+    (got,), _ = _run_on_arm(arm, {"image": x}, tmp_path)
+    # this machine's build runs its own int8 kernels (vpdpbusd or pmaddwd); both sum exactly
+    # and requantize the same int32 sums, so the dequantized outputs are equal
+    np.testing.assert_array_equal(got, mb.compile(mod)(x))
+
+
+def test_an_int8_model_runs_on_arm_without_dotprod_in_its_qdq_form(tmp_path):
+    mod = _quantized_convnet(1)
+    # plain aarch64 has no int8 dot product: opt_level=0 keeps the QDQ form (quantize,
+    # dequantize and the float ops between them)
     arm = mb.compile(mod, target="llvm -mtriple=aarch64-linux-gnu", opt_level=0)
     x = models.sample_input(1, seed=9)
     (got,), _ = _run_on_arm(arm, {"image": x}, tmp_path)
-    here = mb.compile(mod)(x)
-    # this machine's build runs the int8 kernels (exact integer sums); both requantize the
-    # same values, so the dequantized outputs are equal
-    np.testing.assert_array_equal(got, here)
+    np.testing.assert_array_equal(got, mb.compile(mod)(x))
 
 
 def test_arm_code_really_differs_from_this_machines(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.errors import BuildError, TIRError
-from mlcbook.graph.int8_matmul import int8_matmul_tiled
+from mlcbook.graph.kernels.int8_matmul import int8_matmul_tiled
 from mlcbook.ops.int8_kernels import pack_int8
 from mlcbook.schedule import Schedule
 from mlcbook.schedule.errors_data import TensorizeError

@@ -33,12 +33,6 @@ def test_binary_needs_a_tensor():
         ops.add(1.0, 2.0)
 
 
-@pytest.mark.parametrize("old,new", sorted(ops.DEPRECATED.items()))
-def test_earlier_operator_names_warn_and_still_work(old, new):
-    with pytest.warns(DeprecationWarning, match=f"te.ops.{old} is deprecated; it is te.ops.{new}"):
-        assert getattr(ops, old) is getattr(ops, new)
-
-
 def test_unary_math_needs_floats():
     with pytest.raises(TEError, match="exp: tensor 'n' has dtype int32"):
         ops.exp(x(3, name="n", dtype="int32"))

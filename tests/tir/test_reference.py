@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 import mlcbook as mb
 from mlcbook import te
 from mlcbook.errors import IndexOutOfBoundsError, MLCError
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.tir import Buffer, BufferStore, For, PrimFunc, Var
 
 from ..script._programs import prim_funcs

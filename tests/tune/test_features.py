@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.tune.features import (ACCESS_FEATURES, FEATURE_NAMES, PROGRAM_FEATURES, describe,
                                    features, flop_count)
 

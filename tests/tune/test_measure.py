@@ -11,7 +11,7 @@ import pytest
 import mlcbook as mb
 
 from mlcbook.errors import BuildError
-from mlcbook.graph.default_schedule import default_schedule
+from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.tune.measure import Job, LocalExecutor, Measurer, MeasureResult, run_job
 
 from ._util import add_one, half_matmul, matmul

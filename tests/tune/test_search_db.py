@@ -63,7 +63,7 @@ def test_best_record_replays(tuned):
 
 
 def test_a_baseline_records_the_default_schedule_as_the_spaces_default_point(measurer):
-    from mlcbook.graph.default_schedule import default_schedule
+    from mlcbook.graph.kernels.default_schedule import default_schedule
     from mlcbook.tune.space import Space
     f = matmul(16)
     db = Database()

@@ -240,10 +240,9 @@ def test_a_prime_width_row_of_a_conv_tiles_raggedly_by_default():
         _check(f, q)
 
 
-def test_winograd_kernels_get_spaces_whose_default_point_unrolls_the_tile(monkeypatch):
-    from mlcbook.graph.passes import winograd
-    monkeypatch.setattr(winograd, "MIN_FLOPS", 0)
-    tasks = extract_tasks(mb.from_onnx(examples.resnet(batch=1, size=32, widths=(16,), blocks=(1,))))
+def test_winograd_kernels_get_spaces_whose_default_point_unrolls_the_tile():
+    model = mb.from_onnx(examples.resnet(batch=1, size=32, widths=(16,), blocks=(1,)))
+    tasks = extract_tasks(model, options={"winograd_min_flops": 0})
     kinds = {t.func.name.split("_")[-1] for t in tasks if "winograd" in t.func.name}
     assert {"input", "product", "relu"} <= kinds
     rng = random.Random(0)

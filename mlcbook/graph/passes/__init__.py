@@ -13,10 +13,12 @@ from .int8_layout import convert_int8_layout
 from .integer_ops import lower_integer_ops
 from .layout import convert_layout
 from .qdq import lower_qdq
-from .pipeline import PIPELINE, Pass, PassContext, optimize
+from .pipeline import OPTIONS, PIPELINE, Pass, PassContext, optimize
 from .simplify import eliminate_common_subexpressions, simplify_chains
+from .weight_layout import pack_weights
 from .winograd import winograd_convs
 
-__all__ = ["Pass", "PassContext", "PIPELINE", "optimize", "fold_constants", "fold_batch_norm",
-           "eliminate_common_subexpressions", "simplify_chains", "convert_layout",
-           "convert_int8_layout", "lower_qdq", "lower_integer_ops", "winograd_convs"]
+__all__ = ["Pass", "PassContext", "PIPELINE", "OPTIONS", "optimize", "fold_constants",
+           "fold_batch_norm", "eliminate_common_subexpressions", "simplify_chains",
+           "convert_layout", "convert_int8_layout", "lower_qdq", "lower_integer_ops",
+           "winograd_convs", "pack_weights"]

@@ -6,13 +6,14 @@ ops of F(2x2, 3x3) (:mod:`mlcbook.te.ops.winograd`), with 2.25x fewer multiplica
     ['to_blocked', 'winograd_input', 'winograd_product', 'winograd_output', 'add']
 
 The weights are transformed once, here (``U = G g Gt``, 16/9 the size of the 3x3 weights).
-A conv qualifies when its weights are constants and it does at least :data:`MIN_FLOPS`
-floating-point operations: below that, three kernel launches and the traffic of the
-transformed planes cost about what the products save. Measured on a 2-core Zen 3 (direct /
-Winograd time, 1 and 2 threads, median of paired rounds): 32 channels at 28x28 (14.5
-MFLOP) 1.17x and 1.00x, at 36x36 (23.9 MFLOP) 1.30x and 1.12x (interval down to 0.87x);
-48 channels at 28x28 (32.5 MFLOP) 1.59x and 1.38x; ResNet-18's 64 at 56x56 1.56x and 1.53x,
-512 at 7x7 (its last tiles stick out of the map) 1.34x and 1.33x.
+A conv qualifies when its weights are constants and it does at least ``min_flops`` (default
+:data:`MIN_FLOPS`; ``mb.compile``'s option ``winograd_min_flops``) floating-point
+operations: below that, three kernel launches and the traffic of the transformed planes cost
+about what the products save. Measured on a 2-core Zen 3 (direct / Winograd time, 1 and 2
+threads, median of paired rounds): 32 channels at 28x28 (14.5 MFLOP) 1.17x and 1.00x, at
+36x36 (23.9 MFLOP) 1.30x and 1.12x (interval down to 0.87x); 48 channels at 28x28 (32.5
+MFLOP) 1.59x and 1.38x; ResNet-18's 64 at 56x56 1.56x and 1.53x, 512 at 7x7 (its last tiles
+stick out of the map) 1.34x and 1.33x.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..functor import ExprMutator
 MIN_FLOPS = 30_000_000
 
 
-def _qualifies(conv: Call) -> bool:
+def _qualifies(conv: Call, min_flops: float) -> bool:
     x, w = conv.args
     attrs = conv.attrs
     if not isinstance(w, Constant) or w.data.ndim != 6 or w.data.shape[2:4] != (3, 3) \
@@ -39,13 +40,17 @@ def _qualifies(conv: Call) -> bool:
         return False
     in_channels = w.data.shape[1] * w.data.shape[4]
     flops = 2 * math.prod(conv.shape) * in_channels * 9
-    return flops >= MIN_FLOPS and x.dtype == "float32"
+    return flops >= min_flops and x.dtype == "float32"
 
 
 class _Winograd(ExprMutator):
+    def __init__(self, min_flops: float):
+        super().__init__()
+        self.min_flops = min_flops
+
     def visit_Call(self, call: Call):
         new = self.generic_visit(call)
-        if new.op != "conv_nchwc" or not _qualifies(new):
+        if new.op != "conv_nchwc" or not _qualifies(new, self.min_flops):
             return new
         x, w = new.args
         pads = tuple(new.attrs.get("pads") or (0, 0, 0, 0))
@@ -55,7 +60,7 @@ class _Winograd(ExprMutator):
         return Call("winograd_output", (m,), Attrs(out_hw=tuple(new.shape[2:4])), new.name)
 
 
-def winograd_convs(func):
+def winograd_convs(func, min_flops: float = MIN_FLOPS):
     """``func`` with every qualifying ``conv_nchwc`` computed by Winograd's F(2x2, 3x3) (see
-    the module docstring)."""
-    return _Winograd().visit_function(func)
+    the module docstring): ``min_flops=0`` takes every 3x3 stride-1 conv, ``math.inf`` none."""
+    return _Winograd(min_flops).visit_function(func)

@@ -12,8 +12,9 @@ It is the one implementation of every operator (as TOPI is for TVM): the graph o
 :mod:`mlcbook.ops` are legalized by calling it. An operator has the name of its graph op
 (``neg``, ``sub``, ``conv``, ``sum``...); ``conv2d``, ``max_pool2d`` and ``avg_pool2d`` are
 2-D forms of ``conv``/``max_pool``/``avg_pool`` with PyTorch-style arguments. Families:
-elementwise (unary math and activations, broadcasting binary arithmetic and comparisons,
-where, cast, clip), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
+elementwise (the classic unary math and activations, broadcasting binary arithmetic,
+comparisons, logic and bits, where, cast, clip; the activations of the ONNX operator set are
+declared as graph ops only, in :mod:`mlcbook.ops.unary`), linalg (matmul, batch_matmul, gemm), nn (bias_add, convolution,
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
 scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
@@ -25,17 +26,11 @@ Every operator takes ``name=`` for its output tensor (and block); multi-stage op
 name their helper stages ``<name>_<stage>``. Shape errors raise ``TEShapeError`` (MLC-X002).
 """
 
-import warnings
-
 from .elementwise import (abs, add, cast, ceil, clip, div, equal, erf, exp, floor, gelu,
                           greater, leaky_relu, less, log, maximum, minimum, mul, neg, pow,
                           reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
-from .elementwise import (acos, acosh, asin, asinh, atan, atanh, swish, celu, cos, cosh, elu, greater_equal, 
-                          hard_swish, isinf, isnan, less_equal, logical_and, logical_not,
-                          logical_or, logical_xor, mish, mod, prelu, round, selu, shrink, sign,
-                          sin, sinh, softplus, tan, thresholded_relu)
-from .elementwise import bitshift, hard_sigmoid, softsign
-from .elementwise import bitcast, bitwise_and, bitwise_not, bitwise_or, bitwise_xor
+from .elementwise import (bitcast, bitshift, bitwise_and, bitwise_or, bitwise_xor, greater_equal,
+                          less_equal, logical_and, logical_or, logical_xor, mod, prelu)
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .resize import resize
 from .grid_sample import affine_grid, grid_sample
@@ -59,27 +54,10 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "batch_matmul", "gemm", "matmul", "avg_pool", "avg_pool2d", "bias_add", "conv",
            "conv2d", "global_avg_pool", "max_pool", "max_pool2d", "batch_norm", "layer_norm",
            "log_softmax", "softmax", "lrn", "max", "mean", "min", "sum", "concat", "gather", "pad",
-           "reshape", "slice", "split", "transpose", "acos", "asin", "atan", "celu", "cos",
-           "cosh", "elu", "greater_equal", "hard_swish", "isinf", "isnan",
-           "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "mish",
-           "mod", "prelu", "round", "selu", "shrink", "sign", "sin", "sinh", "softplus",
-           "tan", "thresholded_relu", "acosh", "asinh", "atanh", "swish", "argmax", "argmin", "cumsum", "cumprod", "prod",
-           "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift", "hard_sigmoid", "softsign",
+           "reshape", "slice", "split", "transpose", "greater_equal", "less_equal", "logical_and",
+           "logical_or", "logical_xor", "mod", "prelu", "argmax", "argmin", "cumsum", "cumprod",
+           "prod", "expand", "tile", "trilu", "conv_transpose", "topk", "bitshift",
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
            "affine_grid", "grid_sample", "recurrent", "attention", "rotary_embedding",
-           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "max_pool_indices",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "max_pool_indices",
            "bitcast"]
-
-#: earlier names of operators, renamed to the graph op's name (one name across both layers)
-DEPRECATED = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
-              "power": "pow", "reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max",
-              "reduce_min": "min"}
-
-
-def __getattr__(name: str):
-    if name in DEPRECATED:
-        new = DEPRECATED[name]
-        warnings.warn(f"te.ops.{name} is deprecated; it is te.ops.{new}, the name the graph op "
-                      "has too", DeprecationWarning, stacklevel=2)
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

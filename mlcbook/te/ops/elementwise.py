@@ -216,102 +216,7 @@ def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:
     return _broadcast("where", (cond, a, b), _e.select, a.dtype, name)
 
 
-# --- more unary math, activations and logic (the ONNX operator set) ------------------------------
-sin = _unary("sin", _e.sin, "``numpy.sin(x)`` elementwise.")
-cos = _unary("cos", _e.cos, "``numpy.cos(x)`` elementwise.")
-tan = _unary("tan", _e.tan, "``numpy.tan(x)`` elementwise.")
-asin = _unary("asin", _e.asin, "``numpy.arcsin(x)`` elementwise.")
-acos = _unary("acos", _e.acos, "``numpy.arccos(x)`` elementwise.")
-atan = _unary("atan", _e.atan, "``numpy.arctan(x)`` elementwise.")
-sinh = _unary("sinh", _e.sinh, "``numpy.sinh(x)`` elementwise.")
-cosh = _unary("cosh", _e.cosh, "``numpy.cosh(x)`` elementwise.")
-asinh = _unary("asinh", _e.asinh, "``numpy.arcsinh(x)`` elementwise.")
-acosh = _unary("acosh", _e.acosh, "``numpy.arccosh(x)`` elementwise.")
-atanh = _unary("atanh", _e.atanh, "``numpy.arctanh(x)`` elementwise.")
-round = _unary("round", _e.round,  # noqa: A001 - numpy's name
-               "``numpy.round(x)`` elementwise: to the nearest integer, halves to even.")
-
-
-def _softplus(v):
-    # max(x, 0) + log(1 + exp(-|x|)): no overflow for large |x|
-    return _e.max(v, const_like(0.0, v)) + _e.log(const_like(1.0, v) + _e.exp(-_e.abs(v)))
-
-
-softplus = _unary("softplus", _softplus, "``log(1 + exp(x))`` elementwise, without overflow.")
-mish = _unary("mish", lambda v: v * _e.tanh(_softplus(v)), "``x * tanh(softplus(x))``.")
-hard_swish = _unary("hard_swish", lambda v: v * _e.max(const_like(0.0, v), _e.min(
-    const_like(1.0, v), v * const_like(1 / 6, v) + const_like(0.5, v))),
-    "``x * max(0, min(1, x / 6 + 1 / 2))`` elementwise.")
-
-
-def _with_attrs(op: str, fn, doc: str, any_dtype: bool = False, out_dtype: str | None = None):
-    """A unary operator with scalar parameters: ``fn(v, **params)`` gives its value."""
-    def unary(x: Tensor, name: str = op, **params) -> Tensor:
-        check_tensor(x, op, "x")
-        if not any_dtype:
-            _float_only(x, op)
-        return _map(x, lambda v: fn(v, **params), name, out_dtype)
-
-    unary.__name__ = unary.__qualname__ = op
-    unary.__doc__ = doc
-    return unary
-
-
-def _expm1_scaled(v, alpha):
-    return const_like(alpha, v) * (_e.exp(v) - const_like(1.0, v))
-
-
-elu = _with_attrs("elu", lambda v, alpha=1.0: _e.select(
-    v < const_like(0, v), _expm1_scaled(v, alpha), v), "``x if x >= 0 else alpha (e**x - 1)``.")
-selu = _with_attrs("selu", lambda v, alpha=1.67326319217681884765625,
-                   gamma=1.05070102214813232421875: const_like(gamma, v) * _e.select(
-                       v <= const_like(0, v), _expm1_scaled(v, alpha), v),
-                   "``gamma (x if x > 0 else alpha (e**x - 1))``.")
-celu = _with_attrs("celu", lambda v, alpha=1.0: _e.max(v, const_like(0, v)) + _e.min(
-    const_like(0, v), _expm1_scaled(v / const_like(alpha, v), alpha)),
-    "``max(0, x) + min(0, alpha (e**(x / alpha) - 1))``.")
-thresholded_relu = _with_attrs("thresholded_relu", lambda v, alpha=1.0: _e.select(
-    v > const_like(alpha, v), v, const_like(0, v)), "``x if x > alpha else 0``.")
-shrink = _with_attrs("shrink", lambda v, bias=0.0, lambd=0.5: _e.select(
-    v < const_like(-lambd, v), v + const_like(bias, v), _e.select(
-        v > const_like(lambd, v), v - const_like(bias, v), const_like(0, v))),
-    "``x + bias if x < -lambd, x - bias if x > lambd, else 0``.", any_dtype=True)
-def _sign(v):
-    if v.dtype in _e.UNSIGNED_DTYPES:   # never negative: no -1 to spell in the dtype
-        return _e.select(v > const_like(0, v), const_like(1, v), v)
-    return _e.select(v > const_like(0, v), const_like(1, v), _e.select(
-        v < const_like(0, v), const_like(-1, v), v))
-
-
-sign = _with_attrs("sign", _sign, "``numpy.sign(x)`` (NaN stays NaN).", any_dtype=True)
-swish = _with_attrs("swish", lambda v, alpha=1.0: v * _e.sigmoid(v * const_like(alpha, v)),
-                    "``x * sigmoid(alpha x)`` elementwise.")
-isnan = _with_attrs("isnan", lambda v: v != v, "``numpy.isnan(x)`` (bool).", out_dtype="bool")
-
-
-def _isinf(v, detect_negative=1, detect_positive=1):
-    conds = []
-    if detect_positive:
-        conds.append(v == _e.infinity(v.dtype))
-    if detect_negative:
-        conds.append(v == _e.neg_infinity(v.dtype))
-    if not conds:
-        return _e.const(False, "bool")
-    return conds[0] if len(conds) == 1 else _e.logical_or(*conds)
-
-
-isinf = _with_attrs("isinf", _isinf, "``numpy.isinf(x)``, optionally only one sign (bool).",
-                    out_dtype="bool")
-
-
-def logical_not(x: Tensor, name: str = "logical_not") -> Tensor:
-    """``numpy.logical_not(x)`` of a bool tensor."""
-    check_tensor(x, "logical_not", "x")
-    if x.dtype != "bool":
-        raise TEError(f"logical_not: {x.name!r} is {x.dtype}, not bool; compare first")
-    return _map(x, _e.logical_not, name)
-
-
+# --- more comparisons, logic, remainders and bits (the ONNX operator set) -------------------
 greater_equal = _binary("greater_equal", lambda x, y: x >= y, "``a >= b`` (bool), broadcasting.",
                         out_dtype="bool")
 less_equal = _binary("less_equal", lambda x, y: x <= y, "``a <= b`` (bool), broadcasting.",
@@ -352,13 +257,6 @@ def mod(a: Tensor, b: Tensor, fmod: int = 0, name: str = "mod") -> Tensor:
         return _e.select(y == zero, zero, r)
 
     return _broadcast("mod", (a, b), fn, None, name)
-
-
-hard_sigmoid = _with_attrs("hard_sigmoid", lambda v, alpha=0.2, beta=0.5: _e.max(
-    const_like(0.0, v), _e.min(const_like(1.0, v), v * const_like(alpha, v) + const_like(beta, v))),
-    "``max(0, min(1, alpha x + beta))`` elementwise.")
-softsign = _unary("softsign", lambda v: v / (const_like(1.0, v) + _e.abs(v)),
-                  "``x / (1 + |x|)`` elementwise.")
 
 
 def _pow2(y, bits: int):
@@ -419,13 +317,3 @@ def _bitwise(op: str, doc: str):
 bitwise_and = _bitwise("bitwise_and", "``a & b`` of integers, broadcasting.")
 bitwise_or = _bitwise("bitwise_or", "``a | b`` of integers, broadcasting.")
 bitwise_xor = _bitwise("bitwise_xor", "``a ^ b`` of integers, broadcasting.")
-
-
-def bitwise_not(x: Tensor, name: str = "bitwise_not") -> Tensor:
-    """``~x`` of an integer tensor: every bit of its dtype flipped (an xor with all ones)."""
-    check_tensor(x, "bitwise_not", "x")
-    _int_only("bitwise_not", x)
-    # all ones of the storage dtype: -1 if signed; 2**bits - 1 if not, which stays right
-    # when the value is computed in a wider type
-    ones = -1 if not x.dtype.startswith("u") else (1 << int(x.dtype[4:])) - 1
-    return _map(x, lambda v: _e.bitwise_xor(v, const_like(ones, v)), name)

@@ -1,26 +1,31 @@
-"""``mb.train.induction``: learn from training runs which structure suits which problem.
+"""``mb.train.induction``: learn from training runs which structure to start a new problem
+from.
 
-- :mod:`.problems`: digits and synthetic teacher-labelled problems of chosen size and
-  difficulty;
-- :mod:`.features`: a problem's features, and the structure pattern of a model's IR;
-- :mod:`.corpus`: training runs (with the rewrite runtime's grow/prune) recorded as data;
-- :mod:`.model`: boosted shallow trees from problem + structure to score, read as rules;
-- :mod:`.proposal`: ``propose(model, problem)``, and the comparison with random search.
+- :mod:`.problems`: the datasets scikit-learn bundles and seeded synthetic families;
+- :mod:`.features`: a problem's features, and the structure pattern (op motifs) of an IR;
+- :mod:`.structures`: the candidate starting structures, and the interpreted trainer;
+- :mod:`.corpus`: runs of the training-aware runtime (growth on plateaus) recorded as data;
+- :mod:`.model`: boosted trees from problem features + a start's IR motifs to its score;
+- :mod:`.proposal`: ``propose(problem)``: the candidates ranked, with reasons and a
+  growth policy.
 
-    >>> corpus = build_corpus([synthetic(s) for s in range(4)], [(8,), (32,), (16, 16)])
-    >>> sm = fit(corpus); print(sm.rules())
-    >>> propose(sm, synthetic(seed=9))
-    (32,)
+    >>> ranked = mb.train.induction.propose(make("moons", seed=7))
+    >>> ranked[0].structure.name, ranked[0].reasons, ranked[0].policy["grow"]
+    ('linear', [('log2_params', 0.97), ('nonlinear_gain', 0.07), ...], False)
 """
 
-from .corpus import MAX_WIDTH, build_corpus, load_corpus, save_corpus, train_run
+from .corpus import (SHIPPED, WidenOnPlateau, build_corpus, load_corpus, save_corpus,
+                     train_run)
 from .features import PROBLEM_FEATURES, problem_features, score, structure_of
-from .model import FEATURES, StructureModel, fit, structure_features
-from .problems import CLASSIFICATION, REGRESSION, Problem, digits, synthetic
-from .proposal import CANDIDATES, compare, propose, random_search, rank
+from .model import StructureModel, fit, structure_features
+from .problems import (BUNDLED, CLASSIFICATION, FAMILIES, REGRESSION, SYNTHETIC, Problem,
+                       digits, make, suite, synthetic)
+from .proposal import Proposal, growth_policy, propose, rank, shipped_model
+from .structures import CANDIDATES, InterpretedTrainer, Structure
 
-__all__ = ["MAX_WIDTH", "build_corpus", "load_corpus", "save_corpus", "train_run",
-           "PROBLEM_FEATURES", "problem_features", "score", "structure_of", "FEATURES",
-           "StructureModel", "fit", "structure_features", "CLASSIFICATION", "REGRESSION",
-           "Problem", "digits", "synthetic", "CANDIDATES", "compare", "propose",
-           "random_search", "rank"]
+__all__ = ["SHIPPED", "WidenOnPlateau", "build_corpus", "load_corpus", "save_corpus",
+           "train_run", "PROBLEM_FEATURES", "problem_features", "score", "structure_of",
+           "BUNDLED", "CLASSIFICATION", "FAMILIES", "REGRESSION", "SYNTHETIC", "Problem",
+           "digits", "make", "suite", "synthetic", "CANDIDATES", "InterpretedTrainer",
+           "Structure", "StructureModel", "fit", "structure_features", "Proposal",
+           "growth_policy", "propose", "rank", "shipped_model"]

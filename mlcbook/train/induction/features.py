@@ -3,13 +3,16 @@ and the structure *pattern* of a model's IR (depth, widths, op motifs).
 
     >>> problem_features(p)
     {'log2_samples': 8.9, 'inputs': 12, 'outputs': 4, 'classification': 1, 'linear_score': 0.62,
-     'nonlinear_gain': 0.17, 'pca90': 0.83, 'balance': 0.97}
+     'nonlinear_gain': 0.17, 'knn_score': 0.71, 'pca90': 0.83, 'balance': 0.97}
     >>> structure_of(mb.train.mlp((12, 32, 32, 4)))
     {'depth': 2, 'widths': (32, 32), 'params': 1604, 'motifs': {'gemm>relu': 2, 'relu>gemm': 2}}
 
-``linear_score`` is the validation score of a ridge fit on the raw inputs and
-``nonlinear_gain`` what 256 random ReLU features add to it: together they say how far a
-problem is from linear. Scores are accuracy (classification) or R^2 (regression).
+``linear_score`` is the validation score of a ridge fit on the raw inputs (a quick linear
+probe) and ``nonlinear_gain`` what 256 random ReLU features add to it: together they say
+how far a problem is from linear. ``knn_score`` (5 nearest training neighbours) estimates
+how separable the classes are locally, ``pca90`` the share of dimensions holding 90% of
+the variance, ``balance`` the classes' entropy over its maximum. Scores are accuracy
+(classification) or R^2 (regression).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from .problems import CLASSIFICATION, Problem
 
 #: the problem features, in the order the structure model sees them
 PROBLEM_FEATURES = ("log2_samples", "inputs", "outputs", "classification", "linear_score",
-                    "nonlinear_gain", "pca90", "balance")
+                    "nonlinear_gain", "knn_score", "pca90", "balance")
 
 
 def score(problem: Problem, prediction: np.ndarray, y: np.ndarray) -> float:
@@ -49,6 +52,13 @@ def _ridge_score(problem: Problem, f_train, f_val, lam=1e-2) -> float:
     return score(problem, pred, problem.y_val)
 
 
+def _knn(x, targets, xv, k: int = 5) -> np.ndarray:
+    """The mean target of each validation row's ``k`` nearest training rows."""
+    d = (xv ** 2).sum(axis=1)[:, None] - 2 * xv @ x.T + (x ** 2).sum(axis=1)[None, :]
+    near = np.argsort(d, axis=1)[:, :k]
+    return targets[near].mean(axis=1)
+
+
 def problem_features(problem: Problem, seed: int = 0) -> dict[str, float]:
     """The problem's features (:data:`PROBLEM_FEATURES`), computed from its data."""
     x, xv = problem.x_train.astype(np.float64), problem.x_val.astype(np.float64)
@@ -62,6 +72,7 @@ def problem_features(problem: Problem, seed: int = 0) -> dict[str, float]:
     w = np.random.default_rng(seed).standard_normal((x.shape[1], 256)) / np.sqrt(x.shape[1])
     nonlinear = _ridge_score(problem, np.maximum(x @ w, 0), np.maximum(xv @ w, 0),
                              lam=float(len(x)) / 8)
+    knn = score(problem, _knn(x, _targets(problem, problem.y_train), xv), problem.y_val)
     var = np.sort(np.linalg.eigvalsh(np.cov(x, rowvar=False)))[::-1]
     pca90 = (np.searchsorted(np.cumsum(var) / var.sum(), 0.9) + 1) / x.shape[1]
     if problem.kind == CLASSIFICATION:
@@ -73,6 +84,7 @@ def problem_features(problem: Problem, seed: int = 0) -> dict[str, float]:
             "inputs": int(x.shape[1]), "outputs": problem.outputs,
             "classification": int(problem.kind == CLASSIFICATION),
             "linear_score": round(linear, 4), "nonlinear_gain": round(nonlinear - linear, 4),
+            "knn_score": round(knn, 4),
             "pca90": round(float(pca90), 4), "balance": round(balance, 4)}
 
 

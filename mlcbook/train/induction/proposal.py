@@ -1,101 +1,102 @@
-"""Proposing an initial structure for a new problem, and the check against random
-architecture search at an equal training budget.
+"""Proposing a starting structure for a new problem: every candidate ranked by the structure
+model, with the reason (the features that moved its prediction most) and a growth policy
+for the runtime read from what it did on the most similar corpus problems.
 
-    >>> propose(sm, problem)                  # the candidate the structure model rates best
-    (32, 32)
-    >>> rank(sm, problem)[:3]                 # the candidates, best expected first
-    [(32, 32), (32,), (64,)]
-    >>> compare(sm, held_back, budget=480, trials=4, seeds=(0, 1, 2))
-    {'rows': [...], 'median_induction': 0.84, 'median_guided': 0.85, 'median_random': 0.81,
-     'wins': 8, 'guided_wins': 9, 'runs': 12, ...}
-
-Equal budget: random search trains ``trials`` structures drawn from the same candidates
-for ``budget // trials`` steps each and keeps the best by validation score; induction
-trains its one proposal for all ``budget`` steps; *guided* search spends the budget like
-random search but on the model's ``trials`` best-ranked candidates. All report the
-validation score — which favours the two searches, since they also *select* on it.
+    >>> ranked = propose(make("moons", seed=7))           # fits on the shipped corpus
+    >>> second = ranked[1]
+    >>> second.structure.name, second.expected, second.reasons
+    ('mlp-1x16-relu', 0.3, [('log2_params', 0.385), ('depth', 0.062), ...])
+    >>> second.policy
+    {'grow': True, 'max_width': 128, 'widenings': 1.56, 'first_at': 92, 'neighbours': [...]}
+    >>> rt = Runtime(trainer, policies=second.policies())  # widen on plateaus up to 128
 """
 
 from __future__ import annotations
 
-import itertools
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from ...errors import InductionError
-from .corpus import train_run
-from .features import problem_features
-from .model import StructureModel, structure_features
+from .corpus import WidenOnPlateau, load_corpus
+from .features import PROBLEM_FEATURES, problem_features
+from .model import StructureModel, fit
 from .problems import Problem
-
-#: the structures induction and random search choose from: 1 or 2 hidden layers of 8..64
-CANDIDATES = tuple((w,) * depth for depth, w in itertools.product((1, 2), (8, 16, 32, 64)))
+from .structures import CANDIDATES, Structure
 
 
-def rank(model: StructureModel, problem: Problem | None, candidates=CANDIDATES,
-         features: dict | None = None) -> list[tuple]:
-    """The candidate structures (hidden widths), the one ``model`` expects to do best on
-    ``problem`` first; ties go to the one with fewer parameters."""
+@dataclass
+class Proposal:
+    """A candidate start, its expected relative score, why, and when to grow it."""
+
+    structure: Structure
+    expected: float
+    reasons: list = field(default_factory=list)
+    policy: dict = field(default_factory=dict)
+
+    def policies(self) -> list:
+        """The runtime policies the proposal's growth policy asks for (none: don't grow)."""
+        if not self.policy.get("grow"):
+            return []
+        return [WidenOnPlateau(max_width=self.policy["max_width"])]
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> StructureModel:
+    """The structure model fitted to the corpus the package ships (fitted once)."""
+    return fit(load_corpus())
+
+
+def rank(model: StructureModel, features: dict, candidates=CANDIDATES) -> list[Structure]:
+    """The candidates, the one ``model`` expects to do best on a problem with ``features``
+    first; ties go to the one with fewer parameters."""
+    candidates = list(candidates)
     if not candidates:
         raise InductionError("rank/propose: no candidate structures. Instead: pass e.g. "
-                             "candidates=[(16,), (32, 32)]")
+                             "candidates=[Structure(1, 16), Structure(2, 32)]")
+    scored = [(-round(model.predict(features, s), 6),
+               model.row(features, s)["log2_params"], k) for k, s in enumerate(candidates)]
+    return [candidates[k] for _, _, k in sorted(scored)]
+
+
+def growth_policy(corpus: list[dict], features: dict, structure: Structure,
+                  neighbours: int = 3) -> dict:
+    """When to grow ``structure`` on a problem with ``features``: what the runtime did to it
+    on the ``neighbours`` most similar corpus problems. Grow (widen on plateaus) up to the
+    widest it reached in the runs there that scored at least their problem's median."""
+    problems = {r["problem"]: r["features"] for r in corpus}
+    names = list(problems)
+    table = np.array([[problems[n][f] for f in PROBLEM_FEATURES] for n in names], float)
+    scale = table.std(axis=0) + 1e-9
+    me = np.array([features[f] for f in PROBLEM_FEATURES], float)
+    near = [names[k] for k in np.argsort(((table - me) / scale) ** 2 @ np.ones(len(me)))
+            [:neighbours]]
+    runs = [r for r in corpus if r["problem"] in near and r["name"] == structure.name]
+    median = {n: np.median([r["score"] for r in corpus if r["problem"] == n]) for n in near}
+    good = [r for r in runs if r["score"] >= median[r["problem"]]]
+    widest = max((max(r["final"]["widths"] or [0]) for r in good), default=0)
+    firsts = [r["rewrites"][0]["step"] for r in runs if r["rewrites"]]
+    return {"grow": structure.depth > 0 and widest > structure.width,
+            "max_width": int(max(widest, structure.width)),
+            "widenings": round(float(np.mean([len(r["rewrites"]) for r in runs] or [0])), 2),
+            "first_at": int(np.median(firsts)) if firsts else None, "neighbours": near}
+
+
+def propose(problem: Problem | None, model: StructureModel | None = None,
+            candidates=CANDIDATES, corpus: list[dict] | None = None,
+            features: dict | None = None) -> list[Proposal]:
+    """Every candidate as a :class:`Proposal`, best first (``model``: default the shipped
+    corpus's; ``features``: the problem's, if computed already)."""
+    if problem is None and features is None:
+        raise InductionError("propose needs a problem or its features. Instead: "
+                             "propose(make('moons', 7))")
     feats = features or problem_features(problem)
-
-    def key(widths):
-        size = structure_features(widths, feats["inputs"], feats["outputs"])["log2_params"]
-        return (-round(model.predict(feats, widths), 6), size)
-    return [tuple(c) for c in sorted(candidates, key=key)]
-
-
-def propose(model: StructureModel, problem: Problem | None, candidates=CANDIDATES,
-            features: dict | None = None) -> tuple:
-    """The candidate structure ``model`` expects to do best on ``problem`` (``features``,
-    if given, instead of computing them)."""
-    return rank(model, problem, candidates, features)[0]
+    model = model or shipped_model()
+    corpus = load_corpus() if corpus is None else corpus
+    return [Proposal(s, round(model.predict(feats, s), 4), model.explain(feats, s),
+                     growth_policy(corpus, feats, s))
+            for s in rank(model, feats, candidates)]
 
 
-def _search(problem: Problem, picks, budget: int, seed: int, feats, **kw) -> dict:
-    runs = [train_run(problem, widths, budget // len(picks), seed, features=feats, **kw)
-            for widths in picks]
-    return dict(max(runs, key=lambda r: r["score"]), tried=[list(w) for w in picks])
-
-
-def random_search(problem: Problem, budget: int, trials: int, seed: int,
-                  candidates=CANDIDATES, **kw) -> dict:
-    """The best of ``trials`` distinct random candidates, each trained ``budget // trials``
-    steps; its run record with the candidates tried."""
-    if not 1 <= trials <= len(candidates):
-        raise InductionError(f"random_search: trials={trials} must be in "
-                             f"1..{len(candidates)} (the number of candidates)")
-    picks = np.random.default_rng(seed).choice(len(candidates), trials, replace=False)
-    return _search(problem, [candidates[i] for i in picks], budget, seed,
-                   problem_features(problem), **kw)
-
-
-def compare(model: StructureModel, problems, budget: int, trials: int = 4, seeds=(0, 1, 2),
-            candidates=CANDIDATES, **kw) -> dict:
-    """Induction vs random search on each of ``problems`` and ``seeds``: the rows and the
-    medians of both scores."""
-    rows = []
-    for p in problems:
-        feats = problem_features(p)
-        ranked = rank(model, p, candidates, feats)
-        for seed in seeds:
-            ind = train_run(p, ranked[0], budget, seed, features=feats, **kw)
-            gd = _search(p, ranked[:trials], budget, seed, feats, **kw)
-            rnd = random_search(p, budget, trials, seed, candidates, **kw)
-            rows.append({"problem": p.name, "seed": seed, "proposal": list(ranked[0]),
-                         "induction": ind["score"], "induction_final": ind["final"]["widths"],
-                         "guided": gd["score"], "guided_pick": gd["initial"],
-                         "random": rnd["score"], "random_pick": rnd["initial"],
-                         "random_tried": rnd["tried"]})
-    ind, gd, rnd = ([r[k] for r in rows] for k in ("induction", "guided", "random"))
-    return {"rows": rows, "median_induction": float(np.median(ind)),
-            "median_guided": float(np.median(gd)), "median_random": float(np.median(rnd)),
-            "wins": int(sum(a > b for a, b in zip(ind, rnd))),
-            "ties": int(sum(a == b for a, b in zip(ind, rnd))),
-            "guided_wins": int(sum(a > b for a, b in zip(gd, rnd))),
-            "guided_ties": int(sum(a == b for a, b in zip(gd, rnd))), "runs": len(rows)}
-
-
-__all__ = ["CANDIDATES", "rank", "propose", "random_search", "compare"]
+__all__ = ["Proposal", "shipped_model", "rank", "growth_policy", "propose"]

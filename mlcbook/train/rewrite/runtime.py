@@ -103,7 +103,8 @@ class Runtime:
         model = old.model()
         r = rewrite(model, state=old.state)
         t0 = time.perf_counter()
-        new = Trainer(r.model, old.loss, old.optimizer, old.data)
+        # the trainer's own class: an interpreted trainer stays interpreted
+        new = type(old)(r.model, old.loss, old.optimizer, old.data)
         new.load_state_dict({"step": old.step_count, "params": new.params, "state": r.state,
                              "data": None})
         self.trainer = new

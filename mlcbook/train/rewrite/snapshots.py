@@ -59,7 +59,7 @@ class Snapshot:
         cache when that structure was compiled before)."""
         if trainer.model_ir is not self.model:
             trainer = (compiled or {}).get(id(self.model)) or \
-                Trainer(self.model, trainer.loss, trainer.optimizer, trainer.data)
+                type(trainer)(self.model, trainer.loss, trainer.optimizer, trainer.data)
         trainer.load_state_dict(copy.deepcopy(self.state))
         return trainer
 

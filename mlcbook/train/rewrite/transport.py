@@ -51,7 +51,11 @@ class UnitMap:
         if self.share.shape != mapping.shape:
             raise RewriteError(f"a unit map of layer {group.layer!r}: {len(self.share)} "
                                f"shares for {len(mapping)} new units")
-        self.slices = {s.param: s for s in group.slices}
+        # a parameter may carry the group on two axes (a square gemm inside a residual
+        # stream reads and writes the same units): every slice of it moves
+        self.slices: dict[str, list[Slice]] = {}
+        for s in group.slices:
+            self.slices.setdefault(s.param, []).append(s)
 
     @property
     def units(self) -> int:
@@ -70,18 +74,19 @@ class UnitMap:
         shape[s.axis] = -1
         return (out * scale.reshape(shape)).astype(a.dtype)
 
+    def _move(self, name: str, a: np.ndarray, scale, scale_sinks: bool):
+        for s in self.slices.get(name, ()):
+            a = self._take(a, s, scale if (s.kind == SINK) == scale_sinks else None)
+        return a
+
     def weights(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The group's parameters among ``arrays`` re-indexed as weights (others as is)."""
-        c = self.share
-        return {k: (self._take(v, self.slices[k], c if self.slices[k].kind == SINK else None)
-                    if k in self.slices else v) for k, v in arrays.items()}
+        return {k: self._move(k, v, self.share, True) for k, v in arrays.items()}
 
     def like_gradient(self, arrays: dict[str, np.ndarray], power: int = 1):
         """Per-parameter tensors re-indexed the way gradients move: source slices times
         ``share**power`` (over ``c**power`` for replicas), sink slices copied."""
-        c = self.share ** power
-        return {k: (self._take(v, self.slices[k], c if self.slices[k].kind != SINK else None)
-                    if k in self.slices else v) for k, v in arrays.items()}
+        return {k: self._move(k, v, self.share ** power, False) for k, v in arrays.items()}
 
     def state(self, state: dict[str, np.ndarray], params) -> dict[str, np.ndarray]:
         """Optimizer state (named ``<param>.<slot>``) transported by :data:`SLOT_POWER`."""

@@ -3,7 +3,8 @@ import pytest
 
 import mlcbook as mb
 from mlcbook.errors import GraphError
-from mlcbook.graph.passes import PIPELINE, Pass, PassContext, optimize
+from mlcbook.graph.memory.plan import Plan
+from mlcbook.graph.passes import OPTIONS, PIPELINE, Pass, PassContext, optimize
 
 from .._models import MODELS, inputs, model, random_graph
 
@@ -59,3 +60,22 @@ def test_a_pass_that_returns_something_else_is_named():
     bad = Pass("broken", lambda f: None, 1)
     with pytest.raises(GraphError, match="pass 'broken' returned NoneType"):
         PassContext().run(bad, model("mlp"))
+
+
+def test_a_step_runs_from_its_opt_level_below_until_and_while_its_option_is_on():
+    step = Pass("step", lambda f: f, 2, until=3, option="concat_in_place")
+    on, off = {"concat_in_place": True}, {"concat_in_place": False}
+    assert [step.runs(level, on) for level in (1, 2, 3)] == [False, True, False]
+    assert not step.runs(2, off)
+
+
+def test_the_context_fills_in_the_default_options():
+    assert PassContext().options == OPTIONS
+    assert PassContext(options={"pad_border_loops": False}).options == \
+        dict(OPTIONS, pad_border_loops=False)
+
+
+def test_a_step_that_makes_the_wrong_thing_is_named():
+    bad = Pass("broken", lambda m: m, 0, makes=Plan)
+    with pytest.raises(GraphError, match="pass 'broken' returned IRModule, not a Plan"):
+        PassContext().run(bad, mb.graph.IRModule({"main": model("mlp")}))

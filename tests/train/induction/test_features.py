@@ -20,6 +20,15 @@ def test_linear_score_tells_an_easy_problem_from_a_hard_one():
     assert easy["linear_score"] > hard["linear_score"] + 0.1
 
 
+def test_knn_score_tells_separable_classes_from_noise():
+    easy = problem_features(synthetic(2, n=300, d=4, outputs=2, difficulty=0.0))
+    noise = synthetic(2, n=300, d=4, outputs=2, difficulty=0.0)
+    shuffled = type(noise)(noise.name, noise.kind, noise.x_train,
+                           np.random.default_rng(0).permutation(noise.y_train), noise.x_val,
+                           np.random.default_rng(1).permutation(noise.y_val))
+    assert easy["knn_score"] > problem_features(shuffled)["knn_score"] + 0.2
+
+
 def test_score_is_accuracy_or_r2():
     p = synthetic(1, n=50)
     y = np.array([0, 1, 2, 1])

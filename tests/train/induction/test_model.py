@@ -1,63 +1,64 @@
-"""The structure model on a corpus with a known rule: problems with few inputs do best
-with narrow layers, problems with many inputs with wide ones."""
+"""The structure model on a corpus with a known rule (see fake.py)."""
 
 import numpy as np
 import pytest
 
-from mlcbook.errors import InductionError
-from mlcbook.train.induction import FEATURES, fit, propose, synthetic
-from mlcbook.train.induction.model import training_rows
+from mlcbook.errors import InductionError, MissingDependencyError
+from mlcbook.train.induction import Structure, fit, structure_features
+from mlcbook.train.induction.model import SIZE_FEATURES, training_rows
 
-WIDTHS = [(8,), (16,), (32,), (64,)]
-
-
-def _features(inputs):
-    return {"log2_samples": 9.0, "inputs": inputs, "outputs": 3, "classification": 1,
-            "linear_score": 0.5, "nonlinear_gain": 0.1, "pca90": 0.9, "balance": 1.0}
+from .fake import STARTS, corpus, features
 
 
-def _corpus():
-    rng = np.random.default_rng(0)
-    runs = []
-    for inputs in (4, 5, 6, 7, 30, 40, 50, 60):
-        for w in WIDTHS:
-            best = 8 if inputs < 20 else 64
-            s = 0.9 - 0.1 * abs(np.log2(w[0]) - np.log2(best)) + rng.normal(0, 0.005)
-            runs.append({"problem": f"p{inputs}", "features": _features(inputs),
-                         "final": {"widths": list(w)}, "score": float(s)})
-    return runs
+def test_structure_features_count_the_irs_motifs():
+    f = structure_features(Structure(3, 32, residual=True, norm=True), 10, 3)
+    assert f["depth"] == 3 and f["log2_width"] == 5.0
+    assert f["motif:gemm>layer_norm"] == 3 and f["motif:relu>add"] == 3
+    assert "motif:gemm>tanh" not in f
 
 
-def test_targets_are_relative_to_the_problems_median():
-    x, y = training_rows(_corpus())
-    assert x.shape == (32, len(FEATURES))
-    for k in range(0, 32, 4):
-        assert np.median(y[k:k + 4]) == pytest.approx(0.0)
+def test_targets_are_relative_to_the_median_of_a_problem_and_seed():
+    runs = corpus(families=2, problems=1, seeds=(0,))
+    rows, y = training_rows(runs)
+    assert len(rows) == len(runs) and "motif:relu>add" in rows[-1]
+    for k in range(0, len(y), len(STARTS)):
+        assert np.median(y[k:k + len(STARTS)]) == pytest.approx(0.0)
 
 
 def test_the_model_recovers_the_rule():
-    sm = fit(_corpus())
-    assert propose(sm, None, WIDTHS, features=_features(10)) == (8,)
-    assert propose(sm, None, WIDTHS, features=_features(45)) == (64,)
-    imp = sm.importances()
-    # features constant over the corpus are never split on
-    assert imp["balance"] == 0.0 and imp["linear_score"] == 0.0
-    assert sum(imp.values()) == pytest.approx(1.0, abs=1e-3)
+    sm = fit(corpus())
+    easy, hard = features(0.95), features(0.4)
+    deep, linear = STARTS[-1], STARTS[0]
+    assert sm.predict(easy, linear) > sm.predict(easy, deep)
+    assert sm.predict(hard, deep) > sm.predict(hard, linear)
+    assert sm.importances()["linear_score"] > 0.1
+
+
+def test_explain_names_the_problem_feature_and_the_motifs():
+    sm = fit(corpus())
+    names = [name for name, _ in sm.explain(features(0.95), STARTS[0], top=3)]
+    assert "linear_score" in names
+
+
+def test_a_problem_blind_model_sees_structure_features_only():
+    sm = fit(corpus(), problem_features=())
+    assert sm.features[:3] == SIZE_FEATURES and "linear_score" not in sm.features
 
 
 def test_rules_read_as_conditions_on_named_features():
-    lines = fit(_corpus()).rules(trees=2).splitlines()
+    lines = fit(corpus(), trees=3).rules(trees=2).splitlines()
     assert lines[0].startswith("tree 0: if ") and "more trees" in lines[-1]
-    assert any("inputs" in ln or "log2_width" in ln for ln in lines)
+    assert any("linear_score" in ln for ln in lines)
 
 
 def test_fit_needs_runs():
     with pytest.raises(InductionError, match="corpus is empty"):
         fit([])
     with pytest.raises(InductionError, match="at least 4"):
-        fit(_corpus()[:2])
+        fit(corpus()[:2])
 
 
-def test_propose_needs_candidates():
-    with pytest.raises(InductionError, match="no candidate"):
-        propose(fit(_corpus()), synthetic(0, n=50), candidates=())
+def test_without_xgboost_fit_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "xgboost", None)
+    with pytest.raises(MissingDependencyError, match=r"mlcbook\[tune\]"):
+        fit(corpus())

@@ -1,36 +1,49 @@
 import pytest
 
 from mlcbook.errors import InductionError
-from mlcbook.train.induction import compare, fit, random_search, rank, synthetic
+from mlcbook.train.induction import WidenOnPlateau, fit, growth_policy, propose, rank
 
-from .test_model import _corpus, _features
-
-
-@pytest.fixture(scope="module")
-def problem():
-    return synthetic(2, n=120, d=5, outputs=3)
+from .fake import STARTS, corpus, features
 
 
-def test_random_search_keeps_its_best_candidate(problem):
-    rec = random_search(problem, budget=8, trials=2, seed=0, candidates=[(4,), (8,), (6, 6)])
-    assert len(rec["tried"]) == 2 and rec["initial"] in rec["tried"] and rec["steps"] == 4
+def test_rank_puts_the_rules_best_start_first():
+    sm = fit(corpus())
+    assert rank(sm, features(0.95), STARTS)[0] == STARTS[0]
+    assert rank(sm, features(0.4), STARTS)[0] == STARTS[-1]
 
 
-def test_compare_reports_both_methods_at_equal_budget(problem):
-    out = compare(fit(_corpus()), [problem], budget=8, trials=2, seeds=(0,),
-                  candidates=[(4,), (8,)])
-    row = out["rows"][0]
-    assert out["runs"] == 1 and row["proposal"] == [4]   # few inputs: narrow (the rule)
-    assert row["guided_pick"] in ([4], [8])
-    assert out["median_induction"] == row["induction"]
-    assert out["median_guided"] == row["guided"] and out["median_random"] == row["random"]
+def test_propose_gives_every_candidate_with_reasons_and_a_policy():
+    runs = corpus()
+    out = propose(None, fit(runs), STARTS, corpus=runs, features=features(0.4))
+    assert [p.structure for p in out][0] == STARTS[-1] and len(out) == len(STARTS)
+    assert out[0].expected >= out[-1].expected
+    assert len(out[0].reasons) == 3 and set(out[0].policy) >= {"grow", "max_width"}
 
 
-def test_rank_orders_every_candidate_best_first():
-    sm = fit(_corpus())
-    assert rank(sm, None, [(64,), (8,), (16,)], features=_features(5)) == [(8,), (16,), (64,)]
+def test_growth_policy_follows_what_the_runtime_did_on_similar_problems():
+    runs = corpus()
+    for r in runs:
+        if r["name"] == STARTS[1].name:
+            r["final"], r["rewrites"] = {"widths": [64]}, [{"step": 30}, {"step": 50}]
+    # on easy problems the one-layer start scores above the median: grow it like there
+    policy = growth_policy(runs, features(0.95), STARTS[1])
+    assert policy["grow"] and policy["max_width"] == 64 and policy["first_at"] == 30
+    assert policy["widenings"] == 2.0 and len(policy["neighbours"]) == 3
+    assert not growth_policy(runs, features(0.95), STARTS[2])["grow"]
 
 
-def test_random_search_trials_out_of_range(problem):
-    with pytest.raises(InductionError, match="trials=3 must be in 1..2"):
-        random_search(problem, 8, 3, 0, candidates=[(4,), (8,)])
+def test_a_proposal_turns_its_policy_into_runtime_policies():
+    runs = corpus()
+    for r in runs:
+        r["final"] = {"widths": [128] * len(r["final"]["widths"])}
+    best = propose(None, fit(runs), STARTS, corpus=runs, features=features(0.4))[0]
+    (policy,) = best.policies()
+    assert isinstance(policy, WidenOnPlateau) and policy.max_width == 128
+
+
+def test_propose_needs_a_problem_and_candidates():
+    sm = fit(corpus())
+    with pytest.raises(InductionError, match="needs a problem or its features"):
+        propose(None, sm)
+    with pytest.raises(InductionError, match="no candidate"):
+        propose(None, sm, candidates=(), corpus=corpus(), features=features(0.5))

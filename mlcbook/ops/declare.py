@@ -1,0 +1,210 @@
+"""Declaring an operator once: its kind, attributes and compute, and from them everything
+else the layers need.
+
+    >>> from mlcbook.ops import declare
+    >>> declare.unary("softsign", lambda v: v / (1 + E.abs(v)), onnx="Softsign",
+    ...               grad=lambda x, y, g: g / ((1 + E.abs(x)) * (1 + E.abs(x))),
+    ...               doc="x / (1 + |x|)")
+
+From that one call:
+
+- the graph IR infers a call's type by running the compute on placeholders of the inputs'
+  types (shapes are static, so the compute knows the output's shape and dtype);
+- the graph interpreter and constant folding run the same compute with numpy
+  (:func:`mlcbook.te.evaluate.evaluate`), so the reference *is* the compute;
+- legalization hands the compute to the kernel generator;
+- ``onnx`` names the ONNX op (``"Relu"``, or ``"com.microsoft:QuickGelu"`` for an op of
+  another domain): the importer and the exporter both map it to this op, with the attributes
+  under the same names (:mod:`mlcbook.frontend.onnx_ops`);
+- ``grad``, a scalar formula of the input ``x``, the output ``y`` and the incoming gradient
+  ``g``, declares the op ``<name>_grad`` that computes ``dL/dx`` elementwise, and
+  :mod:`mlcbook.train.autodiff` uses it (an elementwise gradient fuses into one kernel);
+  a broadcasting op has one formula per input.
+
+:func:`op` takes any tensor-expression compute; :func:`unary` and :func:`binary` make
+the compute from a formula on one element. ``docs/adding_an_op.md`` walks through adding one.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import GraphError, OpAttributeError, OpShapeError, TEError, TEShapeError
+from ..te import placeholder
+from ..te.evaluate import evaluate
+from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, store
+from ..tir.expr import PrimExpr
+from ._infer import FLOATS, broadcast_shapes, require_dtype, same_dtype
+from .registry import Op, OpKind, register, register_legalization
+from .types import TensorType, TupleType
+
+#: a compute: te tensors and the op's attributes (and ``name=``, the stage's name) -> te
+#: tensor(s)
+Compute = Callable[..., object]
+
+
+def _outputs(out) -> tuple:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _tuple(values) -> tuple:
+    return values if isinstance(values, tuple) else (values,)
+
+
+def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = None,
+       num_inputs: tuple[int, int | None] = (1, 1),
+       check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
+       onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
+       gradient_of: str | None = None) -> Op:
+    """Register the op ``name`` whose meaning is ``compute(*te_tensors, **attrs, name=...)``.
+
+    ``check(types, attrs)`` rejects inputs with an :class:`~mlcbook.errors.OpDTypeError` (or
+    another graph error) before the compute sees them: the compute's own errors speak of
+    tensors, the check's of the op. ``onnx`` is the ONNX op with the same inputs and
+    attributes. ``grad``, for an elementwise or broadcasting op, has one formula per input
+    (None: no gradient) of one element of each input, the output ``y`` and its gradient
+    ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
+    autodiff sums its result over the axes the input was broadcast along.
+    """
+    def run(types, attrs, arrays=None):
+        # a tensor of no elements has no te placeholder: the compute runs on one element
+        # per empty dimension, and an elementwise op's output has its inputs' broadcast shape
+        empty = any(0 in t.shape for t in types)
+        if empty and kind > OpKind.BROADCAST:
+            shapes = ", ".join(str(t.shape) for t in types)
+            raise OpShapeError(f"{name}: an input has no elements ({shapes}); {name} needs at "
+                               "least one element in every dimension")
+        ins = [placeholder(tuple(max(d, 1) for d in t.shape), t.dtype, name=f"in{k}")
+               for k, t in enumerate(types)]
+        try:
+            outs = _outputs(compute(*ins, **attrs, name=name))
+        except TEShapeError as e:
+            raise OpShapeError(e.message) from None
+        except TEError as e:
+            raise GraphError(e.message) from None
+        if empty:
+            shape = broadcast_shapes(name, *(t.shape for t in types))
+            fields = tuple(TensorType(shape, t.dtype) for t in outs)
+            values = tuple(np.empty(shape, t.dtype) for t in outs)
+        else:
+            fields = tuple(TensorType(t.shape, t.dtype) for t in outs)
+            values = None if arrays is None else _tuple(evaluate(outs, dict(zip(ins, arrays))))
+        return fields, values
+
+    def infer(types, attrs):
+        if check is not None:
+            check(types, attrs)
+        fields, _ = run(types, attrs)
+        return fields[0] if len(fields) == 1 else TupleType(fields)
+
+    def reference(*arrays, **attrs):
+        types = [TensorType(a.shape, a.dtype.name) for a in arrays]
+        _, values = run(types, attrs, arrays)
+        return values[0] if len(values) == 1 else values
+
+    grad_ops = tuple(_declare_gradient(name, k, len(grad), formula, attrs)
+                     for k, formula in enumerate(grad or ()))
+    declared = register(name, kind=kind, infer=infer, reference=reference, attrs=attrs,
+                        num_inputs=num_inputs, doc=doc, onnx=onnx, grad_ops=grad_ops,
+                        gradient_of=gradient_of)
+    register_legalization(name)(lambda ins, attrs, out_type: compute(*ins, **attrs, name=name))
+    return declared
+
+
+def _elementwise_compute(formula: Callable[..., PrimExpr], out_dtype: str | None,
+                         like: int = 0):
+    """The compute of ``out[i] = formula(in0[i'], in1[i''], ..., **attrs)``, each input read
+    in its compute dtype at its broadcast index, the result stored as ``out_dtype`` (default:
+    the dtype of input ``like``)."""
+    def compute(*xs, name: str, **attrs):
+        shape = broadcast_shapes(name, *(x.shape for x in xs))
+
+        def body(*idx):
+            values = [load(x, broadcast_indices(x.shape, idx, shape)) for x in xs]
+            return store(formula(*values, **attrs), out_dtype or xs[like].dtype)
+        return compute_named(shape, axis_names(len(shape)), body, name)
+    return compute
+
+
+def _declare_gradient(name: str, k: int, inputs: int, formula, attrs) -> str | None:
+    """The op computing the gradient of input ``k`` of ``name`` from (*inputs, y, g), stored
+    in g's dtype."""
+    if formula is None:
+        return None
+    grad_op = f"{name}_grad" if inputs == 1 else f"{name}_grad{k}"
+    kind = OpKind.ELEMWISE if inputs == 1 else OpKind.BROADCAST
+    op(grad_op, _elementwise_compute(formula, None, like=-1), kind=kind,
+       attrs=attrs, num_inputs=(inputs + 2, inputs + 2), gradient_of=name,
+       doc=f"the gradient of {name}'s input {k}, from its inputs, its output and dL/dy")
+    return grad_op
+
+
+def same_dtype_in(name: str, dtypes: Sequence[str], attr_check=None):
+    """A check: the inputs share one dtype, one of ``dtypes`` (and ``attr_check(attrs)``
+    accepts the attributes)."""
+    def check(types, attrs):
+        same_dtype(name, types)
+        require_dtype(name, types[0], dtypes)
+        if attr_check is not None:
+            attr_check(attrs)
+    return check
+
+
+def unary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] = FLOATS,
+          attrs: Mapping | None = None, out_dtype: str | None = None, onnx: str | None = None,
+          grad: Callable[..., PrimExpr] | None = None,
+          check_attrs: Callable[[Mapping], None] | None = None, doc: str = "") -> Op:
+    """Declare the elementwise op ``y = formula(x, **attrs)``, for inputs of ``dtypes``.
+
+    ``formula`` gets one element (a loop-IR expression of the input's compute dtype: int32
+    for int8, float32 for bfloat16) and the attributes; ``grad(x, y, g, **attrs)`` is
+    ``dL/dx`` from one element of the input, the output and ``dL/dy``.
+    """
+    return _declare_elementwise(name, formula, (1, 1), OpKind.ELEMWISE, dtypes, attrs,
+                                out_dtype, onnx, None if grad is None else (grad,),
+                                check_attrs, doc)
+
+
+def binary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] = FLOATS,
+           attrs: Mapping | None = None, out_dtype: str | None = None,
+           onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
+       gradient_of: str | None = None) -> Op:
+    """Declare the broadcasting op ``z = formula(a, b, **attrs)`` of two tensors of one
+    dtype among ``dtypes`` (numpy's broadcasting rule); ``grad`` has the formulas of
+    ``dL/da`` and ``dL/db`` from ``(a, b, z, g)``."""
+    return _declare_elementwise(name, formula, (2, 2), OpKind.BROADCAST, dtypes, attrs,
+                                out_dtype, onnx, grad, None, doc)
+
+
+def _declare_elementwise(name, formula, num_inputs, kind, dtypes, attrs, out_dtype, onnx,
+                         grad, check_attrs, doc) -> Op:
+    return op(name, _elementwise_compute(formula, out_dtype), kind=kind, attrs=attrs,
+              num_inputs=num_inputs, check=same_dtype_in(name, dtypes, check_attrs),
+              onnx=onnx, grad=grad, doc=doc)
+
+
+def one_of(op_name: str, attr: str, values: Sequence) -> Callable[[Mapping], None]:
+    """An attribute check: ``attrs[attr]`` must be one of ``values``."""
+    def check(attrs):
+        if attrs[attr] not in values:
+            raise OpAttributeError(f"{op_name}: {attr}={attrs[attr]!r} is not one of "
+                                   f"{', '.join(map(repr, values))}")
+    return check
+
+
+def onnx_name(op: Op) -> tuple[str, str]:
+    """``(domain, op type)`` of a declared op's ONNX name: ``"Relu"`` is ONNX's own (domain
+    ``""``), ``"com.microsoft:QuickGelu"`` onnxruntime's."""
+    domain, _, op_type = op.onnx.rpartition(":")
+    return domain, op_type
+
+
+def declared_onnx_ops() -> dict[str, Op]:
+    """ONNX op type -> the declared op it maps to (both directions)."""
+    from .registry import get, list_ops
+    return {onnx_name(op)[1]: op for op in map(get, list_ops()) if op.onnx is not None}
+
+
+__all__ = ["op", "unary", "binary", "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]
