@@ -14,6 +14,9 @@ from mlcbook.grading import registry
 
 
 _CHECK_CELL = re.compile(r"^mb\.grading\.check\(", re.MULTILINE)
+#: the cells' sources by file name: linecache forgets them when anyone clears it, and the
+#: answers read them again whenever they build a @T.prim_func
+_CELL_SOURCES: dict[str, tuple] = {}
 
 
 def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
@@ -33,8 +36,9 @@ def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
         if definitions_only and not cell.source.startswith(("import", "def ")):
             continue
         filename = f"<{path.name}, cell {index + 1}>"
-        linecache.cache[filename] = (len(cell.source), None,
-                                     cell.source.splitlines(keepends=True), filename)
+        _CELL_SOURCES[filename] = (len(cell.source), None,
+                                   cell.source.splitlines(keepends=True), filename)
+        linecache.cache[filename] = _CELL_SOURCES[filename]
         exec(compile(cell.source, filename, "exec", dont_inherit=True), namespace)
     return namespace
 
@@ -49,15 +53,20 @@ def scratch_exercise():
 
 
 @functools.cache
+def _defined(path: Path) -> dict:
+    return notebook_functions(path, definitions_only=True)
+
+
 def solution(number: int) -> dict:
     """The names chapter ``number``'s solution notebook defines (its answers among them)."""
-    return notebook_functions(book.chapter(number).solutions, definitions_only=True)
+    linecache.cache.update(_CELL_SOURCES)
+    return _defined(book.chapter(number).solutions)
 
 
-@functools.cache
 def stub(number: int) -> dict:
     """The names chapter ``number``'s student notebook defines: the stubs that raise."""
-    return notebook_functions(book.chapter(number).exercises, definitions_only=True)
+    linecache.cache.update(_CELL_SOURCES)
+    return _defined(book.chapter(number).exercises)
 
 
 #: The seeds :func:`zero` grades a wrong answer on besides the exercise's own: ``mlcbook
