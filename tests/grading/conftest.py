@@ -14,9 +14,6 @@ from mlcbook.grading import registry
 
 
 _CHECK_CELL = re.compile(r"^mb\.grading\.check\(", re.MULTILINE)
-#: the cells' sources by file name: linecache forgets them when anyone clears it, and the
-#: answers read them again whenever they build a @T.prim_func
-_CELL_SOURCES: dict[str, tuple] = {}
 
 
 def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
@@ -35,10 +32,10 @@ def notebook_functions(path: Path, definitions_only: bool = False) -> dict:
             continue
         if definitions_only and not cell.source.startswith(("import", "def ")):
             continue
-        filename = f"<{path.name}, cell {index + 1}>"
-        _CELL_SOURCES[filename] = (len(cell.source), None,
-                                   cell.source.splitlines(keepends=True), filename)
-        linecache.cache[filename] = _CELL_SOURCES[filename]
+        # the folder too: a solution notebook and its student version share a file name
+        filename = f"<{path.parent.name}/{path.name}, cell {index + 1}>"
+        linecache.cache[filename] = (len(cell.source), None,
+                                     cell.source.splitlines(keepends=True), filename)
         exec(compile(cell.source, filename, "exec", dont_inherit=True), namespace)
     return namespace
 
@@ -53,20 +50,15 @@ def scratch_exercise():
 
 
 @functools.cache
-def _defined(path: Path) -> dict:
-    return notebook_functions(path, definitions_only=True)
-
-
 def solution(number: int) -> dict:
     """The names chapter ``number``'s solution notebook defines (its answers among them)."""
-    linecache.cache.update(_CELL_SOURCES)
-    return _defined(book.chapter(number).solutions)
+    return notebook_functions(book.chapter(number).solutions, definitions_only=True)
 
 
+@functools.cache
 def stub(number: int) -> dict:
     """The names chapter ``number``'s student notebook defines: the stubs that raise."""
-    linecache.cache.update(_CELL_SOURCES)
-    return _defined(book.chapter(number).exercises)
+    return notebook_functions(book.chapter(number).exercises, definitions_only=True)
 
 
 #: The seeds :func:`zero` grades a wrong answer on besides the exercise's own: ``mlcbook
