@@ -14,11 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import TrainingError
+from ..graph.batch import SymbolicBatchModule
 from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import ExprMutator
+from ..graph.interpret import main_function
 from ..ops import OpKind
 from ..ops import get as get_op
 from ..ops.types import Attrs, TensorType
+from ..tir.function import IRModule
 from .autodiff import backward, lift_weights
 from .losses import get_loss
 from .optim import Optimizer, state_name
@@ -69,11 +72,27 @@ class _UntransposeB(ExprMutator):
                     Attrs(dict(call.attrs, trans_b=0)), call.name)
 
 
+def model_function(model) -> Function:
+    """The graph function to train: ``model`` itself, or the main function of the module
+    ``mb.from_onnx`` returned."""
+    if isinstance(model, SymbolicBatchModule):
+        raise TrainingError(
+            f"the model has the symbolic batch size {model.batch_dim!r}, and a training step "
+            "is compiled for one batch size. Instead: import it with "
+            "mb.from_onnx(model, batch_size=n), n the batch size you train with")
+    if isinstance(model, IRModule):
+        return main_function(model)[0]
+    if not isinstance(model, Function):
+        raise TrainingError(f"a training step takes a graph Function or the IRModule "
+                            f"mb.from_onnx returns, got {type(model).__name__}")
+    return model
+
+
 def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
     """The training step of ``model`` (a graph function whose float weights are the
-    parameters) under ``loss`` (a name from :data:`~mlcbook.train.losses.LOSSES`)."""
-    if not isinstance(model, Function):
-        raise TrainingError(f"build_step takes a graph Function, got {type(model).__name__}")
+    parameters, or a module with one) under ``loss`` (a name from
+    :data:`~mlcbook.train.losses.LOSSES`)."""
+    model = model_function(model)
     if not isinstance(model.ret_type, TensorType):
         raise TrainingError(f"model {model.name!r} returns {model.ret_type}; a trainable model "
                             "returns one tensor (the logits or the prediction)")

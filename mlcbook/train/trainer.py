@@ -23,7 +23,7 @@ from .checkpoint import read_checkpoint, write_checkpoint
 from .data import Batches
 from .losses import check_labels
 from .optim import Optimizer, optimizer_from_json
-from .step import LABELS, LR, TrainStep, build_step
+from .step import LABELS, LR, TrainStep, build_step, model_function
 
 
 class _SetWeights(ExprMutator):
@@ -48,6 +48,7 @@ class Trainer:
         if not isinstance(optimizer, Optimizer):
             raise TrainingError(f"optimizer must be mb.train.SGD, Adam or AdamW, got "
                                 f"{optimizer!r}")
+        model = model_function(model)
         self.model_ir, self.loss, self.optimizer, self.data = model, loss, optimizer, data
         self.train_step: TrainStep = build_step(model, loss, optimizer)
         weights = model.weights
@@ -169,9 +170,10 @@ class Trainer:
                 f"step {self.step_count}>")
 
 
-def compile_step(model: Function, loss: str = "cross_entropy",
+def compile_step(model, loss: str = "cross_entropy",
                  optimizer: Optimizer | None = None, data: Batches | None = None) -> Trainer:
-    """A :class:`Trainer` for ``model`` (a graph function; its float weights are trained)."""
+    """A :class:`Trainer` for ``model`` (a graph function, or the module ``mb.from_onnx``
+    returns; its float weights are trained)."""
     if optimizer is None:
         raise TrainingError("compile_step needs an optimizer, e.g. "
                             "optimizer=mb.train.SGD(lr=0.1, momentum=0.9)")
