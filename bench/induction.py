@@ -161,7 +161,7 @@ def _family_row(fam, cs) -> list:
     mean = {m: sum(c["rank"][m] for c in cs) / len(cs) for m in ("induction", "blind",
                                                                   "search")}
     return [fam, len(cs), f"{mean['induction']:.2f}", f"{mean['blind']:.2f}",
-            f"{mean['search']:.2f}", max(set(picks), key=picks.count)]
+            f"{mean['search']:.2f}", max(sorted(set(picks)), key=picks.count)]
 
 
 if __name__ == "__main__":
