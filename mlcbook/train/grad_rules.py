@@ -184,6 +184,27 @@ for _name in ("reshape", "flatten", "squeeze", "unsqueeze"):
     register_gradient(_name)(_reshape_back)
 
 
+@register_gradient("expand")
+def _expand(c, g):
+    return (unbroadcast(g, c.args[0].shape),)
+
+
+@register_gradient("tile")
+def _tile(c, g):
+    # out[r0 * s0 + i0, ...] = x[i0, ...]: the gradient as (r0, s0, r1, s1, ...), summed
+    # over the repeats
+    x = c.args[0]
+    split = tuple(d for r, s in zip(c.attrs["repeats"], x.shape) for d in (r, s))
+    g = call("sum", reshape(g, split), axes=tuple(range(0, 2 * x.type.ndim, 2)), keepdims=0)
+    return (reshape(g, x.shape),)
+
+
+@register_gradient("trilu")
+def _trilu(c, g):
+    # the kept triangle passes the gradient, the zeroed one none: the same mask on g
+    return (call("trilu", g, **c.attrs),)
+
+
 @register_gradient("transpose")
 def _transpose(c, g):
     nd = c.args[0].type.ndim
