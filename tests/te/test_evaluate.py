@@ -61,3 +61,29 @@ def test_several_outputs_and_a_missing_input():
         evaluate(ops.add(x, z), {x: a})
     with pytest.raises(TEError, match=r"the input 'x' has shape \(2, 3\), got an array of shape"):
         evaluate(ops.exp(x), {x: np.ones(3, "float32")})
+
+
+def test_a_big_reduction_runs_in_blocks_of_rows_with_the_same_result(monkeypatch):
+    import mlcbook.te.evaluate as ev
+    x, w = _ph((7, 16)), _ph((16, 5), name="w")
+    a = RNG.standard_normal((7, 16)).astype("float32")
+    b = RNG.standard_normal((16, 5)).astype("float32")
+    y, total = ops.matmul(x, w), ops.sum(x)
+    whole = evaluate([y, total], {x: a, w: b})
+    monkeypatch.setattr(ev, "CHUNK_VALUES", 3 * 5 * 16)   # three rows at a time
+    blocks = evaluate([y, total], {x: a, w: b})
+    np.testing.assert_array_equal(blocks[0], whole[0])
+    np.testing.assert_allclose(blocks[0], a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert blocks[1].shape == () and np.isclose(blocks[1], a.astype(np.float64).sum(), atol=1e-4)
+
+
+def test_a_convolution_in_blocks_of_single_pixels_agrees_with_the_interpreter(monkeypatch):
+    import mlcbook.te.evaluate as ev
+    x, w = _ph((1, 3, 6, 5)), _ph((4, 3, 3, 3), name="w")
+    y = ops.conv(x, w, pads=(1, 1, 1, 1))
+    a = RNG.standard_normal((1, 3, 6, 5)).astype("float32")
+    b = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
+    want = np.zeros(y.shape, "float32")
+    tir.interpret(te.create_prim_func([x, w, y]), a, b, want)
+    monkeypatch.setattr(ev, "CHUNK_VALUES", 64)   # 27 steps a pixel: two pixels at a time
+    np.testing.assert_allclose(evaluate(y, {x: a, w: b}), want, rtol=1e-5, atol=1e-5)
