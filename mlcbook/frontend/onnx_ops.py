@@ -86,10 +86,9 @@ OTHER_DOMAINS = {"ai.onnx.preview.training": ("Adagrad", "Adam", "Momentum")}
 
 def static_problems(node, attrs: dict) -> list[str]:
     """Why ``node`` cannot be imported, judged from its op type and attributes alone."""
-    declared = declared_onnx_ops().get(node.op_type)
     if node.domain not in ("", "ai.onnx") and \
             node.op_type not in OTHER_DOMAINS.get(node.domain, ()) and \
-            (declared is None or onnx_name(declared)[0] != node.domain):
+            _declared_domain(node.op_type) != node.domain:
         return [f"ops of the domain {node.domain!r} are not supported"]
     conv = CONVERTERS.get(node.op_type)
     if conv is None:
@@ -103,6 +102,12 @@ def static_problems(node, attrs: dict) -> list[str]:
     if conv.check is not None:
         out.extend(conv.check(attrs))
     return out
+
+
+def _declared_domain(op_type: str) -> str | None:
+    """The ONNX domain of the declared op named ``op_type``, if there is one."""
+    declared = declared_onnx_ops().get(op_type)
+    return None if declared is None else onnx_name(declared)[0]
 
 
 def guard_dtype(fn):

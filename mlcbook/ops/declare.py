@@ -49,10 +49,6 @@ def _outputs(out) -> tuple:
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
-def _tuple(values) -> tuple:
-    return values if isinstance(values, tuple) else (values,)
-
-
 def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = None,
        num_inputs: tuple[int, int | None] = (1, 1),
        check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
@@ -66,7 +62,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     attributes. ``grad``, for an elementwise or broadcasting op, has one formula per input
     (None: no gradient) of one element of each input, the output ``y`` and its gradient
     ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
-    autodiff sums its result over the axes the input was broadcast along.
+    autodiff sums its result over the axes the input was broadcast along. ``gradient_of``
+    marks such an op (``list_ops()`` leaves it out).
     """
     def run(types, attrs, arrays=None):
         # a tensor of no elements has no te placeholder: the compute runs on one element
@@ -90,7 +87,7 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
             values = tuple(np.empty(shape, t.dtype) for t in outs)
         else:
             fields = tuple(TensorType(t.shape, t.dtype) for t in outs)
-            values = None if arrays is None else _tuple(evaluate(outs, dict(zip(ins, arrays))))
+            values = None if arrays is None else _outputs(evaluate(outs, dict(zip(ins, arrays))))
         return fields, values
 
     def infer(types, attrs):
@@ -162,27 +159,20 @@ def unary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] 
     for int8, float32 for bfloat16) and the attributes; ``grad(x, y, g, **attrs)`` is
     ``dL/dx`` from one element of the input, the output and ``dL/dy``.
     """
-    return _declare_elementwise(name, formula, (1, 1), OpKind.ELEMWISE, dtypes, attrs,
-                                out_dtype, onnx, None if grad is None else (grad,),
-                                check_attrs, doc)
+    return op(name, _elementwise_compute(formula, out_dtype), kind=OpKind.ELEMWISE, attrs=attrs,
+              check=same_dtype_in(name, dtypes, check_attrs), onnx=onnx,
+              grad=None if grad is None else (grad,), doc=doc)
 
 
 def binary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] = FLOATS,
            attrs: Mapping | None = None, out_dtype: str | None = None,
-           onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
-       gradient_of: str | None = None) -> Op:
+           onnx: str | None = None, grad: Sequence | None = None, doc: str = "") -> Op:
     """Declare the broadcasting op ``z = formula(a, b, **attrs)`` of two tensors of one
     dtype among ``dtypes`` (numpy's broadcasting rule); ``grad`` has the formulas of
     ``dL/da`` and ``dL/db`` from ``(a, b, z, g)``."""
-    return _declare_elementwise(name, formula, (2, 2), OpKind.BROADCAST, dtypes, attrs,
-                                out_dtype, onnx, grad, None, doc)
-
-
-def _declare_elementwise(name, formula, num_inputs, kind, dtypes, attrs, out_dtype, onnx,
-                         grad, check_attrs, doc) -> Op:
-    return op(name, _elementwise_compute(formula, out_dtype), kind=kind, attrs=attrs,
-              num_inputs=num_inputs, check=same_dtype_in(name, dtypes, check_attrs),
-              onnx=onnx, grad=grad, doc=doc)
+    return op(name, _elementwise_compute(formula, out_dtype), kind=OpKind.BROADCAST,
+              attrs=attrs, num_inputs=(2, 2), check=same_dtype_in(name, dtypes), onnx=onnx,
+              grad=grad, doc=doc)
 
 
 def one_of(op_name: str, attr: str, values: Sequence) -> Callable[[Mapping], None]:

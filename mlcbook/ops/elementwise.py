@@ -103,12 +103,9 @@ for _name, _onnx in (("bitwise_and", "BitwiseAnd"), ("bitwise_or", "BitwiseOr"),
     _broadcast(_name, INTS, onnx=_onnx, doc=f"x {_name[8:]} y, bit by bit, of integers")
 
 
-def _check_bitshift(types, attrs):
-    declare.same_dtype_in("bitshift", INTS)(types, attrs)
-    declare.one_of("bitshift", "direction", ("LEFT", "RIGHT"))(attrs)
-
-
-_broadcast("bitshift", onnx="BitShift", attrs={"direction": "LEFT"}, check=_check_bitshift,
+_broadcast("bitshift", onnx="BitShift", attrs={"direction": "LEFT"},
+           check=declare.same_dtype_in("bitshift", INTS,
+                                       declare.one_of("bitshift", "direction", ("LEFT", "RIGHT"))),
            doc="x << y or x >> y (direction LEFT or RIGHT); a shift outside [0, bits) gives 0, "
                "or -1 for a negative x shifted right")
 

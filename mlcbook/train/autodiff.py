@@ -22,12 +22,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import NoGradientError, TrainingError
+from ..errors import NoGradientError, TrainingError, UnknownOpError
 from ..graph.expr import (Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, children,
                           post_order)
 from ..graph.functor import ExprMutator
 from ..ops import get as get_op
-from ..ops import list_ops
 from ..ops.types import TensorType, TupleType
 from ..te import placeholder
 from .graph_math import unbroadcast
@@ -94,8 +93,11 @@ def _read_only(grad_op: str, args: tuple, attrs) -> tuple:
 def gradient_rule(op_name: str) -> GradRule | None:
     """The rule registered for ``op_name`` (or declared with it), or None."""
     rule = _RULES.get(op_name)
-    if rule is None and op_name not in _REMOVED and op_name in list_ops(gradients=True):
-        grad_ops = get_op(op_name).grad_ops
+    if rule is None and op_name not in _REMOVED:
+        try:
+            grad_ops = get_op(op_name).grad_ops
+        except UnknownOpError:   # no such op: no rule
+            return None
         if grad_ops:
             return _declared_rule(grad_ops)
     return rule
