@@ -188,10 +188,13 @@ def question_graphs(n: int = 6) -> list:
     """Small graphs, one per question the rule must answer, whatever the random graphs ask:
     elementwise into a reduction, into a matmul, through a broadcast; a reduction's and a
     matmul's epilogue; a matmul after a matmul; a transpose after a matmul and after a sum;
-    transpose into a sum and into an add. (Random graphs ask some of these only by luck.)"""
+    transpose into a sum and into an add; exp into an opaque scatter and relu after it. (Random
+    graphs ask some of these only by luck.)"""
     from ..graph import Constant, Function, TensorType, Var, op
     x = Var("x", TensorType((n, n)))
     w = Constant(np.eye(n, dtype=np.float32), "w")
+    index = Constant(np.zeros((1, n), dtype=np.int64), "index")
+    ones = Constant(np.ones((1, n), dtype=np.float32), "ones")
 
     def row_sum(v, name):
         return op.sub(x, op.sum(v, axes=(1,), keepdims=True, name=name), name=f"{name}_sub")
@@ -210,6 +213,9 @@ def question_graphs(n: int = 6) -> list:
         Function([x], row_sum(op.transpose(x, perm=(1, 0), name="t"), "s")),    # INJECTIVE -> sum
         Function([x], op.add(op.transpose(op.exp(x, name="e"), perm=(1, 0), name="t"), x,
                              name="a")),                                         # -> INJECTIVE
+        # ELEMWISE -> OPAQUE and an OPAQUE op's would-be epilogue: opaque fuses with nothing
+        Function([x], op.relu(op.scatter_elements(op.exp(x, name="e"), index, ones, axis=0,
+                                                  name="o"), name="r")),
     ]
 
 

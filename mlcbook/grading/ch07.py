@@ -91,8 +91,15 @@ def _programs(rng):
     _, j = sch.get_loops(sch.get_block("B"))
     sch.vectorize(j)
     mixed = sch.func
+    # parallel and unrolled loops, none vectorized: a share of 0, whatever else the loops do
+    sch = Schedule(f)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.parallel(i)
+    sch.unroll(j)
+    threaded = sch.func
     return [("add then row sum, unscheduled", f),
             ("add then row sum, B's inner loop vectorized", mixed),
+            ("add then row sum, B's loops parallel and unrolled (none vectorized)", threaded),
             (f"matmul {m}, default schedule", default_schedule(small_matmul(m)))]
 
 
@@ -209,22 +216,34 @@ def _check_budget_search(answer, rng):
 
 
 # --- 07.row_rule --------------------------------------------------------------------------------
-def _loops(func: PrimFunc) -> list[tuple[int, str, str]]:
-    """``(depth, kind, extent)`` of every loop of ``func``, outermost first."""
+def _loops(func: PrimFunc, block: str) -> tuple[list[tuple[int, str, str]], tuple[str, ...]]:
+    """``(depth, kind, extent)`` of every loop of ``func``, outermost first, and the extents
+    of the loops that ``block``'s spatial axis is bound to (how the rule tiled that axis)."""
+    from ..tir.analysis import free_vars
+    from ..tir.stmt import BlockRealize
     loops: list[tuple[int, str, str]] = []
+    spatial: list[tuple[str, ...]] = []
 
     class Walk(Visitor):
         def __init__(self):
-            self.depth = 0
+            self.around: list[For] = []
 
         def visit_For(self, node: For) -> None:
-            loops.append((self.depth, node.kind, str(node.extent)))
-            self.depth += 1
+            loops.append((len(self.around), node.kind, str(node.extent)))
+            self.around.append(node)
             self.generic_visit(node)
-            self.depth -= 1
+            self.around.pop()
+
+        def visit_BlockRealize(self, node: BlockRealize) -> None:
+            if node.block.name == block:
+                bound = {id(v) for value, iv in zip(node.iter_values, node.block.iter_vars)
+                         if iv.kind == "spatial" for v in free_vars(value)}
+                spatial.append(tuple(str(lp.extent) for lp in self.around
+                                     if id(lp.loop_var) in bound))
+            self.generic_visit(node)
 
     Walk().visit(func.body)
-    return loops
+    return loops, spatial[0] if spatial else ()
 
 
 def _sample_rule_point(space, seed: int):
@@ -275,7 +294,7 @@ def _check_row_rule(answer, rng):
             if not np.allclose(got, want, rtol=1e-4, atol=1e-3):
                 raise Fail(f"point {seed} computes wrong sums (first row: {got[0]:.4f}, "
                            f"expected {want[0]:.4f})")
-            loops = _loops(p.func)
+            loops, rows = _loops(p.func, "S")
             depths = [d for d, kind, _ in loops if kind == "parallel"]
             if any(d > 0 for d in depths):
                 raise Fail(f"point {seed} runs an inner loop in parallel",
@@ -283,7 +302,7 @@ def _check_row_rule(answer, rng):
                            "of whole rows, and threads start once, not once per outer step")
             parallel += bool(depths)
             serial += not depths
-            tilings.add(tuple(extent for _, _, extent in loops))
+            tilings.add(rows)
     if not parallel:
         raise Fail(f"none of {points} points runs in parallel",
                    "let a decision parallelize the outer tile of i")
@@ -292,7 +311,9 @@ def _check_row_rule(answer, rng):
                    "try the serial program", "make parallel a decision: "
                    "if knobs.choice(f\"{name}.parallel\", [False, True]): ...")
     if len(tilings) < 2:
-        raise Fail(f"all {points} points tile i the same way: the split is fixed",
+        raise Fail(f"all {points} points tile the spatial loop i the same way ("
+                   f"{' x '.join(next(iter(tilings)))}): the split of i is fixed, or another "
+                   "loop was split instead",
                    "let a decision choose the tile: sch.split(i, knobs.tile(f\"{name}.rows\", "
                    "i, 2, 16))")
     return (f"several tilings among {points} legal points, the outer tile parallel in some "

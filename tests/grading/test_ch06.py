@@ -183,3 +183,11 @@ def test_fold_returning_float64_is_refused():
         s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
         return W * s[:, None, None, None], (b - mean) * s + shift
     assert "return two float32 arrays" in zero("06.fold_bn", float64_fold)
+
+
+def test_letting_an_opaque_op_take_an_epilogue_is_refused():
+    def wrong(group, between, pdom):
+        if group == OpKind.OPAQUE:  # treated like a conv: takes what follows it
+            return all(k <= OpKind.BROADCAST for k in list(between) + [pdom])
+        return _reference_joins(group, between, pdom)
+    assert "an opaque op fuses with nothing" in zero("06.fusion_rule", wrong)

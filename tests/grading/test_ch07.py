@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import numpy as np
 import pytest
 
@@ -14,9 +15,10 @@ from mlcbook.tune.features import features
 from .conftest import zero
 
 
-def _vector_share(func, weight):
-    """The share of stores under a vectorized loop, each store counted ``weight(loops)``
-    times: a wrong answer's way of counting (the right one weighs by every loop's extent)."""
+def _vector_share(func, weight, vector=lambda lp: lp.kind == "vectorized"):
+    """The share of stores under a loop ``vector`` accepts (a vectorized one), each store
+    counted ``weight(loops)`` times: a wrong answer's way of counting (the right one weighs
+    by every loop's extent)."""
     from mlcbook.tir.functor import Visitor
     runs = {"vector": 0, "all": 0}
 
@@ -32,7 +34,7 @@ def _vector_share(func, weight):
         def visit_BufferStore(self, node):
             n = weight(self.loops)
             runs["all"] += n
-            runs["vector"] += n * any(lp.kind == "vectorized" for lp in self.loops)
+            runs["vector"] += n * any(vector(lp) for lp in self.loops)
 
     for f in mb.lower(func).functions.values():
         Count().visit(f.body)
@@ -124,7 +126,7 @@ def _row_rule(tile=True, parallel="decided", choices=(False, True)):
      "every draw counts"),
     ("07.row_rule", _row_rule(parallel="always"), "all 16 points run in parallel"),
     ("07.row_rule", _row_rule(parallel="never"), "none of 16 points runs in parallel"),
-    ("07.row_rule", _row_rule(tile=False), "the split is fixed"),
+    ("07.row_rule", _row_rule(tile=False), "the split of i is fixed"),
     ("07.row_rule", _row_rule(parallel="inner"), "runs an inner loop in parallel"),
 ])
 def test_wrong_answers_of_a_second_pass_earn_zero(exercise_id, wrong, message):
@@ -135,3 +137,34 @@ def test_wrong_answers_of_a_second_pass_earn_zero(exercise_id, wrong, message):
 def test_a_row_rule_deciding_parallel_with_bools_or_ints_earns_full_marks(choices):
     result = grading.check("07.row_rule", _row_rule(choices=choices))
     assert result.passed, str(result)
+
+
+def _tiles_the_reduce_loop(knobs, name, space):
+    """Tiles j (the reduce loop) with the decision the exercise asks for i."""
+    sch = knobs.sch
+    i, j = sch.get_loops(sch.get_block(name))
+    sch.split(j, knobs.tile(f"{name}.cols", j, 2, 16))
+    if knobs.choice(f"{name}.parallel", [False, True]):
+        sch.parallel(i)
+
+
+def test_a_row_rule_that_tiles_the_reduce_loop_instead_of_i_earns_zero():
+    assert "tile the spatial loop i the same way" in zero("07.row_rule", _tiles_the_reduce_loop)
+
+
+def test_a_row_rule_tiling_i_in_three_parts_earns_full_marks():
+    def row_rule(knobs, name, space):
+        sch = knobs.sch
+        i, _ = sch.get_loops(sch.get_block(name))
+        outer, _, _ = sch.split(i, knobs.tile(f"{name}.rows", i, 3, 16))
+        if knobs.choice(f"{name}.parallel", [False, True]):
+            sch.parallel(outer)
+    result = grading.check("07.row_rule", row_rule)
+    assert result.passed, str(result)
+
+
+def test_a_share_that_counts_parallel_and_unrolled_loops_as_vector_earns_zero():
+    def any_annotated_loop(func):
+        return _vector_share(func, lambda loops: math.prod(int(lp.extent.value) for lp in loops),
+                             vector=lambda lp: lp.kind != "serial")
+    assert "the share is 0.0000" in zero("07.vector_share", any_annotated_loop)

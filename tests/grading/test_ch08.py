@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -14,7 +15,7 @@ import mlcbook.grading as grading
 from mlcbook.grading.ch08 import dot_impl
 from mlcbook.schedule import Schedule
 
-from .conftest import zero
+from .conftest import solution, zero
 
 
 # --- plausible wrong answers ----------------------------------------------------------------------
@@ -121,3 +122,26 @@ def test_wrong_answers_of_a_second_pass_earn_zero(exercise_id, wrong, message):
 
 def test_the_solved_schedule_helper_is_right():
     assert grading.check("08.tensorize_matmul", _solved_schedule).passed
+
+
+def _library_desc(copy_of):
+    """register_dot that hands in the built-in AVX2 intrinsic's desc, taken as ``copy_of``
+    makes it (the object, a deep copy, its printed script parsed again)."""
+    def register_dot(name):
+        theirs = mb.tir.TensorIntrin.get("x86.avx2.dot_u8i8_8x4").desc
+        return mb.tir.TensorIntrin.register(name, copy_of(theirs), dot_impl())
+    return register_dot
+
+
+@pytest.mark.parametrize("copy_of", [lambda d: d, copy.deepcopy,
+                                     lambda d: mb.script.parse(d.script())])
+def test_register_dot_with_the_library_desc_earns_zero(copy_of):
+    assert "your desc is the library's own" in zero("08.register_dot", _library_desc(copy_of))
+
+
+def test_quantize_layer_with_scales_and_bound_as_lists_earns_full_marks():
+    def as_lists(x, w):
+        xq, x_scale, wq, w_scale, bound = solution(8)["quantize_layer"](x, w)
+        return xq, x_scale, wq, list(w_scale), list(bound)
+    result = grading.check("08.quantize_layer", as_lists)
+    assert result.passed, str(result)
