@@ -13,7 +13,8 @@ the kernel's layout, weights packed at compile time, as in a compiled model:
 * blocked, direct: ``opt_level=3`` with Winograd off (option ``winograd_min_flops=inf``): the
   ``conv_nchwc`` that ``convert_layout`` makes (NCHW[b]c, blocks from
   ``rules.tile_size.channel_block``; a grouped conv in per-group blocks, each group's channels
-  padded to whole blocks). Depthwise convs stay NCHW in the compiler: that column then says so;
+  padded to whole blocks; a grouped 1x1 conv whose groups would be padded is a batched matmul
+  in NCHW instead). Depthwise convs stay NCHW in the compiler: that column then says so;
 * Winograd: ``opt_level=3`` with every 3x3 stride-1 conv by Winograd's F(2x2, 3x3) (its three
   kernels in NCHW16c);
 * "mb.compile runs": which of these ``mb.compile`` picks for the shape (Winograd for big 3x3
@@ -62,7 +63,7 @@ SHAPES = [
     ("1x1/2 256->512 @14", 256, 512, 14, 1, 2, 1),
     ("depthwise 3x3 64 @56", 64, 64, 56, 3, 1, 64),
     # shufflenet's grouped 1x1 convs (4 groups) of its three stages, most of its time in the
-    # zoo: 34, 68 and 136 channels per group (each padded to whole blocks of 16)
+    # zoo: 34, 68 and 136 channels per group (blocks of 16 would pad them: batched matmuls)
     ("1x1 136->136 4 groups @28", 136, 136, 28, 1, 1, 4),
     ("1x1 272->272 4 groups @14", 272, 272, 14, 1, 1, 4),
     ("1x1 544->544 4 groups @7", 544, 544, 7, 1, 1, 4),
@@ -135,6 +136,8 @@ def _choice(steps, k: int, groups: int) -> str:
     if wino is not None:
         return f"Winograd, NCHW{wino[0][-1]}c"
     conv = next((shapes for name, shapes in steps if name.startswith("conv_nchwc")), None)
+    if any("matmul" in name for name, _ in steps):
+        return f"batched matmul, NCHW ({groups} groups)"
     if conv is None:
         return "NCHW" + (" (depthwise stays NCHW)" if groups > 1 and groups == k else "")
     w = conv[1]                      # (K'/co, C'/ci, kh, kw, ci, co)

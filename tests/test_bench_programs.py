@@ -49,13 +49,22 @@ def _one_conv(c, k, h, kern, groups):
 
 def test_convs_times_the_blocked_kernel_mb_compile_makes_for_a_grouped_conv():
     import convs
-    func, x, want = _one_conv(48, 48, 6, 1, 4)     # 12 channels a group: padded blocks
+    func, x, want = _one_conv(48, 48, 6, 3, 4)     # 12 channels a group: padded blocks
     run, steps = convs._compiled(func, x, want)   # checks the whole plan against want
     names = [name for name, _ in steps]
     # the input is read as it is (NCHW1c: a view, no kernel), the output blocked per group
     assert names == ["conv_nchwc", "from_blocked"]
     run()                                          # the conv kernel alone
     assert convs._choice(steps, 48, 4).startswith("direct, NCHW")
+
+
+def test_convs_says_a_padded_grouped_pointwise_conv_is_a_batched_matmul():
+    import convs
+    func, x, want = _one_conv(48, 48, 6, 1, 4)     # 1x1, 12 channels a group
+    run, steps = convs._compiled(func, x, want)
+    assert [name for name, _ in steps] == ["matmul"]
+    run()
+    assert convs._choice(steps, 48, 4) == "batched matmul, NCHW (4 groups)"
 
 
 def test_convs_says_a_depthwise_conv_stays_in_nchw():

@@ -359,7 +359,7 @@ class ExprEmitter(ExprFunctor):
         # the taken branch runs only where the condition holds: a padded read's clamped
         # index (max(min(i - 1, 55), 0) under 1 <= i <= 56) is then its plain, contiguous
         # index, one masked vector load instead of a gather
-        taken = simplify_assuming(e.true_value, e.cond)
+        taken = simplify_assuming(e.true_value, e.cond, self.ranges)
         if c.kind != S:
             old = self.mask
             m = self._vec(c)
@@ -427,15 +427,11 @@ class ExprEmitter(ExprFunctor):
                 x = self._masked("llvm.masked.load", vty, p.type, [
                     p, ir.Constant(I32, align), self.mask, ir.Constant(vty, ir.Undefined)], True)
             kind = V
-        elif idx.kind == R and 1 < idx.stride <= MAX_SHUFFLED_STRIDE and self.mask is None:
-            # every lane reads: one load of the span they cover, then pick every stride-th
-            # element (a gather fetches element by element, several times slower)
-            span = (self.lanes - 1) * idx.stride + 1
-            p = B.gep(base, [idx.value], source_etype=ety, inbounds=True)
-            whole = B.load(p, typ=mem_type(dt, span), align=align)
-            picks = ir.Constant(ir.VectorType(I32, self.lanes),
-                                [k * idx.stride for k in range(self.lanes)])
-            x, kind = B.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined), picks), V
+        elif idx.kind == R and 1 < idx.stride <= MAX_SHUFFLED_STRIDE and (
+                self.mask is None or _two_vectors(self.lanes, idx.stride)):
+            # one load of the span the lanes cover, then pick every stride-th element (a
+            # gather fetches element by element, several times slower)
+            x, kind = self._strided_load(base, idx, dt, ety, align), V
         else:
             vty = mem_type(dt, self.lanes)
             ptrs = self._ptrs(base, idx, ety)
@@ -450,6 +446,43 @@ class ExprEmitter(ExprFunctor):
             wide = B.zext(x, reg_type("int32", lanes))
             x = B.bitcast(B.shl(wide, self.like(wide, 16)), reg_type("float32", lanes))
         return Val(kind, x)
+
+    def _strided_load(self, base, idx: Val, dt: str, ety, align: int) -> ir.Value:
+        """The lanes of ``idx``, a ramp of a small stride, from one load of the span they cover
+        and a shuffle that picks every stride-th element. A span of at most two vectors is
+        loaded as two vectors (the second ending at its last element) and picked by one
+        two-source shuffle, which x86 does in one instruction (``vpermt2ps``); a load of an
+        odd-sized span was split by LLVM into inserts of single elements."""
+        B, lanes, s = self.b, self.lanes, idx.stride
+        span = (lanes - 1) * s + 1
+        p = B.gep(base, [idx.value], source_etype=ety, inbounds=True)
+        if _two_vectors(lanes, s):
+            vty = mem_type(dt, lanes)
+            last = span - lanes
+            q = B.gep(base, [B.add(idx.value, self.like(idx.value, last), flags=self._iflags)],
+                      source_etype=ety, inbounds=True)
+            lo, hi = (self._load_picked(ptr, vty, align, start, s) for ptr, start in
+                      ((p, 0), (q, last)))
+            picks = [k * s if k * s < lanes else k * s - last + lanes for k in range(lanes)]
+            return B.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(I32, lanes), picks))
+        whole = B.load(p, typ=mem_type(dt, span), align=align)
+        picks = ir.Constant(ir.VectorType(I32, lanes), [k * s for k in range(lanes)])
+        return B.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined), picks)
+
+    def _load_picked(self, ptr, vty, align: int, start: int, stride: int) -> ir.Value:
+        """One vector of a strided span from ``ptr`` (element ``start`` of the span); under a
+        mask, a masked load that reads only the elements the active lanes pick (element
+        ``j`` is lane ``j / stride``'s when ``stride`` divides it), so a padded read never
+        touches memory outside its buffer."""
+        if self.mask is None:
+            return self.b.load(ptr, typ=vty, align=align)
+        lanes = self.lanes
+        spread = [(start + j) // stride if (start + j) % stride == 0 else lanes
+                  for j in range(lanes)]
+        off = self._const("bool", 0, lanes)
+        m = self.b.shuffle_vector(self.mask, off, ir.Constant(ir.VectorType(I32, lanes), spread))
+        return self._masked("llvm.masked.load", vty, ptr.type, [
+            ptr, ir.Constant(I32, align), m, ir.Constant(vty, ir.Undefined)], True)
 
     def _masked(self, name: str, data_type, ptr_type, args, returns: bool) -> ir.Value:
         """Call ``llvm.masked.{load,store,gather,scatter}`` mangled for the given types."""
@@ -498,6 +531,13 @@ class ExprEmitter(ExprFunctor):
         except KeyError:
             raise BuildError(f"buffer {buf.name!r} is used but neither a parameter nor "
                              "allocated where it is used") from None
+
+
+def _two_vectors(lanes: int, stride: int) -> bool:
+    """Whether a load of ``lanes`` elements ``stride`` apart spans more than one vector of
+    ``lanes`` and at most two (stride 2; lanes a power of two)."""
+    span = (lanes - 1) * stride + 1
+    return lanes < span <= 2 * lanes and lanes & (lanes - 1) == 0
 
 
 #: a vector load with a constant stride up to this one reads the whole span and shuffles

@@ -83,6 +83,13 @@ class Machine:
         import numpy as np
         return self.vector_bits // (8 * np.dtype(dtype).itemsize)
 
+    @property
+    def l2_loads_per_cycle(self) -> float:
+        """Vectors a core reads from its L2 per cycle, taken as half its L1 loads: 64 bytes
+        a cycle on Zen 5 and Skylake-X (one zmm), 32 on Zen 3 (one ymm) and Zen 4 (half a
+        zmm)."""
+        return self.loads_per_cycle / 2
+
     def dot_product(self, kind: str) -> DotProduct | None:
         """The widest dot-product instruction of ``kind`` (``"u8i8"``, ``"s8s8"``,
         ``"bf16"``) the target has, else None."""
@@ -175,6 +182,45 @@ CPUS: dict[str, CPU] = {
                                          "avx512fp16", "amx-tile", "amx-int8", "amx-bf16"),
                           **_SKX, caches=(48 * KiB, 2 * MiB, 105 * MiB),
                           part="Xeon Platinum 8480+", dots=(_VNNI_SKX,)),
+    "emeraldrapids": CPU("x86_64", _x86("x86-64-v4", "avx512vnni", "avxvnni", "avx512bf16",
+                                        "avx512fp16", "amx-tile", "amx-int8", "amx-bf16"),
+                         **_SKX, caches=(48 * KiB, 2 * MiB, 320 * MiB),
+                         part="Xeon Platinum 8592+", dots=(_VNNI_SKX,)),
+    "graniterapids": CPU("x86_64", _x86("x86-64-v4", "avx512vnni", "avxvnni", "avx512bf16",
+                                        "avx512fp16", "amx-tile", "amx-int8", "amx-bf16"),
+                         **_SKX, caches=(48 * KiB, 2 * MiB, 504 * MiB),
+                         part="Xeon 6980P", dots=(_VNNI_SKX,)),
+    # client parts: Ice Lake to Rocket Lake run a zmm FMA on their two 256-bit pipes fused
+    # (one a cycle); Alder Lake and later have no AVX-512, but VEX-encoded VNNI (AVX-VNNI)
+    "broadwell": CPU("x86_64", _x86("x86-64-v3"), (2, 256), 5, (2, 256),
+                     (32 * KiB, 256 * KiB, 6 * MiB), "Core i7-5775C"),
+    "icelake-client": CPU("x86_64", _x86("x86-64-v4", "avx512vnni", "avx512vbmi", "avx512ifma"),
+                          (2, 256), 4, (2, 512), (48 * KiB, 512 * KiB, 8 * MiB),
+                          "Core i7-1065G7", dots=(("vpdpbusd", 5, 1.0),)),
+    "tigerlake": CPU("x86_64", _x86("x86-64-v4", "avx512vnni", "avx512vbmi", "avx512ifma"),
+                     (2, 256), 4, (2, 512), (48 * KiB, 5 * MiB // 4, 12 * MiB),
+                     "Core i7-1185G7", dots=(("vpdpbusd", 5, 1.0),)),
+    "rocketlake": CPU("x86_64", _x86("x86-64-v4", "avx512vnni", "avx512vbmi", "avx512ifma"),
+                      (2, 256), 4, (2, 512), (48 * KiB, 512 * KiB, 16 * MiB),
+                      "Core i9-11900K", dots=(("vpdpbusd", 5, 1.0),)),
+    "alderlake": CPU("x86_64", _x86("x86-64-v3", "avxvnni"), (2, 256), 4, (3, 256),
+                     (48 * KiB, 5 * MiB // 4, 30 * MiB), "Core i9-12900K performance cores",
+                     dots=(("vpdpbusd", 5, 2.0),)),
+    "raptorlake": CPU("x86_64", _x86("x86-64-v3", "avxvnni"), (2, 256), 4, (3, 256),
+                      (48 * KiB, 2 * MiB, 36 * MiB), "Core i9-13900K performance cores",
+                      dots=(("vpdpbusd", 5, 2.0),)),
+    "meteorlake": CPU("x86_64", _x86("x86-64-v3", "avxvnni"), (2, 256), 4, (3, 256),
+                      (48 * KiB, 2 * MiB, 24 * MiB), "Core Ultra 7 155H performance cores",
+                      dots=(("vpdpbusd", 5, 2.0),)),
+    "arrowlake": CPU("x86_64", _x86("x86-64-v3", "avxvnni"), (2, 256), 4, (3, 256),
+                     (48 * KiB, 3 * MiB, 36 * MiB), "Core Ultra 9 285K performance cores",
+                     dots=(("vpdpbusd", 5, 2.0),)),
+    "lunarlake": CPU("x86_64", _x86("x86-64-v3", "avxvnni"), (2, 256), 4, (3, 256),
+                     (48 * KiB, 5 * MiB // 2, 12 * MiB), "Core Ultra 7 258V performance cores",
+                     dots=(("vpdpbusd", 5, 2.0),)),
+    # Zen 1 runs a ymm FMA on its two 128-bit pipes
+    "znver1": CPU("x86_64", _x86("x86-64-v3"), (2, 128), 5, (2, 128),
+                  (32 * KiB, 512 * KiB, 8 * MiB), "Zen, one CCX's L3"),
     "znver2": CPU("x86_64", _x86("x86-64-v3"), (2, 256), 5, (2, 256),
                   (32 * KiB, 512 * KiB, 16 * MiB), "Zen 2, one CCX's L3"),
     "znver3": CPU("x86_64", _x86("x86-64-v3"), (2, 256), 4, (2, 256),
@@ -206,10 +252,21 @@ CPUS: dict[str, CPU] = {
     "neoverse-v1": CPU("aarch64", _arm("dotprod", "fullfp16", "sve", "bf16", "i8mm"), (4, 128),
                        4, (3, 128), (64 * KiB, 1 * MiB, 32 * MiB), "Graviton3",
                        dots=(("sdot", 3, 4.0), ("usdot", 3, 4.0), ("bfdot", 4, 2.0))),
+    "neoverse-n2": CPU("aarch64", _arm("dotprod", "fullfp16", "sve", "sve2", "bf16", "i8mm"),
+                       (2, 128), 4, (3, 128), (64 * KiB, 1 * MiB, 32 * MiB),
+                       "Azure Cobalt 100, Alibaba Yitian 710",
+                       dots=(("sdot", 3, 2.0), ("usdot", 3, 2.0), ("bfdot", 4, 2.0))),
+    "neoverse-v2": CPU("aarch64", _arm("dotprod", "fullfp16", "sve", "sve2", "bf16", "i8mm"),
+                       (4, 128), 4, (3, 128), (64 * KiB, 2 * MiB, 36 * MiB),
+                       "Graviton4, Grace",
+                       dots=(("sdot", 3, 4.0), ("usdot", 3, 4.0), ("bfdot", 4, 2.0))),
     # Firestorm cores: the 12 MiB L2 is shared by the four of them; the L3 is the SLC
     "apple-m1": CPU("aarch64", _arm("dotprod", "fullfp16"), (4, 128), 4, (3, 128),
                     (128 * KiB, 12 * MiB, 8 * MiB), "M1 performance cores",
                     dots=(("sdot", 3, 4.0),)),
+    "apple-m2": CPU("aarch64", _arm("dotprod", "fullfp16", "bf16", "i8mm"), (4, 128), 4,
+                    (3, 128), (128 * KiB, 16 * MiB, 8 * MiB), "M2 performance cores",
+                    dots=(("sdot", 3, 4.0), ("usdot", 3, 4.0), ("bfdot", 4, 2.0))),
 }
 
 #: every dot-product instruction mlcbook knows, with the latency and issue rate assumed for
@@ -283,8 +340,8 @@ def machine_for(cpu: str, arch: str | None = None, features: str = "",
     operating system reports. :attr:`Target.machine <mlcbook.codegen.Target.machine>` calls
     it; called directly, it gives the table's figures on any host.
 
-        >>> machine_for("tigerlake", "x86_64", "+avx512f").basis   # not in the table
-        "figures of the x86-64-v4 row: no row for 'tigerlake' on x86_64"
+        >>> machine_for("cannonlake", "x86_64", "+avx512f").basis   # not in the table
+        "figures of the x86-64-v4 row: no row for 'cannonlake' on x86_64"
     """
     row = CPUS.get(cpu)
     arch = arch_family(arch or (row.arch if row else "x86_64"))

@@ -41,7 +41,8 @@ def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> 
 
 
 def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float32",
-             ragged: bool = False, spare: int = 0) -> tuple[tuple[int, ...], int]:
+             ragged: bool = False, spare: int = 0,
+             depth: int | None = None) -> tuple[tuple[int, ...], int]:
     """(rows per axis, columns) of the register tile of a tiled reduction whose output
     has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
     vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
@@ -77,6 +78,14 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
 
         >>> row_tile((28, 28), 8, "llvm -mcpu=znver3", ragged=True, spare=1)
         ((4, 2), 8)
+
+    With the reduction's ``depth``, a tile whose vector operand (``depth`` rows of its
+    width) does not fit half the L1 reads it from L2, at
+    :attr:`~mlcbook.codegen.machine.Machine.l2_loads_per_cycle`: a one-row tile as wide
+    as a whole 196-pixel row of a shufflenet matmul (68 deep) then loses to 4 rows of 28:
+
+        >>> row_tile((68,), 196, "llvm -mcpu=znver5", depth=68)
+        ((4,), 28)
     """
     m = Target(target or "llvm").machine
     lanes, regs = m.lanes(dtype), m.vector_registers
@@ -88,7 +97,8 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
             r = math.prod(sizes)
             acc = r * v
             useful = r * c / lanes * _filled(rows, sizes)  # full vectors
-            speed = _speed(m, useful, acc, r + v)
+            from_l2 = depth is not None and depth * c * m.vector_bits // 8 // lanes > m.l1d_bytes // 2
+            speed = _speed(m, useful, acc, r + v, v if from_l2 else 0)
             key = (speed, useful, -(r + v) / useful if ragged else 0, r, sizes)
             if best_key is None or key > best_key:
                 best, best_key = (sizes, c), key
@@ -100,12 +110,13 @@ def _filled(rows, sizes) -> float:
     return math.prod(e / (-(-e // d) * d) for e, d in zip(rows, sizes))
 
 
-def _speed(m: Machine, useful: float, acc: int, loads: int) -> float:
+def _speed(m: Machine, useful: float, acc: int, loads: int, from_l2: int = 0) -> float:
     """Useful FMA lanes per cycle (in full vectors) of a register tile of ``acc``
-    accumulators that loads ``loads`` registers per reduction step on the core ``m``:
-    bound by its FMA issue, its loads, or the FMA latency (fewer than ``fma_per_cycle *
-    fma_latency`` accumulators leave the FMA units idle)."""
-    return useful / max(acc / m.fma_per_cycle, loads / m.loads_per_cycle, m.fma_latency)
+    accumulators that loads ``loads`` registers per reduction step on the core ``m``,
+    ``from_l2`` of them from L2: bound by its FMA issue, its loads, or the FMA latency
+    (fewer than ``fma_per_cycle * fma_latency`` accumulators leave the FMA units idle)."""
+    return useful / max(acc / m.fma_per_cycle, loads / m.loads_per_cycle,
+                        from_l2 / m.l2_loads_per_cycle, m.fma_latency)
 
 
 def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,

@@ -94,7 +94,7 @@ def _two_level_tiled(sch: Schedule, name: str, n_spatial: int) -> str | None:
 
 
 def _register_tile(knobs: Knobs, name: str, rows: tuple, cols: int, target, dtype: str,
-                   conv: bool) -> tuple[tuple, int]:
+                   conv: bool, depth: int) -> tuple[tuple, int]:
     """Knobs ``cols`` (the tile's width, in lanes) and ``rows`` per reuse axis, hinted by
     :func:`~mlcbook.rules.tile_size.row_tile`; a tile holds at most twice the vector
     registers of accumulators (past the register file it keeps part of itself in L1:
@@ -102,7 +102,7 @@ def _register_tile(knobs: Knobs, name: str, rows: tuple, cols: int, target, dtyp
     m = target.machine
     lanes, regs = m.lanes(dtype), m.vector_registers
     hint_rows, hint_cols = row_tile(rows, cols, target, dtype, ragged=conv,
-                                    spare=CONV_SPARE_REGISTERS if conv else 0)
+                                    spare=CONV_SPARE_REGISTERS if conv else 0, depth=depth)
     widths = sorted(set(column_widths(cols, lanes, regs - 2)) | {hint_cols})
     width = knobs.choice(f"{name}.cols", widths, hint=hint_cols)
     most = max(1, 2 * regs // -(-width // lanes))
@@ -178,7 +178,8 @@ def _tile(knobs: Knobs, name: str, n_spatial: int, rules) -> None:
     else:
         # a matmul keeps divisor tiles, the width weight_layout packs its weights to; a
         # conv may tile a prime-width row raggedly
-        sizes, bj = _register_tile(knobs, name, rows, extent(sch, j), target, dtype, conv)
+        sizes, bj = _register_tile(knobs, name, rows, extent(sch, j), target, dtype, conv,
+                                   math.prod(extent(sch, lp) for lp in reduce_))
     jo, ji = sch.split(j, [None, bj])
     if not flat:
         tiled = {}

@@ -63,6 +63,7 @@ def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
         >>> str(simplify_assuming(clamped, (i - 1 >= 0) & (i - 1 < 56)))
         'i - 1'
     """
+    node = _ClampsHeld(conjuncts(cond)).visit(node)
     bounds = dict(ranges or {})
     for part in conjuncts(cond):
         v, lo, hi = var_bound(part)
@@ -73,6 +74,43 @@ def simplify_assuming(node, cond: PrimExpr, ranges: Optional[dict] = None):
             bounds[v] = (lo, hi)
     known = {v: b for v, b in bounds.items() if None not in b}
     return simplify(node, known) if known else node
+
+
+def _nonneg_form(cond: PrimExpr):
+    """``cond`` as ``f >= 0`` for a linear form ``f``, or None."""
+    if not (isinstance(cond, Binary) and is_int(cond.a.dtype)):
+        return None
+    a, b = linear(cond.a), linear(cond.b)
+    return {">=": lambda: a - b, ">": lambda: a - b - 1, "<=": lambda: b - a,
+            "<": lambda: b - a - 1}.get(cond.op, lambda: None)()
+
+
+def _same_terms(f, g) -> bool:
+    return f.terms.keys() == g.terms.keys() and all(
+        f.terms[k][0] == g.terms[k][0] for k in f.terms)
+
+
+class _ClampsHeld(Mutator):
+    """Integer ``min``/``max`` that facts of the form ``f >= 0`` decide, gone: under
+    ``2*x + r - 1 >= 0``, ``max(2*x + r - 1, 0)`` is ``2*x + r - 1``, although neither ``x``
+    nor ``r`` alone is bounded (a strided pool's padded read)."""
+
+    def __init__(self, facts):
+        self.facts = [f for f in map(_nonneg_form, facts) if f is not None]
+
+    def _nonneg(self, f) -> bool:
+        return any(_same_terms(f, g) and f.const >= g.const for g in self.facts)
+
+    def visit_Binary(self, e: Binary):
+        e = self.generic_visit(e)
+        if e.op not in ("min", "max") or not is_int(e.dtype) or not self.facts:
+            return e
+        d = linear(e.a) - linear(e.b)
+        if self._nonneg(d):            # a >= b
+            return e.a if e.op == "max" else e.b
+        if self._nonneg(linear(e.b) - linear(e.a)):
+            return e.b if e.op == "max" else e.a
+        return e
 
 
 def conjuncts(cond: PrimExpr) -> list:

@@ -283,3 +283,30 @@ def test_long_stride_is_still_a_gather():
     assert "masked.gather" in k.llvm_ir()
     x = f32(8 * 24)
     np.testing.assert_array_equal(k(x), x[::8])
+
+
+def test_stride_two_loads_two_vectors_and_picks_with_one_shuffle():
+    # 8 lanes 2 apart span 15 elements: two <8 x float> loads (the second ending at the
+    # 15th) and one two-source shuffle, not a load of an odd-sized <15 x float>
+    k = mb.build(mb.script.parse(STRIDED.format(n=47, m=24, lanes=8, outer=3, s=2, off=0)))
+    ir = k.llvm_ir()
+    assert "load <8 x float>" in ir and "<15 x float>" not in ir
+    x = f32(47)
+    np.testing.assert_array_equal(k(x), x[::2][:24])
+
+
+PADDED_STRIDED = """
+@T.prim_func(root=False)
+def pool_row(A: T.Buffer((40,), "float32"), P: T.Buffer((60,), "float32")):
+    for r in range(3):
+        for v in T.vectorized(16):
+            P[r * 20 + v] = T.select(v * 2 + r - 1 >= 0 and v * 2 + r - 1 < 32, A[T.max(T.min(v * 2 + r - 1, 31), 0)], T.float32(-1))
+"""
+
+
+def test_a_padded_stride_two_read_is_masked_loads_not_a_gather():
+    # a stride-2 pool's padded row: where the select holds its clamps are the identity, so
+    # the read is a ramp of stride 2 under a mask: masked loads of the elements the active
+    # lanes pick (lane 0 of tap 0 reads A[-1], which must not be touched)
+    ir = _compare_with_reference(mb.script.parse(PADDED_STRIDED), f32(40))
+    assert "masked.load" in ir and "gather" not in ir

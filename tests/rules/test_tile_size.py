@@ -89,3 +89,17 @@ def test_a_spare_register_keeps_a_one_vector_conv_tile_from_filling_every_regist
         for target in (AVX2, AVX512):
             assert row_tile(rows, 16, target, ragged=True, spare=1) == \
                 row_tile(rows, 16, target, ragged=True)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512, "llvm -mcpu=znver5"])
+def test_a_one_row_tile_whose_vector_operand_outgrows_l1_loses_to_rows_that_share_it(target):
+    # shufflenet's grouped 1x1 conv as a matmul: 68 rows, 196 pixels, 68 deep. A one-row
+    # tile of the whole row reads its 53 KB of the vector operand from L2 each row
+    (r,), c = row_tile((68,), 196, target, depth=68)
+    assert r > 1 and 68 * c * 4 <= mb.codegen.Target(target).machine.l1d_bytes // 2
+    assert row_tile((68,), 196, target) == row_tile((68,), 196, target, depth=1)
+
+
+def test_l2_feeds_half_of_what_l1_does():
+    m = mb.codegen.Target("llvm -mcpu=znver5").machine
+    assert m.l2_loads_per_cycle == m.loads_per_cycle / 2

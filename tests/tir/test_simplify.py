@@ -235,3 +235,23 @@ def test_simplify_assuming_keeps_the_clamp_when_the_condition_does_not_bound_the
     # one-sided, scaled, or on a sum: no range of i follows, so the clamp stays
     e = tmax(tmin(i - 1, 55), 0)
     assert same(simplify_assuming(e, cond), e)
+
+
+def test_simplify_assuming_drops_a_clamp_on_the_very_expression_its_condition_bounds():
+    # a stride-2 pool's padded read: 2*i + j - 1 >= 0 bounds neither i nor j alone, but
+    # it is the clamped expression itself
+    cond = (i * 2 + j - 1 >= 0) & (i * 2 + j - 1 < 28)
+    e = tmax(tmin(i * 2 + j - 1, 27), 0)
+    s = simplify_assuming(e, cond)
+    assert same(s, i * 2 + j - 1)
+    for a, b in itertools.product(range(-3, 16), range(0, 3)):
+        env = {i: a, j: b}
+        if _eval(cond, env):
+            assert _eval(s, env) == _eval(e, env), (a, b)
+
+
+@pytest.mark.parametrize("cond", [i * 2 + j >= 0, i * 2 - 1 >= 0, i * 2 + j - 1 > -2])
+def test_simplify_assuming_keeps_a_clamp_its_condition_does_not_reach(cond):
+    # a weaker bound, or one on another expression: 2*i + j - 1 may still be negative
+    e = tmax(i * 2 + j - 1, 0)
+    assert same(simplify_assuming(e, cond), e)

@@ -15,7 +15,10 @@ A channel count the block does not divide is padded with zeros to whole blocks (
 channels: 63 blocks of 16) rather than left in NCHW, and a grouped conv (AlexNet's 2 groups,
 shufflenet's 4) is blocked per group, each group's channels padded on their own
 (:class:`Layout`); a padded layout flows on only through ops that keep its zeros finite
-(:data:`FINITE_ON_ZERO`), so the next conv's zero weights cancel them. A depthwise conv runs
+(:data:`FINITE_ON_ZERO`), so the next conv's zero weights cancel them. A grouped 1x1 conv
+whose groups would be padded (shufflenet's 4 groups of 34 or 68 channels) runs instead as a
+batched matmul in NCHW (:func:`_grouped_matmul`), and the elementwise ops after it on its
+rows, where fusion puts them in its kernel. A depthwise conv runs
 in blocks (``depthwise_nchwc``, each channel in its own lane) when its input already is;
 else it stays in NCHW.
 
@@ -139,6 +142,75 @@ def _with_bias(y: Call, conv: Call, layout: Layout) -> Call:
                 f"{conv.name}_bias")
 
 
+def _pointwise(conv: Call) -> bool:
+    """Whether ``conv`` is a 1x1 convolution of stride 1 without padding: a matrix product
+    over the channels at every pixel."""
+    a = conv.args[1].data.shape[2:]
+    return (tuple(a) == (1, 1) and all(s == 1 for s in conv.attrs.get("strides") or (1, 1))
+            and not any(conv.attrs.get("pads") or ()))
+
+
+def _grouped_matmul(conv: Call) -> Call:
+    """A grouped 1x1 conv whose channels per group do not fill blocks (shufflenet's 4 groups
+    of 34 or 68) as a batched matrix product in NCHW, the groups as its batch and the pixels
+    as its columns: ``W[g] @ X[g]`` with ``X[g]`` the group's (channels, H*W) rows. Blocked,
+    each group's channels were padded to whole blocks (34 -> 48) and the shuffle that follows
+    such convs needed a copy out of the blocks and back; here the reshapes are views and
+    the vector runs along the pixels.
+
+        >>> _grouped_matmul(conv).op      # (1, 136, 28, 28) in 4 groups
+        'reshape'
+    """
+    x, w = conv.args[0], conv.args[1]
+    n, c, h, wd = x.shape
+    k, g = w.data.shape[0], conv.attrs["group"]
+    rows = Call("reshape", (x,), Attrs(shape=(n, g, c // g, h * wd)), f"{conv.name}_rows")
+    wg = Constant(np.ascontiguousarray(w.data.reshape(g, k // g, c // g)), w.name, w.owner)
+    y = Call("matmul", (wg, rows), Attrs(), conv.name)
+    if len(conv.args) == 3:
+        b = conv.args[2]
+        y = Call("add", (y, Constant(b.data.reshape(g, k // g, 1), b.name, b.owner)), Attrs(),
+                 f"{conv.name}_bias")
+    return Call("reshape", (y,), Attrs(shape=(n, k, h, wd)), f"{conv.name}_nchw")
+
+
+def _rows_source(e: Expr) -> Expr | None:
+    """The (N, groups, channels, pixels) value ``e`` reshapes to NCHW, if ``e`` is such a
+    reshape (:func:`_grouped_matmul`'s output), else None."""
+    if not (isinstance(e, Call) and e.op == "reshape" and len(e.shape) == 4):
+        return None
+    inner = e.args[0].shape
+    n, c, h, w = e.shape
+    if len(inner) == 4 and inner[0] == n and inner[1] * inner[2] == c and inner[3] == h * w:
+        return e.args[0]
+    return None
+
+
+def _into_rows(call: Call) -> Call:
+    """An elementwise ``call`` on a grouped matmul's NCHW view computed on its rows instead and
+    viewed as NCHW after it, so that fusion (which stops at views) puts it in the matmul's
+    kernel: a same-shaped operand (a residual) is viewed as rows too, a per-channel constant
+    reshaped to (groups, channels, 1); anything else leaves ``call`` as it is."""
+    rows = [_rows_source(a) for a in call.args]
+    inner = next((r for r in rows if r is not None), None)
+    if inner is None:
+        return call
+    n, g, k, p = inner.shape
+    args = []
+    for a, r in zip(call.args, rows):
+        v = _per_channel(a, g * k, 4)
+        if r is not None and tuple(r.shape) == tuple(inner.shape):
+            args.append(r)
+        elif tuple(a.shape) == tuple(call.shape):
+            args.append(Call("reshape", (a,), Attrs(shape=tuple(inner.shape)), f"{a.name}_rows"))
+        elif v is not None:
+            args.append(Constant(np.ascontiguousarray(v.reshape(g, k, 1)), a.name, a.owner))
+        else:
+            return call
+    y = Call(call.op, tuple(args), call.attrs, call.name)
+    return Call("reshape", (y,), Attrs(shape=tuple(call.shape)), f"{call.name}_nchw")
+
+
 class _ConvertLayout(ExprMutator):
     def __init__(self, target: Target):
         super().__init__()
@@ -149,9 +221,11 @@ class _ConvertLayout(ExprMutator):
         if new.op == "conv":
             return self._conv(new)
         sources = [_unblocked_source(a) for a in new.args]
-        if not any(sources):
-            return new
         kind = get_op(new.op).kind
+        if not any(sources):
+            if kind <= OpKind.BROADCAST and len(new.shape) == 4:
+                return _into_rows(new)
+            return new
         if new.op == "to_blocked":
             src, layout = sources[0]
             wanted = Layout.of(new.attrs["block"], new.attrs.get("groups", 1), new.args[0].shape[1])
@@ -181,10 +255,13 @@ class _ConvertLayout(ExprMutator):
                                 conv.attrs.get("dilations")):
             return conv   # a pad wider than the kernel: NCHW's conv takes it, NCHWc's not
         co = _out_block(k // group, self.lanes)
+        ci = _in_block(cg, self.lanes)
+        if group > 1 and _pointwise(conv) and (co is None or Layout.of(co, group, k).padded
+                                               or ci == 1):
+            return _grouped_matmul(conv)
         if co is None:
             return conv
         src = _unblocked_source(x)
-        ci = _in_block(cg, self.lanes)
         if src and Layout.of(src[1].block, group, x.shape[1]) == src[1]:
             ci = src[1].block  # read the layout the input already has
         layout_in, layout_out = Layout.of(ci, group, x.shape[1]), Layout.of(co, group, k)

@@ -132,7 +132,7 @@ def _conv_model(c, k, group, hw=6, bias=True):
     (32, 24, 1, AVX512),     # 24 output channels: 2 blocks of 16, 8 lanes of zeros
     (32, 24, 1, AVX2),
     (96, 256, 2, AVX512),    # AlexNet's grouped conv: 48 in, 128 out per group
-    (24, 272, 4, AVX512),    # shufflenet: 68 channels per group, padded to 80
+    (24, 240, 3, AVX512),    # 80 channels per group, in 5 blocks of 16
 ])
 def test_grouped_and_padded_convs_run_blocked_and_stay_blocked_between(c, k, group, target):
     f = _conv_model(c, k, group)
@@ -144,6 +144,42 @@ def test_grouped_and_padded_convs_run_blocked_and_stay_blocked_between(c, k, gro
     x, = inputs(f)
     exe = mb.compile(f, opt_level=3)
     np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-3)
+
+
+def _grouped_pointwise(c, k, group, hw=7):
+    """A grouped 1x1 conv (bias, ReLU) of ``c`` -> ``k`` channels, a 1x1 conv again back to
+    ``c``, plus the input (a residual), ReLU."""
+    rng = np.random.default_rng(3)
+    x = Var("x", mb.graph.TensorType((1, c, hw, hw)))
+    w1 = Constant(rng.standard_normal((k, c // group, 1, 1)).astype("float32"), "w1")
+    b1 = Constant(rng.standard_normal(k).astype("float32"), "b1")
+    w2 = Constant(rng.standard_normal((c, k // group, 1, 1)).astype("float32"), "w2")
+    y = op.relu(op.conv(x, w1, b1, group=group))
+    return Function([x], op.relu(op.add(op.conv(y, w2, group=group), x)))
+
+
+@pytest.mark.parametrize("c, k, group, target", [
+    (272, 136, 4, AVX512),   # shufflenet: 68 and 34 channels per group (80 and 48 in blocks)
+    (96, 40, 4, AVX2),       # 24 and 10 per group (in blocks of 8: 24 and 16)
+])
+def test_a_grouped_pointwise_conv_that_would_pad_its_blocks_is_a_matmul_in_nchw(c, k, group,
+                                                                              target):
+    f = _grouped_pointwise(c, k, group)
+    g = convert_layout(f, target)
+    ops = _ops(g)
+    assert ops.count("matmul") == 2
+    assert not {"conv", "conv_nchwc", "to_blocked", "from_blocked"} & set(ops)
+    _same(f, g, rtol=1e-4)
+    x, = inputs(f)
+    exe = mb.compile(f, opt_level=3)    # the host: both cases pad in blocks of 8 or 16
+    np.testing.assert_allclose(exe(x), mb.graph.interpret(f, x), rtol=1e-4, atol=1e-3)
+    # bias, ReLU and the residual are computed on the matmul's rows, so each fuses into it
+    assert exe.stats["calls"] == 2
+
+
+def test_a_grouped_pointwise_conv_whose_groups_fill_blocks_stays_blocked():
+    f = _grouped_pointwise(128, 64, 2)
+    assert "matmul" not in _ops(convert_layout(f, AVX512))
 
 
 @pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
