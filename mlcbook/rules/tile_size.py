@@ -17,15 +17,33 @@ from ..codegen.machine import Machine
 from ..codegen.target import Target
 
 
+def split_registers(c: int, lanes: int) -> int:
+    """The vector registers LLVM splits a vector of ``c`` lanes into, each an instruction:
+    whole ones, then one per power of two of the rest (AVX-512 float32: 28 lanes are a zmm,
+    a ymm and an xmm; 49 are three zmm and a scalar).
+
+        >>> split_registers(28, 16), split_registers(49, 16), split_registers(32, 16)
+        (3, 4, 2)
+    """
+    return c // lanes + bin(c % lanes).count("1")
+
+
 def column_widths(extent: int, lanes: int, most: int) -> list[int]:
-    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vectors:
-    its divisors in whole vectors, else in half, else in quarter ones (so no lane is
-    wasted), else the whole row if it fits, else one vector (the last tile predicated)."""
-    for step in [s for s in (lanes, lanes // 2, lanes // 4) if s]:
-        widths = [c for c in range(step, min(extent, most * lanes) + 1, step) if extent % c == 0]
-        if widths:
-            return widths
-    return [extent] if -(-extent // lanes) <= most else [lanes]
+    """Candidate tile widths along an output row of ``extent``, in at most ``most`` vector
+    registers: its divisors in whole vectors; else every divisor of at least a quarter
+    vector that fits (in the registers LLVM splits it into, :func:`split_registers`: a
+    196-pixel row offers 49, three zmm and a scalar, beside 28 and 98); else one vector
+    (the last tile predicated).
+
+        >>> column_widths(196, 16, 30)
+        [4, 7, 14, 28, 49, 98, 196]
+    """
+    whole = [c for c in range(lanes, min(extent, most * lanes) + 1, lanes) if extent % c == 0]
+    if whole:
+        return whole
+    widths = [c for c in range(max(1, lanes // 4), extent + 1)
+              if extent % c == 0 and split_registers(c, lanes) <= most]
+    return widths or [lanes]
 
 
 def register_tile(rows: int, cols: int, target=None, dtype: str = "float32") -> tuple[int, int]:
@@ -46,7 +64,8 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
     """(rows per axis, columns) of the register tile of a tiled reduction whose output
     has extents ``rows`` along its reuse axes (innermost first) and ``cols`` along its
     vectorized axis, each tile size dividing its extent when it can. A tile of ``r`` rows
-    in all (the product over the axes) of ``v`` vectors needs ``r*v`` accumulators, ``v``
+    in all (the product over the axes) of ``v`` vectors (the registers LLVM splits its
+    columns into, :func:`split_registers`) needs ``r*v`` accumulators, ``v``
     registers for the vector operand and one for the broadcast, all within
     ``target.vector_registers`` (16 with AVX2, 32 with AVX-512). Of the tiles that fit,
     the one taken does the most useful FMA lanes per cycle, estimated from its
@@ -82,16 +101,16 @@ def row_tile(rows: tuple[int, ...], cols: int, target=None, dtype: str = "float3
     With the reduction's ``depth``, a tile whose vector operand (``depth`` rows of its
     width) does not fit half the L1 reads it from L2, at
     :attr:`~mlcbook.codegen.machine.Machine.l2_loads_per_cycle`: a one-row tile as wide
-    as a whole 196-pixel row of a shufflenet matmul (68 deep) then loses to 4 rows of 28:
+    as a whole 196-pixel row of a shufflenet matmul (68 deep) then loses to 2 rows of 98:
 
         >>> row_tile((68,), 196, "llvm -mcpu=znver5", depth=68)
-        ((4,), 28)
+        ((2,), 98)
     """
     m = Target(target or "llvm").machine
     lanes, regs = m.lanes(dtype), m.vector_registers
     best, best_key = ((1,) * len(rows), lanes), None
     for c in column_widths(cols, lanes, regs - 2):
-        v = -(-c // lanes)
+        v = split_registers(c, lanes)
         most = max(1, (regs - v - 1 - spare) // v)
         for sizes in row_sizes(rows, most, ragged):
             r = math.prod(sizes)
@@ -148,13 +167,13 @@ def pixel_tile(rows: tuple[int, ...], blocks: int, cols: int, target=None,
     mach = Target(target or "llvm").machine
     lanes, regs = mach.lanes(dtype), mach.vector_registers
     sizes, c = row_tile(rows, cols, target, dtype, ragged=True)
-    v, r = -(-c // lanes), math.prod(sizes)
+    v, r = split_registers(c, lanes), math.prod(sizes)
     uneven = not all(e % d == 0 for e, d in zip(rows, sizes))
     short = not (uneven and ragged)
     if short and r * v >= mach.fma_per_cycle * mach.fma_latency:
         return None
     best, best_speed = None, _speed(mach, r * c / lanes * _filled(rows, sizes), r * v, r + v)
-    v, n = -(-cols // lanes), math.prod(rows)
+    v, n = split_registers(cols, lanes), math.prod(rows)
     for p, m in pixel_tiles(rows, blocks, cols, target, dtype):
         # a short row's tiles are whole rows: then each tile's pixels are one row of the
         # map, which the parallel tile loops keep apart (a tile across rows would have

@@ -40,7 +40,7 @@ from .panel import (own_producers_level, panel_bytes, panel_fits, panel_loops,
                     shares_channel_blocks)
 from .spatial import PARALLEL_WORK, row_reduction, two_level, vectorize
 from .tile_size import (column_widths, panel_accumulator_bytes, pixel_tile, pixel_tiles,
-                        row_tile, stream_lanes)
+                        row_tile, split_registers, stream_lanes)
 
 #: vector registers a conv's register tile leaves free beyond its weights and one
 #: broadcast (see :func:`~mlcbook.rules.tile_size.row_tile`): with none, a tile of one vector
@@ -105,7 +105,7 @@ def _register_tile(knobs: Knobs, name: str, rows: tuple, cols: int, target, dtyp
                                     spare=CONV_SPARE_REGISTERS if conv else 0, depth=depth)
     widths = sorted(set(column_widths(cols, lanes, regs - 2)) | {hint_cols})
     width = knobs.choice(f"{name}.cols", widths, hint=hint_cols)
-    most = max(1, 2 * regs // -(-width // lanes))
+    most = max(1, 2 * regs // split_registers(width, lanes))
     sizes = []
     for k, (e, hint) in enumerate(zip(rows, hint_rows)):
         options = sorted(set(_row_options(e, most, conv)) | {hint})

@@ -2,7 +2,8 @@
 import pytest
 
 import mlcbook as mb
-from mlcbook.rules.tile_size import pixel_tile, register_tile, row_tile
+from mlcbook.rules.tile_size import (column_widths, pixel_tile, register_tile, row_tile,
+                                     split_registers)
 
 AVX2, AVX512 = "llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"
 
@@ -96,10 +97,33 @@ def test_a_one_row_tile_whose_vector_operand_outgrows_l1_loses_to_rows_that_shar
     # shufflenet's grouped 1x1 conv as a matmul: 68 rows, 196 pixels, 68 deep. A one-row
     # tile of the whole row reads its 53 KB of the vector operand from L2 each row
     (r,), c = row_tile((68,), 196, target, depth=68)
-    assert r > 1 and 68 * c * 4 <= mb.codegen.Target(target).machine.l1d_bytes // 2
-    assert row_tile((68,), 196, target) == row_tile((68,), 196, target, depth=1)
+    assert r > 1 and c < 196
+
+
+@pytest.mark.parametrize("target", [AVX512, "llvm -mcpu=znver5"])
+def test_a_deep_reduction_narrows_a_one_row_tile(target):
+    # 392 lanes (25 zmm) in one row suit a shallow reduction; 68 deep, its 104 KB of the
+    # vector operand would come from L2 every row
+    assert row_tile((68,), 1960, target, depth=1) == ((1,), 392)
+    (r,), c = row_tile((68,), 1960, target, depth=68)
+    assert r > 1 and 68 * c * 4 > 48 * 1024 // 2 >= 68 * c * 4 / r
 
 
 def test_l2_feeds_half_of_what_l1_does():
     m = mb.codegen.Target("llvm -mcpu=znver5").machine
     assert m.l2_loads_per_cycle == m.loads_per_cycle / 2
+
+
+def test_a_tile_counts_the_registers_llvm_splits_its_columns_into():
+    # 28 float32 lanes are a zmm, a ymm and an xmm (three FMAs a row), not two vectors: a
+    # shufflenet row of 196 pixels is tiled 98 or 49 wide, not 28
+    assert split_registers(28, 16) == 3 and split_registers(49, 16) == 4
+    assert split_registers(64, 16) == 4 and split_registers(12, 8) == 2
+    (r,), c = row_tile((68,), 196, "llvm -mcpu=znver5", depth=68)
+    assert c in (49, 98) and r * split_registers(c, 16) + split_registers(c, 16) + 1 <= 32
+
+
+def test_column_widths_offer_every_divisor_when_no_whole_vector_divides():
+    assert column_widths(64, 16, 30) == [16, 32, 64]
+    assert column_widths(196, 16, 30) == [4, 7, 14, 28, 49, 98, 196]
+    assert column_widths(196, 16, 4) == [4, 7, 14, 28, 49]
