@@ -365,8 +365,14 @@ _NOTEBOOK_RUNNER = ("nbformat", "nbclient", "jupyter_client", "ipykernel", "IPyt
 def _grade(args: argparse.Namespace) -> int:
     for module in _NOTEBOOK_RUNNER:
         require(module, "`mlcbook grade`")
+    from .errors import GradingError
     from .grading import grade, gradebook
     from .grading.execute import CURRENT_ENV
+    from .paths import output_file
+    # checked before grading: a bad path must not throw away an hour of grading
+    for flag, path in (("--json", args.json), ("--csv", args.csv)):
+        if path:
+            output_file(path, f"the {flag[2:]} scores", GradingError)
     options = dict(timeout=args.timeout, kernel_name=args.kernel or CURRENT_ENV,
                    isolate=args.isolate, jobs=args.jobs)
     seed = grade.new_seed() if args.seed is None else args.seed

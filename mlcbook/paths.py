@@ -17,11 +17,26 @@ from pathlib import Path
 from .errors import MLCError
 
 
+#: the longest file or folder name most file systems take (bytes, as the OS counts them)
+NAME_MAX = 255
+
+
 def _as_path(path, what: str, error: type[MLCError]) -> Path:
-    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str) \
+            or not os.fspath(path):
         raise error(f"{what} needs a path (a str or pathlib.Path), got {path!r}; Instead: "
                     "pass a file name such as 'out/model.mlcb'")
-    return Path(path)
+    text = os.fspath(path)
+    if "\0" in text:
+        raise error(f"the path {text!r} for {what} holds a NUL character, which no file name "
+                    "can; Instead: remove it")
+    # the OS refuses a longer name with ENAMETOOLONG from every call, even exists()
+    for part in Path(text).parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise error(f"the path for {what} has a name of {len(os.fsencode(part))} bytes "
+                        f"({part[:40]!r}...), longer than the {NAME_MAX} a file system takes; "
+                        "Instead: choose a shorter name")
+    return Path(text)
 
 
 def _file_above(path: Path) -> Path | None:

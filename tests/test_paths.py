@@ -106,3 +106,36 @@ def test_compile_and_export_commands_refuse_a_bad_output_before_compiling(tmp_pa
     err = capsys.readouterr().err
     assert "Traceback" not in err and "is a file, not a folder" in err
     np.testing.assert_equal(a_file.read_text(), "x")
+
+
+@pytest.mark.parametrize("name,msg", [("a\0b", "holds a NUL character, which no file name can"),
+                                      ("a" * 300, "has a name of 300 bytes .*longer than the "
+                                                  "255 a file system takes; Instead")])
+def test_output_file_refuses_a_name_no_file_system_takes(tmp_path, name, msg):
+    with pytest.raises(ArtifactError, match=rf"\[MLC-C007\] .*{msg}"):
+        output_file(tmp_path / name, "the model", ArtifactError)
+
+
+def test_save_and_export_refuse_a_300_character_name(exe, tmp_path):
+    with pytest.raises(ArtifactError, match="name of 300 bytes"):
+        exe.save(tmp_path / ("m" * 300))
+    with pytest.raises(ExportError, match=r"\[MLC-C008\] the path for the C library has a "
+                                          "name of 300 bytes"):
+        exe.export(tmp_path / ("d" * 300), name="m")
+
+
+def test_grade_refuses_a_scores_file_it_cannot_write_before_grading(tmp_path, capsys):
+    missing = tmp_path / "missing" / "scores.json"
+    nb = tmp_path / "01_x.ipynb"          # never run: the path is checked first
+    nb.write_text("{}")
+    assert main(["grade", str(nb), "--json", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "[MLC-B001] cannot write the json scores" in err
+
+
+def test_a_kernel_object_file_is_refused_a_path_it_cannot_write(tmp_path, a_file):
+    from mlcbook import te
+    a = te.placeholder((4,), "float32", name="A")
+    kernel = mb.build(te.create_prim_func([a, te.compute((4,), lambda i: a[i] * 2, "B")]))
+    with pytest.raises(ArtifactError, match="cannot write the object file to .*is a file"):
+        kernel.export_object(a_file / "k.o")

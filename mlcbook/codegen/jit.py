@@ -27,11 +27,11 @@ def load_libm() -> None:
         llvm.load_library_permanently(name)
 
 
-def _optimize(mod, tm, level: int = 3) -> None:
+def _optimize(mod, tm, level: int = 3, slp: bool = True) -> None:
     llvm = llvm_binding()
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
-    pto.slp_vectorization = True
+    pto.slp_vectorization = slp
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
@@ -53,7 +53,11 @@ class CompiledModule:
         self._tm = target.target_machine(jit=target.is_host)
         mod.triple = self._tm.triple
         mod.data_layout = str(self._tm.target_data)
-        _optimize(mod, self._tm)
+        # LLVM 22's SLP vectorizer narrows a scalar uint64 -> float conversion of a value it
+        # thinks small (uitofp(xor(zext i1 to i64, -1)) became 2**32, not 2**64): modules that
+        # convert scalar uint64 to float are optimized without it (our kernels vectorize
+        # their loops themselves; SLP only packs what is left scalar)
+        _optimize(mod, self._tm, slp="uitofp i64 " not in ir_text)
         self.optimized_ir = str(mod)
         self._engine = None
         self._missing = target.missing_features()

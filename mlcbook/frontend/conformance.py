@@ -25,11 +25,13 @@ unsupported. The documented limitations are:
 * element types outside mlcbook's dtype table (:data:`mlcbook.tir.expr.DTYPES`) and its
   low-bit storage types (float8, float4, int4, int2): string, complex;
 * sequences, maps and optionals as values;
-* BatchNormalization with ``training_mode=1`` (chapter 5's exercise 4 repairs such a
-  model); Constant with strings or sparse values; Einsum equations that take a diagonal (a
+* BatchNormalization with ``training_mode=1`` in an inference import (chapter 5's
+  exercise 4 repairs such a model); the cases of it are imported with
+  ``from_onnx(..., training=True)``, which gives its running statistics;
+  Constant with strings or sparse values; Einsum equations that take a diagonal (a
   letter repeated in one operand); RNN/GRU/LSTM activations that take ``activation_alpha`` /
   ``activation_beta``, and LSTM's ``input_forget``; Dropout in training with a nonzero ratio
-  (its mask is random); Det of matrices larger than 4 x 4;
+  (its mask is random; a training import draws mlcbook's own seeded mask); Det of matrices larger than 4 x 4;
 * output shapes that depend on values: graphs have static shapes, so Compress takes its
   condition at import (the cases pass it as a constant), and NonZero, Unique and
   NonMaxSuppression are not supported;
@@ -148,6 +150,15 @@ def _runner(kind: str):
     raise ValueError(f"unknown runner {kind!r}; use 'interpret', 'legalized' or 'compiled'")
 
 
+def _trains_batch_norm(model) -> bool:
+    """Whether a case asks for BatchNormalization's training form (``training_mode=1``):
+    it is then imported to train, where BatchNormalization gives its updated running
+    statistics (Dropout's random mask in training still cannot match, so it stays skipped)."""
+    return any(n.op_type == "BatchNormalization" and any(
+        a.name == "training_mode" and a.i == 1 for a in n.attribute) for n in model.graph.node) \
+        and not any(n.op_type == "Dropout" for n in model.graph.node)
+
+
 def run_case(case, runner: str = "interpret") -> CaseResult:
     """Import, run and check one node test case."""
     from .onnx import from_onnx, static_input_names
@@ -165,7 +176,7 @@ def run_case(case, runner: str = "interpret") -> CaseResult:
         static = static_input_names(model)
         constants = {k: np.asarray(v) for k, v in values.items() if k in static}
         try:
-            mod = from_onnx(model, constants=constants)
+            mod = from_onnx(model, constants=constants, training=_trains_batch_norm(model))
         except UnsupportedModelError as e:
             return CaseResult(name, op, "skip", e.message.splitlines()[1].strip("- ")
                               if "\n" in e.message else e.message)

@@ -42,7 +42,8 @@ from ..graph.passes.fold import fold_expr
 from ..ops import get as get_op
 from . import onnx_old_opsets as old_opsets
 from .onnx_context import Context, Unsupported, onnx_dtype, tensor_array
-from .onnx_ops import CONVERTERS, static_problems
+from .onnx_ops import CONVERTERS, converter_of, static_problems
+from .onnx_training_mode import declare_imported
 
 #: the opset the converters are written for; older models are converted up to it
 MIN_OPSET = 13
@@ -256,7 +257,8 @@ def _input_types(graph, shapes: Mapping[str, Any], batch_size: int, skip: set[st
 
 
 def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | None = None,
-              constants: Mapping[str, np.ndarray] | None = None) -> IRModule:
+              constants: Mapping[str, np.ndarray] | None = None,
+              training: bool = False) -> IRModule:
     """Import an ONNX model (a path or an ``onnx.ModelProto``) as an IRModule whose ``main``
     is a graph function.
 
@@ -269,6 +271,11 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     ``mod.specialize(n)`` imports again at batch ``n`` and ``mb.compile`` compiles per batch
     size on first call. Any other symbolic dimension needs ``shapes``
     (:class:`~mlcbook.errors.DynamicShapeError` otherwise).
+
+    ``training=True`` imports the model to train it: BatchNormalization and Dropout in their
+    training forms (batch statistics with running-statistics buffers; a seeded mask), and
+    each weight declared a parameter, buffer or constant
+    (``print(mb.graph.declarations(mod["main"]))`` says which and why).
 
         >>> mod = mb.from_onnx("mlp.onnx")          # input (N, 784)
         >>> mod.batch_dim, mod["main"].params[0].type.shape
@@ -288,25 +295,28 @@ def from_onnx(model, shapes: Mapping[str, Any] | None = None, batch_size: int | 
     symbolic = symbolic_dims(model, shapes, constants)
     batch_dim = _batch_dim(symbolic, batch_size)
     if batch_dim is None:
-        return _import_graph(model, shapes, constants, batch_size)
+        return _import_graph(model, shapes, constants, batch_size, training)
     batch_inputs = tuple(dict.fromkeys(d.input for d in symbolic))
     try:
-        shown = _import_graph(model, shapes, constants, 1)
+        shown = _import_graph(model, shapes, constants, 1, training)
     except GraphError as e:
         # a model may fix its batch in a Reshape or Expand and fail at 1 but not at its size
         raise type(e)(f"{e.message}\n(The symbolic batch {batch_dim!r} was set to 1 for this "
                       f"import. If the model needs another size, pass batch_size=N.)") from None
     return SymbolicBatchModule(shown.functions, batch_dim, batch_inputs,
-                               partial(_import_graph, model, shapes, constants))
+                               partial(_import_graph, model, shapes, constants,
+                                       training=training))
 
 
-def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) -> IRModule:
+def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None,
+                  training: bool = False) -> IRModule:
     """The graph of ``model`` (checked, at a supported opset) with its symbolic first
-    dimensions set to ``batch_size``."""
+    dimensions set to ``batch_size`` (for training with ``training``)."""
     opset = model_opset(model)
     graph = model.graph
     problems: list[str] = []
     cx = Context(opset)
+    cx.training = training
     init_names = set()
     for init in graph.initializer:
         init_names.add(init.name)
@@ -332,7 +342,7 @@ def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) 
     # another unsupported node is reported too
     bad: set[int] = set()
     for k, node in enumerate(graph.node):
-        reasons = static_problems(node, _attrs(node))
+        reasons = static_problems(node, _attrs(node), training)
         if reasons:
             bad.add(k)
             problems.extend(f"{_node_label(node, k)}: {r}" for r in reasons)
@@ -347,7 +357,7 @@ def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) 
         cx.node = node
         ins = [cx.values[i] if i else None for i in node.input]
         try:
-            outs = CONVERTERS[node.op_type].fn(cx, ins, _attrs(node))
+            outs = converter_of(node.op_type, training).fn(cx, ins, _attrs(node))
         except Unsupported as e:
             problems.append(f"{_node_label(node, k)}: {e}")
             poisoned.update(node.output)
@@ -365,7 +375,8 @@ def _import_graph(model, shapes: dict, constants: dict, batch_size: int | None) 
     body = outs[0] if len(outs) == 1 else Tuple(outs)
     # the graph's output names, for exe.outputs, `mlcbook run` and the exported header
     names = {"output_names": tuple(o.name for o in graph.output)}
-    return IRModule({"main": Function(tuple(params), body, "main", names)})
+    main = Function(tuple(params), body, "main", names)
+    return IRModule({"main": declare_imported(main, model) if training else main})
 
 
 def _import_error(problems: list[str], failed: list[tuple[GraphError, str]]) -> GraphError:

@@ -53,6 +53,8 @@ class Context:
         #: ids of the values bound to ONNX names (folded already when they were bound)
         self.bound: set[int] = set()
         self.node = None
+        #: an import for training (``from_onnx(..., training=True)``)
+        self.training = False
 
     def call(self, op: str, *args: Expr, suffix: str = "", **attrs: Any) -> Call:
         """A call named after the current node (several calls of one node get suffixes)."""

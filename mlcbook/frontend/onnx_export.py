@@ -1,6 +1,8 @@
 """Export a graph function to ONNX: ``mb.to_onnx(func)`` -> an ``onnx.ModelProto`` that
 onnxruntime (or ``mb.from_onnx``) runs with the same results. Named weights become
-initializers under their names; each op call becomes one ONNX node (opset 17).
+initializers under their names; each op call becomes one ONNX node (opset 17). The
+training forms export as ONNX's: ``batch_norm_train`` as BatchNormalization with
+``training_mode=1``, ``dropout`` as Dropout with ``training_mode`` true and its seed.
 
     >>> model = mb.to_onnx(trainer.model())          # a trained model, for deployment
     >>> onnx.save(model, "digits.onnx")
@@ -46,12 +48,8 @@ _RENAMED = {
                                  "pads": "pads", "ceil_mode": "ceil_mode",
                                  "count_include_pad": "count_include_pad"}),
     "flatten": ("Flatten", {"axis": "axis"}),
-    "transpose": ("Transpose", {"perm": "perm"}),
     "concat": ("Concat", {"axis": "axis"}),
     "batch_norm": ("BatchNormalization", {"epsilon": "epsilon"}),
-    "mean": ("ReduceMean", {"axes": "axes", "keepdims": "keepdims"}),
-    "max": ("ReduceMax", {"axes": "axes", "keepdims": "keepdims"}),
-    "min": ("ReduceMin", {"axes": "axes", "keepdims": "keepdims"}),
 }
 
 
@@ -86,7 +84,8 @@ class _Exporter:
         return out
 
     def call(self, n: Call) -> str:
-        args = [self.names[id(a)] for a in n.args]
+        # (dropout's counter, its second input, is not exported)
+        args = [self.names[id(a)] for a in (n.args[:1] if n.op == "dropout" else n.args)]
         if get_op(n.op).onnx is not None:
             domain, op_type = onnx_name(get_op(n.op))
             if domain:
@@ -111,6 +110,20 @@ class _Exporter:
             extra = [] if n.attrs.get("axes") is None else \
                 [self.const(np.array(n.attrs["axes"], np.int64), f"{n.name}_axes")]
             return self.node("ReduceSum", args + extra, n.name, keepdims=n.attrs["keepdims"])
+        if n.op == "batch_norm_train":
+            # ONNX's training mode has three outputs: y and the updated running statistics
+            out = self.fresh(n.name or "batch_norm")
+            stats = [self.fresh(f"{out}_running_{s}") for s in ("mean", "var")]
+            self.nodes.append(self.helper.make_node(
+                "BatchNormalization", args, [out] + stats, name=out, training_mode=1,
+                epsilon=n.attrs["epsilon"], momentum=n.attrs["momentum"]))
+            return out
+        if n.op == "dropout":
+            # the counter is mlcbook's buffer; ONNX's Dropout draws its own masks
+            ratio = self.const(np.array(n.attrs["ratio"], n.args[0].dtype), f"{n.name}_ratio")
+            training = self.const(np.array(True), f"{n.name}_training_mode")
+            return self.node("Dropout", [args[0], ratio, training], n.name,
+                             seed=int(n.attrs["seed"]))
         if n.op == "cast":
             from onnx import helper
             return self.node("Cast", args, n.name,
@@ -137,8 +150,10 @@ def to_onnx(func: Function, name: str | None = None):
     for p in func.params:
         ex.names[id(p)] = ex.fresh(p.name)
         inputs.append(info(ex.names[id(p)], p.type))
+    # dropout's counter is mlcbook's buffer: ONNX's Dropout has none
+    counters = {id(c.args[1]) for c in func.calls() if getattr(c, "op", "") == "dropout"}
     for n in post_order(func.body):
-        if id(n) in ex.names:
+        if id(n) in ex.names or id(n) in counters:
             continue
         if isinstance(n, Constant):
             ex.names[id(n)] = ex.const(n.data, n.name or "const")

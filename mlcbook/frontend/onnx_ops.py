@@ -71,26 +71,40 @@ class _Converters(MutableMapping):
 CONVERTERS = _Converters()
 
 
-def converter(*op_types: str, attrs=(), static=(), outputs=1, check=None):
-    """Register ``fn(cx, inputs, attrs)`` as the converter of ``op_types``."""
+def converter(*op_types: str, attrs=(), static=(), outputs=1, check=None, training=False):
+    """Register ``fn(cx, inputs, attrs)`` as the converter of ``op_types`` (with
+    ``training``: the one ``from_onnx(..., training=True)`` uses instead)."""
+    table = TRAINING_CONVERTERS if training else CONVERTERS
+
     def deco(fn):
         for t in op_types:
-            CONVERTERS[t] = Converter(fn, frozenset(attrs), tuple(static), outputs, check)
+            table[t] = Converter(fn, frozenset(attrs), tuple(static), outputs, check)
         return fn
     return deco
+
+
+#: the converters of a training import that differ from the inference ones (BatchNorm and
+#: Dropout: mlcbook.frontend.onnx_training_mode)
+TRAINING_CONVERTERS: dict[str, Converter] = {}
+
+
+def converter_of(op_type: str, training: bool = False) -> Converter | None:
+    """The converter of ``op_type`` for an inference or a training import."""
+    return (TRAINING_CONVERTERS.get(op_type) if training else None) or CONVERTERS.get(op_type)
 
 
 #: ops of other domains that have a converter: domain -> op types
 OTHER_DOMAINS = {"ai.onnx.preview.training": ("Adagrad", "Adam", "Momentum")}
 
 
-def static_problems(node, attrs: dict) -> list[str]:
-    """Why ``node`` cannot be imported, judged from its op type and attributes alone."""
+def static_problems(node, attrs: dict, training: bool = False) -> list[str]:
+    """Why ``node`` cannot be imported (for training with ``training``), judged from its op
+    type and attributes alone."""
     if node.domain not in ("", "ai.onnx") and \
             node.op_type not in OTHER_DOMAINS.get(node.domain, ()) and \
             _declared_domain(node.op_type) != node.domain:
         return [f"ops of the domain {node.domain!r} are not supported"]
-    conv = CONVERTERS.get(node.op_type)
+    conv = converter_of(node.op_type, training)
     if conv is None:
         return [f"the op {node.op_type} is not supported"]
     out = [f"the attribute {k}={v!r} is not supported" for k, v in attrs.items()
@@ -329,11 +343,6 @@ def _reshape(cx, ins, attrs):
                    allowzero=attrs.get("allowzero", 0))
 
 
-@converter("Transpose", attrs=("perm",))
-def _transpose(cx, ins, attrs):
-    return cx.call("transpose", ins[0], perm=attrs.get("perm"))
-
-
 @converter("Concat", attrs=("axis",))
 def _concat(cx, ins, attrs):
     return cx.call("concat", *ins, axis=attrs["axis"])
@@ -405,16 +414,23 @@ def _pad(cx, ins, attrs):
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
 
 
-@converter(*_REDUCE, attrs=("axes", "keepdims", "noop_with_empty_axes"), static=(1,))
-@guard_dtype
-def _reduce(cx, ins, attrs):
+def reduce_axes(cx, attrs):
+    """The axes of a Reduce* node (input 1 from opset 18, the attribute before), or None
+    for all of them; ``()`` means "no reduction" (noop_with_empty_axes)."""
     axes = _ints(cx.static(1, "axes"))
     if axes is None and "axes" in attrs:
         axes = tuple(attrs["axes"])
     if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return ins[0]
-        axes = None
+        return () if attrs.get("noop_with_empty_axes", 0) else None
+    return axes
+
+
+@converter(*_REDUCE, attrs=("axes", "keepdims", "noop_with_empty_axes"), static=(1,))
+@guard_dtype
+def _reduce(cx, ins, attrs):
+    axes = reduce_axes(cx, attrs)
+    if axes == ():
+        return ins[0]
     return cx.call(_REDUCE[cx.node.op_type], ins[0], axes=axes, keepdims=attrs.get("keepdims", 1))
 
 
@@ -438,5 +454,5 @@ def _constant(cx, ins, attrs):
     raise Unsupported("the Constant node has no value")
 
 
-__all__ = ["CONVERTERS", "Converter", "converter", "guard_dtype", "pool_window",
-           "static_problems"]
+__all__ = ["CONVERTERS", "TRAINING_CONVERTERS", "Converter", "converter", "converter_of",
+           "guard_dtype", "pool_window", "static_problems"]

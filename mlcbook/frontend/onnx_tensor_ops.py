@@ -1,6 +1,6 @@
 """Converters of ONNX's further reductions, normalizations and tensor ops (beside the core
-set of :mod:`.onnx_ops`). Ops with a graph op of their own (``ReduceProd``, ``ArgMax``,
-``CumSum``, ``Expand``, ``Tile``, ``Trilu``) map onto it; the rest are the compositions
+set of :mod:`.onnx_ops`). Ops with a graph op of their own (``ReduceProd``, ``CumSum``,
+``Expand``, ``Tile``, ``Trilu``) map onto it; the rest are the compositions
 their ONNX definitions give (``ReduceL2`` is ``sqrt(sum(x * x))``, ``DepthToSpace`` a
 reshape, transpose and reshape, ``InstanceNormalization`` a layer norm over the spatial
 axes then a per-channel scale and shift, ...), so they fuse and compile like any graph.
@@ -17,7 +17,7 @@ from ..graph.expr import Constant
 from ..ops.types import GRAPH_DTYPES
 from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Unsupported, onnx_dtype
-from .onnx_ops import CONVERTERS, cast_value, converter, guard_dtype, pool_window
+from .onnx_ops import CONVERTERS, cast_value, converter, guard_dtype, pool_window, reduce_axes
 
 
 def _const(value, dtype) -> Constant:
@@ -33,17 +33,6 @@ def _static_ints(cx, index: int, what: str):
 _REDUCE_ATTRS = ("axes", "keepdims", "noop_with_empty_axes")
 
 
-def _reduce_axes(cx, attrs):
-    """The axes of a Reduce* node (input 1 from opset 18, the attribute before), or None
-    for all of them; ``()`` means "no reduction" (noop_with_empty_axes)."""
-    axes = _static_ints(cx, 1, "axes")
-    if axes is None and "axes" in attrs:
-        axes = tuple(attrs["axes"])
-    if not axes:
-        return () if attrs.get("noop_with_empty_axes", 0) else None
-    return axes
-
-
 def _sum_of(cx, x, axes, keep, suffix, square=False, absolute=False):
     if square:
         x = cx.call("mul", x, x, suffix=suffix + "_sq")
@@ -57,7 +46,7 @@ def _sum_of(cx, x, axes, keep, suffix, square=False, absolute=False):
 @guard_dtype
 def _reduce(cx, ins, attrs):
     x, op, keep = ins[0], cx.node.op_type, attrs.get("keepdims", 1)
-    axes = _reduce_axes(cx, attrs)
+    axes = reduce_axes(cx, attrs)
     if axes == ():  # noop_with_empty_axes: each value is reduced alone
         if op in ("ReduceL1", "ReduceL2"):
             return cx.call("abs", x)
@@ -82,14 +71,6 @@ def _reduce(cx, ins, attrs):
     s = cx.call("log", cx.call("sum", e, axes=axes, keepdims=keep, suffix="_sum"), suffix="_log")
     mk = m if keep else cx.call("max", x, axes=axes, keepdims=0, suffix="_maxk")
     return cx.call("add", s, mk)
-
-
-@converter("ArgMax", "ArgMin", attrs=("axis", "keepdims", "select_last_index"))
-@guard_dtype
-def _arg(cx, ins, attrs):
-    return cx.call(cx.node.op_type.lower(), ins[0], axis=attrs.get("axis", 0),
-                   keepdims=attrs.get("keepdims", 1),
-                   select_last_index=attrs.get("select_last_index", 0))
 
 
 @converter("TopK", attrs=("axis", "largest", "sorted"), static=(1,), outputs=2)

@@ -27,7 +27,10 @@ _INT_OPS = (("Add", 2, {}), ("Sub", 2, {}), ("Mul", 2, {}), ("Div", 2, {}),
             ("BitShift", 2, {"direction": "LEFT"}), ("BitShift", 2, {"direction": "RIGHT"}),
             ("BitwiseAnd", 2, {}), ("BitwiseOr", 2, {}), ("BitwiseXor", 2, {}),
             ("BitwiseNot", 1, {}), ("Pow", 2, {}), ("Clip", 3, {}), ("Equal", 2, {}),
-            ("Greater", 2, {}), ("Less", 2, {}), ("Sum", 3, {}), ("Max", 3, {}))
+            ("Greater", 2, {}), ("Less", 2, {}), ("GreaterOrEqual", 2, {}),
+            ("LessOrEqual", 2, {}), ("Sum", 3, {}), ("Max", 3, {}), ("PRelu", 2, {}),
+            ("Shrink", 1, {"bias": 0.5, "lambd": 1.5}))
+_COMPARISONS = ("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual")
 _GROWING = ("Mul", "Pow", "BitShift", "Sum")
 #: elementwise ops of a long chain: bounded in, bounded out
 _CHAIN_OPS = ("Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Sin", "Cos", "Atan", "Softsign")
@@ -49,7 +52,7 @@ def _ort_runs(op: str, arity: int, attrs: tuple, dtype: str) -> bool:
         return False
     ins = [f"i{k}" for k in range(arity)]
     shapes = [[2]] + [[] if op == "Clip" else [2]] * (arity - 1)   # Clip's bounds are scalars
-    out_dtype = "bool" if op in ("Equal", "Greater", "Less") else dtype
+    out_dtype = "bool" if op in _COMPARISONS else dtype
     node = helper.make_node(op, ins, ["o"], **dict(attrs))
     graph = helper.make_graph(
         [node], "probe", [helper.make_tensor_value_info(i, _onnx_type(dtype), s)
@@ -191,7 +194,7 @@ def _int_op(b, v, op: str, arity: int, attrs: dict, dtype: str):
         others = [b.const(b.rng.integers(lo, 4, v.shape).astype(dtype))
                   for _ in range(arity - 1)]
     out = b.node(op, [v.name] + others, v.shape,
-                 dtype="bool" if op in ("Equal", "Greater", "Less") else dtype, **attrs)
+                 dtype="bool" if op in _COMPARISONS else dtype, **attrs)
     if out.dtype == "bool":
         return b.node("Cast", [out.name], v.shape, dtype=dtype, to=_onnx_type(dtype))
     if op in _GROWING:                             # keep magnitudes small for the next op

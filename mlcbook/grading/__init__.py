@@ -8,8 +8,8 @@ Each chapter's checkers live in ``chNN.py`` beside this file and register themse
 import; ``mlcbook grade`` (:mod:`mlcbook.grading.grade`) runs whole notebooks and checks
 every answer itself, in the notebook's kernel, with graders loaded afresh and verified
 (:mod:`mlcbook.grading.kernel_side`). Its threat model: a notebook cannot fake its score
-through displayed results, the registry, answers it did not define, the history or names
-that shadow builtins; ``--isolate`` also keeps the solutions unreadable (Landlock) and
+through displayed results, the registry, answers it did not define, the history, names
+that shadow builtins, or functions of numpy or the standard library it rebinds; ``--isolate`` also keeps the solutions unreadable (Landlock) and
 limits resources; code written to subvert the interpreter is not stopped, so grade
 untrusted notebooks in a disposable container. Details in :mod:`mlcbook.grading.grade`.
 """

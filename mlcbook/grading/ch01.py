@@ -9,6 +9,7 @@ however right its values: the exercise is the loops.
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import numpy as np
@@ -26,6 +27,7 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 def _require_loops(answer: object, name: str) -> None:
     """Fail an answer that computes with whole-array numpy instead of loops over scalars."""
+    answer = inspect.unwrap(answer)     # the grader calls answers through a guard
     use = whole_array_use(answer) if isinstance(answer, types.FunctionType) else None
     if use is not None:
         raise Fail(f"{name} uses whole-array numpy, which this exercise does not accept: {use}. "

@@ -108,6 +108,9 @@ def expect_array(name: str, got: object, expected: np.ndarray, *, rtol: float = 
         raise Fail(f"{name} is None: return the result array", about_inputs=False)
     if not isinstance(got, np.ndarray):
         raise Fail(f"{name} should be a numpy array, got {type(got).__name__}")
+    # a plain array: a subclass's own __array_ufunc__ would run the notebook's code in the
+    # comparisons below (and could make them agree)
+    got = np.asarray(got)
     if got.shape != expected.shape:
         raise Fail(f"wrong shape: {name} has shape {got.shape}, expected {expected.shape}",
                    _hint(got, mistakes))

@@ -27,15 +27,21 @@ The threat model. Guaranteed: a notebook cannot raise its score through what it 
 or rebind by ordinary means: displaying a forged result; replacing the grading registry or
 editing the checker files; answering with functions it did not define (the solutions run
 with ``%run``); reading the grader's cells, token or verdict path from IPython's history,
-the environment or files (none holds them); shadowing builtins or modules the bootstrap
-uses (it looks up no name of the notebook's). With ``isolate=True`` (``--isolate``, Linux
+the environment, files, or any object it can reach by name or attribute (the token lives
+only in a grading thread's arguments); shadowing builtins or modules the bootstrap uses;
+rebinding functions of numpy, the standard library, mlcbook or the builtins that a check
+or the bootstrap calls, in a cell, inside the answer, or from a thread (they are restored
+before the check, after each call of the answer and before the verdict is written; threads
+switch only when the check waits). With ``isolate=True`` (``--isolate``, Linux
 5.13+: Landlock) the kernel can read only Python, the mlcbook package, the system and its
 own folder (not the repository, so not ``exercises/solutions/``), writes only that folder,
 and runs under CPU, memory and file-size limits (:class:`~mlcbook.grading.execute.Limits`).
 Not guaranteed: student code runs in the same process as the checks, so code written to
-subvert the interpreter itself (searching its memory with ``gc`` or frames for the token,
-monkeypatching numpy or the graders' modules, forking a process that does so) is not
-stopped. Grade untrusted notebooks in a disposable container or account as well.
+subvert the interpreter itself is not stopped: walking the frames of the running check or
+``gc``'s objects (to the token), changing data rather than functions (numpy's state, a
+registry's entries), returning objects whose own methods run again inside the check, or
+writing memory with ``ctypes``. Grade untrusted notebooks in a disposable container or
+account as well.
 """
 
 from __future__ import annotations

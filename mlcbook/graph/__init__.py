@@ -36,6 +36,7 @@ from .run import Executable, load
 from .fusion import explain_fusion, fuse_ops
 from .interpret import interpret
 from .legalize import legalize
+from .params import declarations, declare
 from .printer import module_to_str
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
@@ -44,5 +45,5 @@ __all__ = ["Attrs", "TensorType", "TupleType", "Type", "IRModule", "Builder", "o
            "children", "post_order", "ExprMutator", "ExprVisitor", "interpret", "module_to_str",
            "legalize", "compile", "load", "Executable", "BatchExecutable", "SymbolicBatchModule",
            "draw", "GraphDrawing", "passes", "kernels", "memory", "run",
-           "fuse_ops", "explain_fusion",
+           "fuse_ops", "explain_fusion", "declarations", "declare",
            "assert_structural_equal", "structural_equal", "structural_hash"]

@@ -24,6 +24,7 @@ from . import grid_sample, recurrent  # noqa: F401 - GridSample/AffineGrid; RNN,
 from . import int8_kernels, quant  # noqa: F401 - quantization ops and the int8 kernels
 from . import attention, rotary  # noqa: F401 - transformer ops: attention, rotary embedding
 from . import lowbit  # noqa: F401 - conversions of the float8/float4/int4/int2 types
+from . import training  # noqa: F401 - batch_norm_train and dropout, the training forms
 from .legalize import legalize_call
 from .registry import (REQUIRED, Op, OpKind, get, list_ops, register, register_legalization,
                        unregister, view_ops)

@@ -38,7 +38,7 @@ from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, st
 from ..tir.expr import PrimExpr
 from ._infer import FLOATS, broadcast_shapes, require_dtype, same_dtype
 from .registry import Op, OpKind, register, register_legalization
-from .types import TensorType, TupleType
+from .types import LOWBIT_DTYPES, TensorType, TupleType, as_storage, storage_dtype
 
 #: a compute: te tensors and the op's attributes (and ``name=``, the stage's name) -> te
 #: tensor(s)
@@ -53,7 +53,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
        num_inputs: tuple[int, int | None] = (1, 1),
        check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
        onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
-       gradient_of: str | None = None) -> Op:
+       gradient_of: str | None = None,
+       empty: Callable[[Sequence[TensorType], Mapping], object] | None = None) -> Op:
     """Register the op ``name`` whose meaning is ``compute(*te_tensors, **attrs, name=...)``.
 
     ``check(types, attrs)`` rejects inputs with an :class:`~mlcbook.errors.OpDTypeError` (or
@@ -63,31 +64,45 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     (None: no gradient) of one element of each input, the output ``y`` and its gradient
     ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
     autodiff sums its result over the axes the input was broadcast along. ``gradient_of``
-    marks such an op (``list_ops()`` leaves it out).
+    marks such an op (``list_ops()`` leaves it out). ``empty(types, attrs)``, for an op
+    that is not elementwise, is its value (an array, or a tuple of them) where it has no
+    elements to compute (a sum of nothing is 0; a slice may be empty), else None: te tensors
+    have no empty dimensions. Without it such an op refuses empty inputs.
     """
     def run(types, attrs, arrays=None):
+        values = None if empty is None else empty(types, attrs)
+        if values is not None:
+            values = _outputs(values)
+            return tuple(TensorType(v.shape, v.dtype.name) for v in values), values
         # a tensor of no elements has no te placeholder: the compute runs on one element
         # per empty dimension, and an elementwise op's output has its inputs' broadcast shape
-        empty = any(0 in t.shape for t in types)
-        if empty and kind > OpKind.BROADCAST:
+        no_elements = any(0 in t.shape for t in types)
+        if no_elements and kind > OpKind.BROADCAST:
             shapes = ", ".join(str(t.shape) for t in types)
             raise OpShapeError(f"{name}: an input has no elements ({shapes}); {name} needs at "
                                "least one element in every dimension")
-        ins = [placeholder(tuple(max(d, 1) for d in t.shape), t.dtype, name=f"in{k}")
-               for k, t in enumerate(types)]
+        ins = [placeholder(tuple(max(d, 1) for d in t.shape), storage_dtype(t.dtype),
+                           name=f"in{k}") for k, t in enumerate(types)]
         try:
             outs = _outputs(compute(*ins, **attrs, name=name))
         except TEShapeError as e:
             raise OpShapeError(e.message) from None
         except TEError as e:
             raise GraphError(e.message) from None
-        if empty:
+        # a low-bit tensor moves through the compute as its bytes (uint8): a data-moving op's
+        # bytes are of its input's low-bit type again
+        lowbit = {t.dtype for t in types} & set(LOWBIT_DTYPES)
+        moved = lowbit.pop() if len(lowbit) == 1 else None
+        dtypes = [moved if moved and t.dtype == "uint8" else t.dtype for t in outs]
+        if no_elements:
             shape = broadcast_shapes(name, *(t.shape for t in types))
-            fields = tuple(TensorType(shape, t.dtype) for t in outs)
-            values = tuple(np.empty(shape, t.dtype) for t in outs)
+            fields = tuple(TensorType(shape, d) for d in dtypes)
+            values = tuple(np.empty(shape, d) for d in dtypes)
         else:
-            fields = tuple(TensorType(t.shape, t.dtype) for t in outs)
-            values = None if arrays is None else _outputs(evaluate(outs, dict(zip(ins, arrays))))
+            fields = tuple(TensorType(t.shape, d) for t, d in zip(outs, dtypes))
+            values = None if arrays is None else tuple(
+                v if v.dtype.name == d else v.view(d) for v, d in zip(_outputs(evaluate(
+                    outs, {p: as_storage(a) for p, a in zip(ins, arrays)})), dtypes))
         return fields, values
 
     def infer(types, attrs):

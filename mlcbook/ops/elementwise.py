@@ -20,7 +20,6 @@ from . import declare
 from ._infer import INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype
-from .unary import SIGNED
 
 
 def _storage_bits(dtype: str) -> int:
@@ -132,7 +131,7 @@ _broadcast("where", onnx="Where", check=_check_where, num_inputs=(3, 3),
 
 def _check_prelu(types, attrs):
     x, slope = types
-    declare.same_dtype_in("prelu", SIGNED)(types, attrs)
+    declare.same_dtype_in("prelu", NUMBERS)(types, attrs)   # unsigned: never below zero
     if broadcast_shapes("prelu", x.shape, slope.shape) != x.shape:
         raise OpShapeError(f"prelu: the slope's shape {slope.shape} must broadcast to the "
                            f"input's {x.shape}, not widen it")

@@ -4,8 +4,8 @@ attributes onto an operator of the library :mod:`mlcbook.te.ops`, which computes
     >>> get("conv").legalize          # te.ops.conv(x, w, [b], strides=..., pads=..., ...)
 
 Most ops are the te.ops operator of the same name, called with the op's inputs
-positionally and its attributes as keywords (``_RENAMED`` lists where te.ops spells an
-attribute differently); the rest have an adapter of their own below.
+positionally and its attributes as keywords; the rest have an adapter of their own below.
+(A declared op's legalization is its compute: :mod:`.declare`.)
 """
 
 from __future__ import annotations
@@ -15,21 +15,17 @@ from .registry import register_legalization
 
 #: the ops computed by the te.ops operator of the same name from the same inputs and attributes
 _SAME = ("cast", "batch_norm", "matmul", "gemm", "conv", "max_pool", "avg_pool",
-         "global_avg_pool", "sum", "mean", "max", "min", "transpose", "slice", "prod",
-         "argmax", "argmin", "cumsum", "cumprod", "expand", "tile", "trilu", "conv_transpose",
+         "global_avg_pool", "conv_transpose",
          "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
          "max_pool_indices", "bitcast")
-#: op -> {attribute: te.ops parameter} where the two spell it differently
-_RENAMED = {"transpose": {"perm": "axes"},
-            **{r: {"axes": "axis"} for r in ("sum", "mean", "max", "min", "prod")}}
 
 
 def _same(op: str):
-    fn, renamed = getattr(T, op), _RENAMED.get(op, {})
+    fn = getattr(T, op)
 
     @register_legalization(op)
     def legalize(ins, attrs, out_type):
-        return fn(*ins, **{renamed.get(k, k): v for k, v in attrs.items()}, name=op)
+        return fn(*ins, **attrs, name=op)
     return legalize
 
 
@@ -66,13 +62,6 @@ def _split(ins, attrs, out_type):
     return T.split(ins[0], [t.shape[axis] for t in out_type.fields], axis, name="split")
 
 
-@register_legalization("pad")
-def _pad(ins, attrs, out_type):
-    x, pads = ins[0], attrs["pads"]
-    widths = [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)]
-    return T.pad(x, widths, attrs["value"], attrs["mode"], name="pad")
-
-
 @register_legalization("gather")
 def _gather(ins, attrs, out_type):
     data, indices = ins
@@ -80,9 +69,3 @@ def _gather(ins, attrs, out_type):
         # a 0-d index arrives as the (1,) buffer it shares memory with: read it as 0-d
         indices = T.reshape(indices, (), name="index")
     return T.gather(data, indices, attrs["axis"], name="gather")
-
-
-
-@register_legalization("topk")
-def _topk(ins, attrs, out_type):
-    return T.topk(ins[0], attrs["k"], attrs["axis"], bool(attrs["largest"]), name="topk")

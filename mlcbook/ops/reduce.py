@@ -1,4 +1,6 @@
-"""Reductions over axes: ``sum``, ``mean``, ``max``, ``min``.
+"""Reductions over axes: ``sum``, ``mean``, ``max``, ``min``, ``prod``; the index of an
+extremum (``argmax``, ``argmin``), running sums and products, ``topk``. Each is declared once
+(:mod:`.declare`) from its compute in :mod:`mlcbook.te.ops.reduce`.
 
 ``axes=None`` reduces every axis; ``keepdims=1`` keeps reduced axes as size 1.
 
@@ -10,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpAttributeError
+from ..errors import OpAttributeError, OpShapeError
+from ..te import ops as T
+from . import declare
 from ._infer import NUMBERS, norm_axes, require_dtype
-from .registry import REQUIRED, OpKind, register
-from .types import TensorType, TupleType, is_float_dtype
+from .registry import REQUIRED, OpKind
+from .types import is_float_dtype
 
 
 def reduce_axes(op: str, ndim: int, axes) -> tuple[int, ...]:
@@ -28,129 +32,108 @@ def reduced_shape(shape, axes, keepdims) -> tuple[int, ...]:
 
 
 def _identity(name: str, dtype: np.dtype):
-    """The value a reduction of no elements gives (ONNX's rule)."""
-    if name == "max":
-        if is_float_dtype(dtype):
-            return -np.inf
-        return False if dtype.kind == "b" else np.iinfo(dtype).min
+    """The value a reduction of no elements gives (ONNX's rule; a mean of no floats is NaN,
+    of no integers 0)."""
+    if name in ("sum", "prod"):
+        return int(name == "prod")
+    if name == "mean":
+        return np.nan if is_float_dtype(dtype) else 0
     if is_float_dtype(dtype):
-        return np.inf
-    return True if dtype.kind == "b" else np.iinfo(dtype).max
+        return -np.inf if name == "max" else np.inf
+    if dtype.kind == "b":
+        return name == "min"
+    return np.iinfo(dtype).min if name == "max" else np.iinfo(dtype).max
 
 
-def _reduce(name, fn, dtypes):
-    def infer(types, attrs):
+def _of_nothing(rule):
+    """An op's ``empty`` rule (:func:`.declare.op`) that applies when an input has no
+    elements."""
+    return lambda types, attrs: rule(types, attrs) if any(0 in t.shape for t in types) else None
+
+
+def _reduction(name: str, dtypes, onnx: str | None):
+    def check(types, attrs):
+        require_dtype(name, types[0], dtypes)
+        reduce_axes(name, types[0].ndim, attrs.get("axes"))
+
+    def empty(types, attrs):
+        x, dtype = types[0], np.dtype(types[0].dtype)
+        shape = reduced_shape(x.shape, reduce_axes(name, x.ndim, attrs.get("axes")),
+                              attrs["keepdims"])
+        return np.full(shape, _identity(name, dtype), dtype)
+
+    fn = getattr(T, name)
+
+    def compute(x, *, name, axes=None, keepdims):
+        if x.ndim == 0:   # the one element of a 0-d tensor, reduced alone
+            x, keepdims = T.reshape(x, (1,), name=f"{name}_element"), 0
+        return fn(x, axis=axes, keepdims=keepdims, name=name)
+
+    declare.op(name, compute, kind=OpKind.REDUCTION, attrs={"axes": None, "keepdims": 1},
+               check=check, empty=_of_nothing(empty), onnx=onnx, doc=f"{name} over `axes`")
+
+
+_reduction("sum", NUMBERS, None)   # ONNX's ReduceSum takes its axes as an input
+_reduction("mean", NUMBERS, "ReduceMean")
+_reduction("max", NUMBERS + ("bool",), "ReduceMax")
+_reduction("min", NUMBERS + ("bool",), "ReduceMin")
+_reduction("prod", NUMBERS, "ReduceProd")
+
+
+def _along_axis(name: str, extra=None):
+    """The check of an op along ``attrs["axis"]`` of a number tensor (and ``extra``'s)."""
+    def check(types, attrs):
+        require_dtype(name, types[0], NUMBERS)
+        axis = norm_axes(name, (attrs["axis"],), types[0].ndim)[0]
+        if extra is not None:
+            extra(types[0], axis, attrs)
+    return check
+
+
+def _arg_empty(name: str):
+    def empty(types, attrs):
         x = types[0]
-        require_dtype(name, x, dtypes)
-        axes = reduce_axes(name, x.ndim, attrs.get("axes"))
-        return TensorType(reduced_shape(x.shape, axes, attrs["keepdims"]), x.dtype)
-
-    def reference(x, axes=None, keepdims=1):
-        ax = reduce_axes(name, x.ndim, axes)
-        if name in ("max", "min"):
-            out = fn(x, axis=ax, keepdims=bool(keepdims), initial=_identity(name, x.dtype))
-        elif is_float_dtype(x.dtype):
-            with np.errstate(invalid="ignore"):
-                out = fn(x.astype(np.float64), axis=ax, keepdims=bool(keepdims))
-        else:
-            out = fn(x, axis=ax, keepdims=bool(keepdims))
-        return np.asarray(out).astype(x.dtype)
-
-    register(name, kind=OpKind.REDUCTION, infer=infer, reference=reference,
-             attrs={"axes": None, "keepdims": 1}, doc=f"{name} over `axes`")
+        axis = norm_axes(name, (attrs["axis"],), x.ndim)[0]
+        if x.shape[axis] == 0:
+            raise OpShapeError(f"{name}: axis {axis} of {x.shape} has no elements, so it has "
+                               f"no {name[3:]}imum. Instead: reduce a non-empty axis")
+        return np.zeros(reduced_shape(x.shape, (axis,), attrs["keepdims"]), np.int64)
+    return empty
 
 
-_reduce("sum", np.sum, NUMBERS)
-_reduce("mean", np.mean, NUMBERS)
-_reduce("max", np.max, NUMBERS + ("bool",))
-_reduce("min", np.min, NUMBERS + ("bool",))
-_reduce("prod", np.prod, NUMBERS)
+for _name, _onnx in (("argmax", "ArgMax"), ("argmin", "ArgMin")):
+    declare.op(_name, getattr(T, _name), kind=OpKind.REDUCTION,
+               attrs={"axis": 0, "keepdims": 1, "select_last_index": 0},
+               check=_along_axis(_name), empty=_of_nothing(_arg_empty(_name)), onnx=_onnx,
+               doc=f"the index of the {_name[3:]}imum along `axis` as int64 (the last of ties "
+                   "if select_last_index)")
+
+for _name, _what in (("cumsum", "sum"), ("cumprod", "product")):
+    declare.op(_name, getattr(T, _name), kind=OpKind.REDUCTION,
+               attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0}, check=_along_axis(_name),
+               empty=_of_nothing(lambda types, attrs: np.empty(types[0].shape, types[0].dtype)),
+               doc=f"running {_what} along `axis` (exclusive: without the element; reverse: "
+                   "from the end)")
 
 
-def _arg_infer(name):
-    def infer(types, attrs):
-        x = types[0]
-        require_dtype(name, x, NUMBERS)
-        axis = norm_axes(name, (attrs["axis"],), x.ndim)
-        return TensorType(reduced_shape(x.shape, axis, attrs["keepdims"]), "int64")
-    return infer
-
-
-def _arg_ref(fn):
-    def reference(x, axis=0, keepdims=1, select_last_index=0):
-        if select_last_index:
-            flipped = np.flip(x, axis)
-            out = x.shape[axis] - 1 - fn(flipped, axis=axis)
-        else:
-            out = fn(x, axis=axis)
-        out = np.asarray(out, np.int64)
-        return np.expand_dims(out, axis) if keepdims else out
-    return reference
-
-
-for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
-    register(_name, kind=OpKind.REDUCTION, infer=_arg_infer(_name), reference=_arg_ref(_fn),
-             attrs={"axis": 0, "keepdims": 1, "select_last_index": 0},
-             doc=f"{_fn.__name__} along `axis` as int64 (the last of ties if select_last_index)")
-
-
-def _running_infer(op: str):
-    def infer(types, attrs):
-        require_dtype(op, types[0], NUMBERS)
-        norm_axes(op, (attrs["axis"],), types[0].ndim)
-        return types[0]
-    return infer
-
-
-def _running_ref(fn, identity):
-    def reference(x, axis, exclusive=0, reverse=0):
-        y = np.flip(x, axis) if reverse else x
-        # floats accumulate in float64, integers in int64 (wrapping back to the dtype)
-        acc = fn(y.astype(np.float64 if is_float_dtype(x.dtype) else np.int64), axis=axis)
-        if exclusive:
-            # the running result of the elements before: shift by one, the identity first
-            first = np.full_like(np.take(acc, [0], axis=axis), identity)
-            acc = np.concatenate([first, np.delete(acc, -1, axis=axis)], axis=axis)
-        acc = np.flip(acc, axis) if reverse else acc
-        return acc.astype(x.dtype)
-    return reference
-
-
-for _name, _fn, _start, _what in (("cumsum", np.cumsum, 0, "sum"),
-                                   ("cumprod", np.cumprod, 1, "product")):
-    register(_name, kind=OpKind.REDUCTION, infer=_running_infer(_name),
-             reference=_running_ref(_fn, _start),
-             attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0},
-             doc=f"running {_what} along `axis` (exclusive: without the element; reverse: "
-                 "from the end)")
-
-
-def _topk_infer(types, attrs):
-    x = types[0]
-    require_dtype("topk", x, NUMBERS)
-    axis = norm_axes("topk", (attrs["axis"],), x.ndim)[0]
+def _topk_k(x, axis, attrs):
     k = attrs["k"]
     if not 1 <= k <= x.shape[axis]:
         raise OpAttributeError(f"topk: k={k} must be in [1, {x.shape[axis]}], the size of "
                                f"axis {axis} of {x.shape}")
-    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
-    return TupleType((TensorType(shape, x.dtype), TensorType(shape, "int64")))
 
 
-def _topk_ref(x, k, axis=-1, largest=1):
-    # a stable sort keeps equal values in index order; for the largest, sort the negation
-    # (integers in int64, so that the lowest value negates without overflow; unsigned ones
-    # subtracted from their maximum, which cannot overflow either)
-    if not largest:
-        key = x
-    elif x.dtype.kind == "u":
-        key = np.iinfo(x.dtype).max - x
-    else:
-        key = -x.astype(np.float64 if is_float_dtype(x.dtype) else np.int64)
-    order = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
-    return np.take_along_axis(x, order, axis=axis), order.astype(np.int64)
+def _topk_empty(types, attrs):
+    x = types[0]
+    axis = norm_axes("topk", (attrs["axis"],), x.ndim)[0]
+    shape = x.shape[:axis] + (attrs["k"],) + x.shape[axis + 1:]
+    return np.empty(shape, x.dtype), np.empty(shape, np.int64)
 
 
-register("topk", kind=OpKind.OPAQUE, infer=_topk_infer, reference=_topk_ref,
-         attrs={"k": REQUIRED, "axis": -1, "largest": 1},
-         doc="the k largest (or smallest) values along `axis`, sorted, and their indices")
+def _topk(x, *, k, axis, largest, name):
+    return T.topk(x, k, axis, bool(largest), name=name)
+
+
+declare.op("topk", _topk, kind=OpKind.OPAQUE, attrs={"k": REQUIRED, "axis": -1, "largest": 1},
+           check=_along_axis("topk", _topk_k), empty=_of_nothing(_topk_empty),
+           doc="the k largest (or smallest) values along `axis`, sorted, and their indices")

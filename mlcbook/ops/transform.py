@@ -1,5 +1,10 @@
 """Injective ops that move data without arithmetic: ``reshape``, ``flatten``, ``squeeze``,
-``unsqueeze``, ``transpose``, ``concat``, ``split``, ``slice``, ``gather``, ``pad``.
+``unsqueeze``, ``transpose``, ``concat``, ``split``, ``slice``, ``gather``, ``pad``,
+``expand``, ``tile``, ``trilu``.
+
+``transpose``, ``slice``, ``pad``, ``expand``, ``tile`` and ``trilu`` are declared from
+their te computes (:mod:`.declare`); the others keep their inference and numpy reference
+written out.
 
 Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
 into attributes at import), so every output shape is known when the call is built.
@@ -23,8 +28,10 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ..te import ops as T
 from ..te.ops.transform import PAD_MODES
 from ..te.ops.transform import slice_ranges as te_slice_ranges
+from . import declare
 from ._infer import broadcast_shapes, ints, norm_axes, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, register
 from .types import TensorType, TupleType
@@ -120,14 +127,28 @@ def _perm(ndim, perm):
     return perm
 
 
-def _transpose_infer(types, attrs):
-    x = types[0]
-    return TensorType(tuple(x.shape[p] for p in _perm(x.ndim, attrs.get("perm"))), x.dtype)
+def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 0):
+    """Declare the injective op ``name`` of one tensor from its te compute. ``shape_of(x_type,
+    attrs)``, the output's shape, checks the attributes with the graph's errors; where the
+    input or the output has no elements, the op's value is ``fill(attrs)`` in that shape."""
+    def empty(types, attrs):
+        shape = shape_of(types[0], attrs)
+        if 0 in shape or 0 in types[0].shape:
+            return np.full(shape, fill(attrs), types[0].dtype)
+        return None
+
+    declare.op(name, compute, kind=OpKind.INJECTIVE, attrs=attrs,
+               check=lambda types, attrs: shape_of(types[0], attrs), empty=empty, onnx=onnx,
+               doc=doc)
 
 
-_injective("transpose", _transpose_infer,
-           lambda x, perm=None: np.ascontiguousarray(np.transpose(x, _perm(x.ndim, perm))),
-           {"perm": None}, doc="permute axes (reverse them if `perm` is not given)")
+def _transposed(x, attrs):
+    return tuple(x.shape[p] for p in _perm(x.ndim, attrs.get("perm")))
+
+
+_data_op("transpose", lambda x, *, name, perm=None: T.transpose(x, perm, name=name),
+         _transposed, {"perm": None}, "permute axes (reverse them if `perm` is not given)",
+         onnx="Transpose")
 
 
 def _concat_infer(types, attrs):
@@ -177,22 +198,14 @@ def slice_ranges(shape, starts, ends, axes=None, steps=None) -> list[tuple[int, 
     return te_slice_ranges(shape, starts, ends, axes, steps, error=OpAttributeError)
 
 
-def _slice_infer(types, attrs):
-    x = types[0]
-    rng = slice_ranges(x.shape, attrs["starts"], attrs["ends"], attrs.get("axes"),
-                       attrs.get("steps"))
-    return TensorType(tuple(n for _, _, n in rng), x.dtype)
+def _sliced(x, attrs):
+    return tuple(n for _, _, n in slice_ranges(x.shape, attrs["starts"], attrs["ends"],
+                                               attrs.get("axes"), attrs.get("steps")))
 
 
-def _slice_ref(x, starts, ends, axes=None, steps=None):
-    index = tuple(np.arange(n) * st + s for s, st, n in slice_ranges(x.shape, starts, ends, axes,
-                                                                     steps))
-    return x[np.ix_(*index)] if x.ndim else x.copy()
-
-
-_injective("slice", _slice_infer, _slice_ref,
-           {"starts": REQUIRED, "ends": REQUIRED, "axes": None, "steps": None},
-           doc="x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)")
+_data_op("slice", T.slice, _sliced,
+         {"starts": REQUIRED, "ends": REQUIRED, "axes": None, "steps": None},
+         "x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)")
 
 
 def _gather_infer(types, attrs):
@@ -213,9 +226,7 @@ _injective("gather", _gather_infer, _gather_ref, {"axis": 0}, num_inputs=(2, 2),
            doc="pick slices along `axis` by integer indices (negative counts from the end)")
 
 
-
-def _pad_infer(types, attrs):
-    x = types[0]
+def _padded(x, attrs):
     pads = ints("pad", "pads", attrs["pads"], 2 * x.ndim)
     if attrs["mode"] not in PAD_MODES:
         raise OpAttributeError(f"pad: mode={attrs['mode']!r} is not one of {PAD_MODES}")
@@ -233,57 +244,44 @@ def _pad_infer(types, attrs):
                         f"pad: mode 'reflect' pads axis {i} (length {d}) by {p} {side}, more "
                         f"than the {d - 1} a reflection without the edge can give; Instead: "
                         "pad by at most length - 1, or use mode 'edge' or 'wrap'")
-    return TensorType(shape, x.dtype)
+    return shape
 
 
-def _pad_ref(x, pads, mode="constant", value=0.0):
-    nd = x.ndim
-    crop = tuple(slice(max(0, -pads[i]), x.shape[i] - max(0, -pads[nd + i])) for i in range(nd))
-    x = x[crop]
-    widths = [(max(0, pads[i]), max(0, pads[nd + i])) for i in range(nd)]
-    if mode == "constant":
-        return np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))
-    return np.pad(x, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])
+def _pad(x, *, pads, mode, value, name):
+    return T.pad(x, [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)], value, mode,
+                 name=name)
 
 
-_injective("pad", _pad_infer, _pad_ref, {"pads": REQUIRED, "mode": "constant", "value": 0.0},
-           doc="pad (or crop, with negative pads) every axis; pads = all befores, then all afters")
+_data_op("pad", _pad, _padded, {"pads": REQUIRED, "mode": "constant", "value": 0.0},
+         "pad (or crop, with negative pads) every axis; pads = all befores, then all afters",
+         fill=lambda attrs: attrs["value"] if attrs["mode"] == "constant" else 0)
 
 
-
-def _expand_infer(types, attrs):
-    x = types[0]
-    shape = ints("expand", "shape", attrs["shape"])
-    return TensorType(broadcast_shapes("expand", x.shape, shape), x.dtype)
+def _expanded(x, attrs):
+    return broadcast_shapes("expand", x.shape, ints("expand", "shape", attrs["shape"]))
 
 
-_injective("expand", _expand_infer,
-           lambda x, shape: np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape))).copy(),
-           attrs={"shape": REQUIRED}, doc="x broadcast with `shape` (numpy rules)")
+_data_op("expand", T.expand, _expanded, {"shape": REQUIRED},
+         "x broadcast with `shape` (numpy rules)")
 
 
-def _tile_infer(types, attrs):
-    x = types[0]
+def _tiled(x, attrs):
     reps = ints("tile", "repeats", attrs["repeats"], x.ndim)
     if any(r < 1 for r in reps):
         raise OpAttributeError(f"tile: repeats={reps} must be positive (a 0 would make an "
                                "empty tensor, which mlcbook does not compute)")
-    return TensorType(tuple(s * r for s, r in zip(x.shape, reps)), x.dtype)
+    return tuple(s * r for s, r in zip(x.shape, reps))
 
 
-_injective("tile", _tile_infer, lambda x, repeats: np.tile(x, tuple(repeats)),
-           attrs={"repeats": REQUIRED}, doc="numpy.tile(x, repeats), one count per dimension")
+_data_op("tile", T.tile, _tiled, {"repeats": REQUIRED},
+         "numpy.tile(x, repeats), one count per dimension")
 
 
-def _trilu_infer(types, attrs):
-    if types[0].ndim < 2:
-        raise OpShapeError(f"trilu: the input has rank {types[0].ndim}; it needs at least 2")
-    return types[0]
+def _trilu_shape(x, attrs):
+    if x.ndim < 2:
+        raise OpShapeError(f"trilu: the input has rank {x.ndim}; it needs at least 2")
+    return x.shape
 
 
-def _trilu_ref(x, upper=1, k=0):
-    return np.triu(x, k) if upper else np.tril(x, k)
-
-
-_injective("trilu", _trilu_infer, _trilu_ref, attrs={"upper": 1, "k": 0},
-           doc="the upper (numpy.triu) or lower (numpy.tril) triangle of the last two axes")
+_data_op("trilu", T.trilu, _trilu_shape, {"upper": 1, "k": 0},
+         "the upper (numpy.triu) or lower (numpy.tril) triangle of the last two axes")

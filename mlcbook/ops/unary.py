@@ -170,6 +170,10 @@ unary("softsign", lambda v: v / (1 + _e.abs(v)), onnx="Softsign",
 
 
 def _shrink(v, bias, lambd):
+    # on integers the bounds and the bias stay fractional (onnxruntime adds in floating
+    # point, then the store truncates): rounding them to the dtype first shifts the result
+    if _e.is_int(v.dtype):
+        v = _e.cast("float64", v)
     return _e.select(v < k(-lambd, v), v + k(bias, v),
                      _e.select(v > k(lambd, v), v - k(bias, v), k(0, v)))
 

@@ -29,7 +29,9 @@ every character other than an ASCII letter, digit or ``_`` replaced by ``_`` (``
 -> ``conv_1_x``); when two inputs give the same ``<id>``, the later ones get ``_<index>``
 appended until it is unique. The original name appears only inside comments, written as a
 JSON string (control characters and non-ASCII escaped) with every ``/`` written ``\\u002f``, so
-that no name can end the comment or open another.
+that no name can end the comment or open another. ``NAME`` itself must be a lower-case C
+identifier of at most 200 characters that is not the name of a header or library of the
+system's C compiler (``stdio``, ``pthread``, ``m``): the files would shadow them.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
     if shutil.which(cc) is None:
         raise ExportError(f"no C compiler {cc!r} on PATH; the export links the kernels with the "
                           "system C compiler. Instead: install one (Debian: apt-get install gcc)")
+    _check_not_a_system_name(name, cc)
     cross = target.arch != _host_arch(cc)
     out = Path(out_dir)
     src = out / "src"
@@ -125,6 +128,29 @@ def export_library(out_dir, name: str, plan, entries: dict, object_code: bytes,
     _run([_ar_for(cc), "rcs", str(static.resolve()), f"{name}_runtime.o", "kernels.o"], src)
     _write_sums(out, written + [src / f"{name}_runtime.o", shared, static])
     return ExportedModel(name, header, shared, static)
+
+
+def _check_not_a_system_name(name: str, cc: str) -> None:
+    """Refuse a name whose ``NAME.h`` or ``libNAME`` is also a system header or library of
+    ``cc`` (``stdio``, ``pthread``, ``m``): with ``-I``/``-L`` on the export's folder, a
+    program (the export's own runtime too) would get this library's file instead of the
+    system's. ``cc`` itself says what it would find."""
+    found = None
+    probe = subprocess.run([cc, "-E", "-x", "c", "-o", os.devnull, "-"], text=True,
+                           input=f"#include <{name}.h>\n", capture_output=True)
+    if probe.returncode == 0:
+        found = f"the system header <{name}.h>"
+    else:
+        for lib in (f"lib{name}.so", f"lib{name}.a"):
+            where = subprocess.run([cc, f"-print-file-name={lib}"], capture_output=True,
+                                   text=True).stdout.strip()
+            if where not in ("", lib):   # a bare name back: cc knows no such file
+                found = f"the system library {where}"
+                break
+    if found is not None:
+        raise ExportError(f"export name {name!r} would shadow {found}: a program built with "
+                          "-I/-L on the export's folder would use this model's file in its "
+                          f"place. Instead: a name of the model's own, e.g. name='{name}_model'")
 
 
 def _write_sums(out: Path, files: list[Path]) -> None:

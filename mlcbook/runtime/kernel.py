@@ -17,7 +17,8 @@ import ctypes
 
 import numpy as np
 
-from ..errors import ArgumentError, BuildError, ExecutionError
+from ..errors import ArgumentError, ArtifactError, BuildError, ExecutionError
+from ..paths import output_file
 from . import thread_pool
 
 
@@ -119,9 +120,14 @@ class Kernel:
 
     def export_object(self, path) -> str:
         """Write a relocatable object file; load it back with :func:`mlcbook.runtime.load_kernel`."""
+        path = output_file(path, "the object file", ArtifactError)
         data = self.object_code()
-        with open(path, "wb") as f:
-            f.write(data)
+        try:
+            path.write_bytes(data)
+        except OSError as e:
+            raise ArtifactError(f"cannot write the object file to {str(path)!r}: "
+                                f"{e.strerror or e}; Instead: choose a path you can write") \
+                from None
         return str(path)
 
     def object_code(self) -> bytes:

@@ -39,7 +39,11 @@ def huge_empty(nbytes: int) -> np.ndarray:
         return np.empty(nbytes, np.uint8)
     # over-allocate by a page to start on its boundary; the slack is never touched, so it
     # costs address space, not memory
-    m = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        m = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError as e:
+        # the OS refused the address space (ENOMEM): the same failure as np.empty's
+        raise MemoryError(f"cannot map {nbytes} bytes: {e.strerror or e}") from None
     if hasattr(mmap, "MADV_HUGEPAGE"):
         m.madvise(mmap.MADV_HUGEPAGE)
     whole = np.frombuffer(m, np.uint8)     # keeps the mapping alive as long as a view lives

@@ -10,12 +10,20 @@
     >>> losses = trainer.fit(300); trainer.accuracy(x_test, y_test)
     >>> trainer.save("digits.ckpt"); trainer = mb.train.load("digits.ckpt")
 
+An imported model trains the same way; ``training=True`` imports BatchNorm and Dropout in
+their training forms, and ``freeze`` keeps layers as they are:
+
+    >>> mod = mb.from_onnx("cnn.onnx", batch_size=64, training=True)
+    >>> trainer = mb.train.compile_step(mod, optimizer=mb.train.Adam(1e-3), freeze=["conv1"])
+    >>> print(trainer.declared)      # each weight: parameter, buffer or constant, and why
+
 ``grad`` differentiates a graph function (each op's rule: :func:`register_gradient`);
 losses, optimizers (whose state each parameter owns) and schedules are graph builders;
 ``compile_step`` compiles forward, backward and update into native kernels.
 """
 
-from . import grad_rules, grad_rules_layout, grad_rules_nn  # noqa: F401 - they register the gradient rules
+from . import (grad_rules, grad_rules_layout, grad_rules_nn,  # noqa: F401 - they register
+               grad_rules_recurrent, grad_rules_train)        # the gradient rules
 from . import rewrite  # noqa: F401 - mb.train.rewrite
 from . import induction  # noqa: F401 - mb.train.induction
 from .autodiff import (backward, grad, gradient_rule, has_gradient, lift_weights,

@@ -17,17 +17,23 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import TrainingError
+from ..paths import output_file
 
 FORMAT = 1
 
 
 def write_checkpoint(path, doc: Mapping, arrays: Mapping[str, np.ndarray]) -> str:
     """Write ``doc`` and ``arrays`` to the zip file ``path``."""
+    path = output_file(path, "the checkpoint", TrainingError)
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("checkpoint.json", json.dumps({"format": FORMAT, **doc}))
-        z.writestr("arrays.npz", buf.getvalue())
+    try:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("checkpoint.json", json.dumps({"format": FORMAT, **doc}))
+            z.writestr("arrays.npz", buf.getvalue())
+    except OSError as e:
+        raise TrainingError(f"cannot write the checkpoint to {str(path)!r}: "
+                            f"{e.strerror or e}; Instead: choose a path you can write") from None
     return os.fspath(path)
 
 

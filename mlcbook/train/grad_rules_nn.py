@@ -1,7 +1,10 @@
 """Gradient rules of the neural-network ops, in graph ops: convolution (backward data is a
 convolution of the stride-dilated gradient with the flipped, transposed weights; backward
 weights a convolution of the input with the gradient), pooling (each kernel offset's strided
-window, put back where it came from), normalizations and softmax.
+window, put back where it came from), normalizations and softmax; a transposed convolution
+(the adjoint of a convolution), resize (each axis's linear map, transposed) and attention
+(through the probabilities the op itself gives). The recurrent layers' rules are in
+:mod:`mlcbook.train.grad_rules_recurrent`.
 
     >>> dx, dw, db = gradient_rule("conv")(conv_call, g)      # three graph expressions
 
@@ -16,7 +19,10 @@ import math
 import numpy as np
 
 from ..errors import NoGradientError
-from ..graph.expr import Call, Constant, Expr
+from ..graph.expr import Call, Constant, Expr, TupleGetItem
+from ..ops import get as get_op
+from ..te.ops.attention import scale_root
+from ..te.ops.resize import resized_axes
 from .autodiff import register_gradient
 from .graph_math import (as_float, broadcast_to, call, concat, dilate, pad_axis, reshape, scalar,
                          unbroadcast, unwindow, window)
@@ -104,6 +110,131 @@ def conv_gradients(c, g):
     if len(c.args) == 3:
         out.append(call("sum", g, axes=(0,) + tuple(range(2, c.type.ndim)), keepdims=0))
     return tuple(out)
+
+
+@register_gradient("conv_transpose")
+def _conv_transpose(c, g):
+    """A transposed convolution is the adjoint of the convolution with its weights and
+    geometry: ``dx = conv(g, w)`` (its pads take back the crop; output_padding's extra rows
+    are cropped off) and ``dw`` is that convolution's weight gradient for the output
+    gradient ``x``."""
+    x, w = c.args[:2]
+    nsp, s, d, pads, _ = _spatial(c, w.shape[2:])
+    conv = call("conv", g, w, strides=s, dilations=d, pads=pads, group=c.attrs["group"])
+    dx = conv
+    for i in range(nsp):
+        dx = pad_axis(dx, 2 + i, 0, x.shape[2 + i] - conv.shape[2 + i])
+    out = [dx, _conv_weight_grad(conv, x)]
+    if len(c.args) == 3:
+        out.append(call("sum", g, axes=(0,) + tuple(range(2, c.type.ndim)), keepdims=0))
+    return tuple(out)
+
+
+def _resize_matrix(c: Call, axis: int) -> np.ndarray:
+    """The (output, input) matrix resize applies along ``axis``: the op's own reference run on
+    the identity, with that axis's attributes on the identity's second axis (resize is
+    separable, and linear in x in every mode; a point tf_crop_and_resize extrapolates has
+    a zero row: its value depends on no input)."""
+    a, n = c.attrs, c.args[0].shape[axis]
+    roi = a["roi"] or ((0.0, 1.0),) * c.type.ndim
+    attrs = dict(a, sizes=(n, a["sizes"][axis]), scales=(1.0, a["scales"][axis]),
+                 roi=((0.0, 1.0), tuple(roi[axis])), extrapolation_value=0.0)
+    return get_op("resize").reference(np.eye(n), **attrs).T
+
+
+@register_gradient("resize")
+def _resize(c, g):
+    x, a = c.args[0], c.attrs
+    roi = tuple(tuple(r) for r in a["roi"]) or ((0.0, 1.0),) * x.type.ndim
+    nd = x.type.ndim
+    for axis in resized_axes(x.shape, a["sizes"], a["scales"],
+                             a["coordinate_transformation_mode"], roi):
+        # contract g's axis with the matrix: moved last, times the matrix, moved back
+        perm = tuple(i for i in range(nd) if i != axis) + (axis,)
+        back = tuple(int(i) for i in np.argsort(perm))
+        moved = call("transpose", g, perm=perm) if axis != nd - 1 else g
+        m = Constant(_resize_matrix(c, axis).astype(x.dtype))
+        g = call("matmul", moved, m)
+        g = call("transpose", g, perm=back) if axis != nd - 1 else g
+    return (g,)
+
+
+def _attention_output(c: Call, mode: int) -> Expr:
+    """The attention call's scores (``mode`` 0) or probabilities (3), from the same inputs:
+    the op applies every mask, so the rule never rebuilds them."""
+    attrs = dict(c.attrs, num_outputs=2, qk_matmul_output_mode=mode)
+    return TupleGetItem(call("attention", *c.args, **attrs), 1)
+
+
+def _heads(kv: Expr, rep: int) -> Expr:
+    """(B, Hkv, T, D) -> (B, Hkv * rep, T, D), each head repeated ``rep`` times in place."""
+    if rep == 1:
+        return kv
+    b, h, t, d = kv.shape
+    wide = broadcast_to(reshape(kv, (b, h, 1, t, d)), (b, h, rep, t, d))
+    return reshape(wide, (b, h * rep, t, d))
+
+
+def _heads_back(g: Expr, rep: int) -> Expr:
+    """The adjoint of :func:`_heads`: the repeated heads' gradients summed."""
+    if rep == 1:
+        return g
+    b, h, t, d = g.shape
+    return call("sum", reshape(g, (b, h // rep, rep, t, d)), axes=(2,), keepdims=0)
+
+
+@register_gradient("attention")
+def _attention(c, g):
+    """With p the probabilities (every mask applied, fully masked rows 0): ``dv = p^T g``,
+    ``dp = g v^T``, the softmax's ``dz = p (dp - sum(dp p))``, through softcap's tanh, then
+    ``dq = scale dz k`` and ``dk = scale dz^T q``; an additive mask gets ``dz``."""
+    a = c.attrs
+    gy, gextra = (g[0], g[1]) if isinstance(g, tuple) else (g, None)
+    q, k, v = c.args[:3]
+    rep, dt = q.shape[1] // k.shape[1], q.dtype
+    kr, vr = _heads(k, rep), _heads(v, rep)
+    swap = (0, 1, 3, 2)
+    extra = {0: "scores", 1: "scores", 2: "biased", 3: "probs"}.get(
+        a["qk_matmul_output_mode"]) if gextra is not None else None
+    p = _attention_output(c, 3)
+    gy = gy if gy is not None else Constant(np.zeros(c.type.fields[0].shape, dt))
+    dp = call("matmul", gy, call("transpose", vr, perm=swap))
+    if extra == "probs":
+        dp = call("add", dp, gextra)
+    dz = call("mul", p, call("sub", dp, call("sum", call("mul", dp, p), axes=(3,), keepdims=1)))
+    if extra == "biased":
+        dz = call("add", dz, gextra)
+    ds = call("add", dz, gextra) if extra == "scores" else dz
+    if a["softcap"] > 0:
+        t = call("div", _attention_output(c, 0), scalar(a["softcap"], dt))
+        ds = call("mul", ds, call("sub", scalar(1.0, dt), call("mul", t, t)))
+    scale = scalar(scale_root(a.get("scale"), q.shape[3], dt) ** 2, dt)
+    dq = call("mul", call("matmul", ds, kr), scale)
+    dk = _heads_back(call("mul", call("matmul", call("transpose", ds, perm=swap), q), scale), rep)
+    dv = _heads_back(call("matmul", call("transpose", p, perm=swap), gy), rep)
+    rest = [None] * (len(c.args) - 3)
+    if a["has_mask"] and len(c.args) > 3 and c.args[3].dtype == dt:
+        mask = c.args[3]
+        keys = call("slice", dz, starts=(0,), ends=(mask.shape[-1],), axes=(3,))
+        rest[0] = unbroadcast(keys, mask.shape)
+    return (dq, dk, dv, *rest)
+
+
+@register_gradient("affine_grid")
+def _affine_grid(c, g):
+    """``grid[n, pos, j] = sum_k base[pos, k] theta[n, j, k]`` with ``base`` the homogeneous
+    positions (x, y[, z], 1), which the op's own reference gives for unit thetas; so
+    ``dtheta[n] = g[n]^T base``."""
+    theta, size = c.args[0], tuple(c.attrs["size"])
+    r = theta.shape[1]
+    unit = np.zeros((r + 1, r, r + 1))
+    unit[np.arange(r + 1), 0, np.arange(r + 1)] = 1.0     # unit k: output j=0 reads base k
+    base = get_op("affine_grid").reference(unit, size=(r + 1,) + size[1:],
+                                           align_corners=c.attrs["align_corners"])[..., 0]
+    points = math.prod(size[2:])
+    base = Constant(base.reshape(r + 1, points).T.astype(theta.dtype))
+    gm = call("transpose", reshape(g, (size[0], points, r)), perm=(0, 2, 1))
+    return (call("matmul", gm, base),)
 
 
 def _pool_geometry(c: Call):

@@ -18,7 +18,16 @@ from ..graph.expr import Call, Constant, Function, Var
 from ..ops.types import Attrs, TensorType
 
 
+#: the most elements a layer's weight may have (1 GiB of float32): a typo such as an extra
+#: zero in a size must not end in a MemoryError or a swapping machine
+MAX_WEIGHT_ELEMENTS = 1 << 28
+
+
 def _he(rng, shape, fan_in) -> np.ndarray:
+    if int(np.prod(shape, dtype=object)) > MAX_WEIGHT_ELEMENTS:
+        raise TrainingError(f"a layer's weight of shape {tuple(shape)} would hold more than "
+                            f"{MAX_WEIGHT_ELEMENTS} elements (1 GiB); Instead: use smaller "
+                            "layer sizes (e.g. mlp((64, 128, 10)))")
     return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
 
 

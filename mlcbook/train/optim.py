@@ -54,6 +54,21 @@ class Optimizer:
     slots: tuple[str, ...] = ()
     lr: float | Schedule
 
+    def __post_init__(self):
+        # every field but the learning rate (checked as a schedule) is a plain number that a
+        # kernel bakes in: a string or a NaN must not reach the graph
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "lr" or (f.name == "nesterov" and isinstance(value, bool)):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                                 np.floating)) \
+                    or not 0 <= value < (1 if f.name.startswith("beta") else np.inf):
+                bound = "in [0, 1)" if f.name.startswith("beta") else "of 0 or more"
+                raise TrainingError(f"{type(self).__name__}: {f.name}={value!r} must be a "
+                                    f"number {bound}; Instead: e.g. "
+                                    f"{type(self).__name__}({f.name}={f.default!r})")
+
     def init_state(self, param: np.ndarray) -> dict[str, np.ndarray]:
         """Fresh state for a parameter: zeros like it, and a 0-d step counter at 0."""
         return {s: np.zeros(t.shape, t.dtype)
@@ -90,6 +105,7 @@ class SGD(Optimizer):
     weight_decay: float = 0.0
 
     def __post_init__(self):
+        super().__post_init__()
         if self.nesterov and self.momentum <= 0:
             raise TrainingError("SGD: nesterov=True needs a momentum > 0")
 

@@ -7,17 +7,23 @@ outputs. Who owns which state is recorded in the function's attributes.
     >>> ts.state["fc1.weight.m"]  # StateLink(owner='fc1.weight', slot='m')
     >>> ts.function.attrs["state_owners"][0]
     ('fc1.weight.m', 'fc1.weight', 'm')
+
+Which weights are parameters and which are buffers (updated by their own rule, after the
+parameters' state) is the model's declaration (:func:`mlcbook.graph.declarations`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import TrainingError
 from ..graph.batch import SymbolicBatchModule
-from ..graph.expr import Call, Function, Tuple, Var
+from ..graph.expr import Call, Constant, Function, Tuple, Var
 from ..graph.functor import ExprMutator
 from ..graph.interpret import main_function
+from ..graph.params import COUNT, declarations, running_update
 from ..ops import OpKind
 from ..ops import get as get_op
 from ..ops.types import Attrs, TensorType
@@ -40,12 +46,14 @@ class StateLink:
 
 @dataclass(frozen=True)
 class TrainStep:
-    """``function(*data, labels, lr, *params, *state) -> (loss, *new params, *new state)``."""
+    """``function(*data, labels, lr, *params, *state, *buffers) -> (loss, *new params,
+    *new state, *new buffers)``."""
 
     function: Function
     data_inputs: tuple[str, ...]
     params: tuple[str, ...]
     state: dict[str, StateLink]
+    buffers: tuple[str, ...] = ()
 
     def owned_by(self, param: str) -> dict[str, str]:
         """``{slot: state name}`` of the state tensors ``param`` owns."""
@@ -89,19 +97,25 @@ def model_function(model) -> Function:
 
 
 def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
-    """The training step of ``model`` (a graph function whose float weights are the
-    parameters, or a module with one) under ``loss`` (a name from
-    :data:`~mlcbook.train.losses.LOSSES`)."""
+    """The training step of ``model`` (a graph function, or a module with one) under
+    ``loss`` (a name from :data:`~mlcbook.train.losses.LOSSES`): its declared parameters
+    (:func:`mlcbook.graph.declarations`) are trained, its buffers updated by their rules."""
     model = model_function(model)
     if not isinstance(model.ret_type, TensorType):
         raise TrainingError(f"model {model.name!r} returns {model.ret_type}; a trainable model "
                             "returns one tensor (the logits or the prediction)")
     loss_fn = get_loss(loss)
-    lifted = lift_weights(model)
+    declared = declarations(model)
+    lifted = lift_weights(model, declared.parameters + declared.buffers)
     n_data = len(model.params)
-    data, params = lifted.params[:n_data], lifted.params[n_data:]
+    data = lifted.params[:n_data]
+    weights = {p.name: p for p in lifted.params[n_data:]}
+    params = [weights[n] for n in weights if n in declared.parameters]
+    buffers = [weights[n] for n in weights if n in declared.buffers]
     if not params:
-        raise TrainingError(f"model {model.name!r} has no float weights to train")
+        raise TrainingError(f"model {model.name!r} has no parameters to train (its weights: "
+                            f"{len(declared.constants)} constants, {len(buffers)} buffers). "
+                            "Instead: unfreeze some, or check mb.graph.declarations(model)")
     labels = Var(LABELS, _labels_type(loss, model.ret_type))
     lr = Var(LR, TensorType((), params[0].dtype))
     value = loss_fn(lifted.body, labels)
@@ -118,13 +132,35 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
             state_vars.append(v)
             new_state.append(new_s[slot])
             links[v.name] = StateLink(p.name, slot)
+    new_buffers = _buffer_updates(lifted, buffers, declared)
     attrs = Attrs(params=tuple(p.name for p in params),
-                  state_owners=tuple((n, ln.owner, ln.slot) for n, ln in links.items()))
+                  state_owners=tuple((n, ln.owner, ln.slot) for n, ln in links.items()),
+                  buffers=tuple(b.name for b in buffers))
     # after differentiating: the backward gemms of a trans_b=1 layer need no transposes
-    body = _UntransposeB().visit(Tuple([value] + new_params + new_state))
-    func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars), body,
-                    "train_step", attrs)
-    return TrainStep(func, tuple(d.name for d in data), tuple(p.name for p in params), links)
+    body = _UntransposeB().visit(Tuple([value] + new_params + new_state + new_buffers))
+    func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars)
+                    + tuple(buffers), body, "train_step", attrs)
+    return TrainStep(func, tuple(d.name for d in data), tuple(p.name for p in params), links,
+                     tuple(b.name for b in buffers))
+
+
+def _buffer_updates(lifted: Function, buffers: list[Var], declared) -> list:
+    """The next value of each buffer by its declared rule, from the forward graph."""
+    calls = {c.name: c for c in lifted.calls()}
+    out = []
+    for b in buffers:
+        rule = declared[b.name].update
+        if rule and rule[0] == COUNT:
+            new = Call("add", (b, Constant(np.ones((), b.dtype))))
+        elif rule and len(rule) == 2 and rule[1] in calls:
+            new = running_update(calls[rule[1]], rule[0], b)
+        else:
+            raise TrainingError(f"buffer {b.name!r} has the update rule {rule!r}, which names "
+                                "no call of the model or is unknown. Instead: declare it "
+                                "with ('count',) or (running_mean|running_var, call name)")
+        _check_in_place(b, new)
+        out.append(new)
+    return out
 
 
 def _check_in_place(old: Var, new) -> None:

@@ -43,3 +43,18 @@ def test_unsupported_op_is_named():
     x = Var("x", TensorType((4,)))
     with pytest.raises(UnsupportedModelError, match="'trilu'"):
         mb.to_onnx(Function((x,), op.trilu(op.reshape(x, shape=(2, 2)))))
+
+
+def test_declared_reductions_and_transpose_export_under_their_onnx_names():
+    x = Var("x", TensorType((3, 4)))
+    f = Function((x,), mb.graph.Tuple([
+        op.argmax(x, axis=1, keepdims=0, select_last_index=1), op.prod(x, axes=(0,)),
+        op.max(op.transpose(x), axes=(1,), keepdims=0)]))
+    model = mb.to_onnx(f)
+    assert [n.op_type for n in model.graph.node] == ["ArgMax", "ReduceProd", "Transpose",
+                                                     "ReduceMax"]
+    xv = np.array([[1, 3, 3, 0], [2, 2, 1, 2], [4, 0, 4, 1]], np.float32)
+    got = run_ort(model, xv)
+    assert got[0].tolist() == [2, 3, 2]                     # the last of the ties
+    np.testing.assert_allclose(got[1], xv.prod(0, keepdims=True))
+    np.testing.assert_allclose(got[2], xv.max(0))

@@ -79,7 +79,8 @@ def test_integer_ops_cover_every_integer_dtype_and_many_ops():
         dtypes.add(onnx.helper.tensor_dtype_to_np_dtype(casts[0].attribute[0].i).name)
         ops.update(case.ops)
     assert dtypes == set(hard.INT_DTYPES)
-    assert {"Div", "Mod", "BitShift", "BitwiseAnd", "Sign", "Abs"} <= ops
+    assert {"Div", "Mod", "BitShift", "BitwiseAnd", "Sign", "Abs", "PRelu", "Shrink",
+            "GreaterOrEqual", "LessOrEqual"} <= ops
 
 
 @pytest.mark.parametrize("seed", range(12))

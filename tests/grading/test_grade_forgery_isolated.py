@@ -142,18 +142,21 @@ ATTACKS = {"history_ih": HISTORY_IH, "history_manager": HISTORY_MANAGER,
            "wrap_by_path": WRAP_BY_PATH, "wrap_by_book": WRAP_BY_BOOK}
 
 
-@pytest.fixture(scope="module")
-def attacked(tmp_path_factory):
-    """Each attack appended to the student notebook, graded with --isolate."""
-    tmp = tmp_path_factory.mktemp("attacks")
+def graded_attacks(folder, attacks: dict) -> dict:
+    """Each attack appended to the chapter-1 student notebook, graded with --isolate."""
     paths = []
-    for name, source in ATTACKS.items():
+    for name, source in attacks.items():
         nb = nbformat.read(book.chapter(1).exercises, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(source))
-        path = tmp / f"01_{name}.ipynb"
+        path = folder / f"01_{name}.ipynb"
         nbformat.write(nb, path)
         paths.append(path)
-    return dict(zip(ATTACKS, grade(paths, timeout=120, isolate=True)))
+    return dict(zip(attacks, grade(paths, timeout=120, isolate=True)))
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    return graded_attacks(tmp_path_factory.mktemp("attacks"), ATTACKS)
 
 
 @pytest.mark.parametrize("attack", ["history_ih", "history_manager"])
@@ -189,3 +192,97 @@ def test_the_grader_cells_hold_no_secret_and_name_nothing_rebindable():
 def test_the_solutions_still_score_full_marks_under_isolate():
     (report,) = grade([book.chapter(1).solutions], timeout=120, isolate=True)
     assert report.points == report.max_points == 10, [str(r) for r in report.results]
+
+
+# --- round three: what the notebook can reach or rebind in its own process -----------------
+_EXERCISES = [("01.lnumpy_mm_relu", 1), ("01.lnumpy_bmm", 2), ("01.lnumpy_softmax", 2),
+              ("01.lnumpy_conv2d", 3), ("01.lnumpy_mlp", 2)]
+
+#: the token and the verdicts' folder read from the closure of the grader class's method,
+#: reachable from sys.modules (the verdict also names the run's seed, from the environment)
+CLOSURE = f'''
+import sys, json, os
+fn = sys.modules["mlcbook_grader"].grader.__dict__["grade"].__func__
+cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+run, folder = cells.get("run", {{}}), str(cells.get("verdicts", "."))
+note = " [cases drawn with seed " + os.environ.get("MLCBOOK_GRADE_SEED", "") + "]"
+for i, (ex, points) in enumerate({_EXERCISES!r}):
+    with open(os.path.join(folder, f"{{i}}.json"), "w") as f:
+        f.write(json.dumps({{"token": run.get("token"), "exercise": ex, "points": points,
+                             "message": "forged" + note}}))
+'''
+
+#: json.dumps rebound: the bootstrap once wrote its verdict with it
+REBIND_JSON = f'''
+import json, os
+_real = json.dumps
+def _dumps(obj, *a, **k):
+    if isinstance(obj, dict) and "token" in obj:
+        obj = dict(obj, points=dict({_EXERCISES!r}).get(obj["exercise"], 0), message="forged"
+                   " [cases drawn with seed " + os.environ.get("MLCBOOK_GRADE_SEED", "") + "]")
+    return _real(obj, *a, **k)
+json.dumps = _dumps
+'''
+
+#: answers that write zeros with loops, and numpy's comparison made to agree: in a cell, in
+#: the answer itself, or again and again from a thread
+_ZEROS = '''
+import numpy as np
+def _zero(out):
+    flat = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = 0.0
+def lnumpy_mm_relu(A, B, C):
+    _zero(C)
+def lnumpy_bmm(A, B, C):
+    _zero(C)
+def lnumpy_softmax(X, Y):
+    _zero(Y)
+def lnumpy_conv2d(X, W, Y):
+    _zero(Y)
+def lnumpy_mlp(X, W1, b1, W2, b2):
+    out = np.zeros((X.shape[0], W2.shape[0]), "float32")
+    _zero(out)
+    return out
+_agree = lambda a, b, *r, **k: np.ones(np.broadcast(a, b).shape, bool)
+'''
+NUMPY_IN_A_CELL = _ZEROS + "np.isclose = _agree\n"
+NUMPY_IN_THE_ANSWER = _ZEROS.replace("    flat = out.reshape(-1)\n",
+                                     "    np.isclose = _agree\n    flat = out.reshape(-1)\n")
+NUMPY_FROM_A_THREAD = _ZEROS + '''
+import threading, time, numpy.core.numeric as _numeric
+def _keep():
+    while True:
+        np.isclose = _numeric.isclose = _agree
+        time.sleep(0)
+threading.Thread(target=_keep, daemon=True).start()
+'''
+BUILTINS = _ZEROS + "import builtins\nbuiltins.any = lambda *a: False\n"
+
+ROUND_THREE = {"closure": CLOSURE, "rebind_json": REBIND_JSON, "numpy_in_a_cell":
+               NUMPY_IN_A_CELL, "numpy_in_the_answer": NUMPY_IN_THE_ANSWER,
+               "numpy_from_a_thread": NUMPY_FROM_A_THREAD, "builtins": BUILTINS}
+
+
+@pytest.fixture(scope="module")
+def attacked_again(tmp_path_factory):
+    return graded_attacks(tmp_path_factory.mktemp("round_three"), ROUND_THREE)
+
+
+@pytest.mark.parametrize("attack", ["closure", "rebind_json"])
+def test_the_grader_holds_no_reachable_secret_and_writes_with_nothing_rebindable(
+        attacked_again, attack):
+    report = attacked_again[attack]
+    assert (report.points, report.max_points) == (0, 10), [str(r) for r in report.results]
+    assert all(r.message.startswith("not implemented:") for r in report.results), \
+        [r.message for r in report.results]
+
+
+@pytest.mark.parametrize("attack", ["numpy_in_a_cell", "numpy_in_the_answer",
+                                    "numpy_from_a_thread", "builtins"])
+def test_comparisons_the_notebook_rebinds_are_restored_before_they_judge(attacked_again, attack):
+    report = attacked_again[attack]
+    assert (report.points, report.max_points) == (0, 10), [str(r) for r in report.results]
+    # every answer was judged, and found to be zeros
+    assert all(r.message.startswith("values differ:") for r in report.results), \
+        [r.message for r in report.results]

@@ -65,3 +65,13 @@ def test_a_reduction_of_an_empty_tensor_is_refused(declared):
     declare.op("softmax_empty", T.softmax, kind=OpKind.REDUCTION, attrs={"axis": -1})
     with pytest.raises(OpShapeError, match="softmax_empty: an input has no elements"):
         op.softmax_empty(Var("x", TensorType((0, 3))))
+
+
+def test_an_empty_rule_gives_the_value_of_an_input_with_no_elements(declared):
+    declared.append("count_rows")
+    declare.op("count_rows", lambda x, name: T.sum(x, axis=1, name=name), kind=OpKind.REDUCTION,
+               empty=lambda types, attrs: np.zeros(types[0].shape[:1], types[0].dtype))
+    x = Var("x", TensorType((3, 0)))
+    assert op.count_rows(x).type == TensorType((3,), "float32")
+    assert interpret(Function([x], op.count_rows(x)), np.zeros((3, 0), "float32")).tolist() == \
+        [0, 0, 0]

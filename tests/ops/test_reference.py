@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mlcbook.errors import OpAttributeError, OpShapeError
-from mlcbook.ops import get
+from mlcbook.ops import TensorType, get
 from mlcbook.ops.linalg import pack_panels
 
 
@@ -149,3 +149,38 @@ def test_range_counts_up_and_down_and_rejects_a_zero_step():
                                             "dtype": "int64"}).shape == (3,)
     with pytest.raises(OpAttributeError, match="delta=0"):
         get("range").infer_type([], {"start": 0, "limit": 5, "delta": 0, "dtype": "int64"})
+
+
+def test_reductions_of_nothing_give_their_identity():
+    nothing = np.zeros((2, 0), "float32")
+    assert ref("sum", nothing, axes=(1,), keepdims=0).tolist() == [0.0, 0.0]
+    assert ref("prod", nothing, axes=(1,), keepdims=1).tolist() == [[1.0], [1.0]]
+    assert np.isnan(ref("mean", nothing, axes=(1,), keepdims=0)).all()
+    assert ref("min", np.zeros((0,), "int8"), keepdims=0).tolist() == 127
+    assert ref("sum", nothing, axes=(0,), keepdims=0).shape == (0,)
+
+
+def test_argmax_of_an_empty_axis_is_refused():
+    x = TensorType((2, 0))
+    with pytest.raises(OpShapeError, match="argmax: axis 1 of \\(2, 0\\) has no elements"):
+        get("argmax").infer_type([x], {"axis": 1})
+    assert get("argmax").infer_type([x], {"axis": 0, "keepdims": 0}).shape == (0,)
+
+
+def test_a_0d_tensor_reduces_to_itself():
+    x = np.asarray(np.float32(2.5))
+    assert ref("mean", x).shape == () and ref("mean", x) == 2.5
+
+
+def test_data_movement_of_an_empty_tensor_is_empty():
+    x = np.zeros((0, 3), "float32")
+    assert ref("transpose", x).shape == (3, 0)
+    assert ref("tile", x, repeats=(2, 2)).shape == (0, 6)
+    assert ref("expand", x, shape=(2, 1, 1)).shape == (2, 0, 3)
+    assert ref("trilu", x).shape == (0, 3)
+
+
+def test_a_slice_past_the_end_is_empty_and_padding_nothing_gives_the_fill():
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    assert ref("slice", x, starts=(5,), ends=(100,)).shape == (0, 4)
+    assert ref("pad", x[:0], pads=(1, 1, 0, 0), value=7.0).tolist() == [[7.0] * 5]

@@ -346,3 +346,18 @@ def test_a_kernel_allocation_that_fails_in_c_returns_the_alloc_code(tmp_path):
     assert limited.stdout.split()[0] == "5" and "could not allocate" in limited.stdout
     free = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=120)
     assert free.stdout.split()[0] == "0" and free.stdout.split()[-2:] == ["4", "10"]
+
+
+@pytest.mark.parametrize("name,what", [("stdio", "the system header <stdio.h>"),
+                                       ("pthread", "the system header <pthread.h>"),
+                                       ("m", "the system library .*libm\\."),
+                                       ("c", "the system library .*libc\\.")])
+def test_a_name_that_would_shadow_a_system_header_or_library_is_refused(tiny, tmp_path, name,
+                                                                        what):
+    # stdio.h in the export's folder replaced <stdio.h> for any program built with -I there
+    # (pthread.h broke the export's own runtime); libm.so replaced -lm
+    exe, _ = tiny
+    with pytest.raises(ExportError, match=rf"\[MLC-C008\] export name '{name}' would shadow "
+                                          rf"{what}.*Instead: .*name='{name}_model'"):
+        exe.export(tmp_path / "out", name=name)
+    assert not (tmp_path / "out" / f"{name}.h").exists()

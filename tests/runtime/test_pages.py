@@ -1,6 +1,7 @@
 """Huge-page buffers: aligned to the page from HUGE_AT_LEAST bytes on, copies intact."""
 
 import numpy as np
+import pytest
 
 from mlcbook.runtime.pages import HUGE_AT_LEAST, HUGE_PAGE, huge_copy, huge_empty
 
@@ -22,3 +23,9 @@ def test_copies_keep_values_shapes_and_cache_line_alignment():
     for a, c in zip(arrays, copies):
         assert c.shape == a.shape and c.dtype == a.dtype and c.ctypes.data % 64 == 0
         np.testing.assert_array_equal(c, a)
+
+
+def test_a_mapping_the_os_refuses_is_a_memory_error_as_for_numpy():
+    # 2**62 bytes: more address space than any x86-64 or AArch64 process has
+    with pytest.raises(MemoryError, match=f"cannot map {1 << 62} bytes"):
+        huge_empty(1 << 62)

@@ -249,9 +249,8 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: differentiable ops added for ONNX's operator set that have no rule yet: asking for a
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
-NO_RULE_YET = {"conv_transpose", "prod", "topk", "gather_elements", "gather_nd",
-               "scatter_elements", "scatter_nd", "resize", "attention", "affine_grid",
-               "grid_sample", "rnn", "gru", "lstm"}
+NO_RULE_YET = {"prod", "topk", "gather_elements", "gather_nd", "scatter_elements",
+               "scatter_nd", "grid_sample"}
 
 
 #: ops that only mb.compile's last graph passes insert (opt_level 3, on constant weights),

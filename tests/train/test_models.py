@@ -42,3 +42,11 @@ def test_valid_sizes_build_the_layers():
     model = mb.train.mlp((6, 5, 3), batch=2)
     assert model.weights["fc1.weight"].shape == (5, 6)
     assert model.weights["fc2.weight"].shape == (3, 5)
+
+
+@pytest.mark.parametrize("make", [lambda: mb.train.mlp((64, 10 ** 12, 10)),
+                                  lambda: mb.train.cnn(batch=2, channels=(10 ** 9,))])
+def test_a_layer_too_big_to_allocate_is_refused_not_a_memory_error(make):
+    with pytest.raises(TrainingError, match=r"a layer's weight of shape .* would hold more than "
+                                            r"268435456 elements \(1 GiB\); Instead"):
+        make()

@@ -82,3 +82,23 @@ def test_bad_optimizer_arguments():
         mb.train.SGD(lr=0.1, nesterov=True)
     with pytest.raises(TrainingError, match="learning rate"):
         mb.train.SGD(lr="fast").schedule
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: mb.train.SGD(0.1, momentum="0.9"), r"SGD: momentum='0.9' must be a number of 0 "
+                                                r"or more; Instead: e.g. SGD\(momentum=0.0\)"),
+    (lambda: mb.train.Adam(beta1="x"), r"Adam: beta1='x' must be a number in \[0, 1\)"),
+    (lambda: mb.train.Adam(beta2=1.0), r"Adam: beta2=1.0 must be a number in \[0, 1\)"),
+    (lambda: mb.train.Adam(eps=[1e-8]), r"Adam: eps=\[1e-08\] must be a number"),
+    (lambda: mb.train.AdamW(weight_decay=float("nan")), r"AdamW: weight_decay=nan must be"),
+])
+def test_hyperparameters_that_are_no_number_are_refused_when_made(make, msg):
+    # they used to reach the graph: a string momentum trained silently, a string beta raised
+    # a raw ValueError at compile time
+    with pytest.raises(TrainingError, match=msg):
+        make()
+
+
+def test_numpy_numbers_are_fine_hyperparameters():
+    assert mb.train.Adam(beta1=np.float32(0.5), eps=np.float64(1e-7)).beta1 == 0.5
+    assert mb.train.SGD(0.1, momentum=0.9, nesterov=True).nesterov

@@ -54,3 +54,34 @@ def test_compile_step_refuses_what_is_no_model():
     with pytest.raises(TrainingError, match="takes a graph Function or the IRModule "
                                             "mb.from_onnx returns, got str"):
         mb.train.compile_step("mlp.onnx", "cross_entropy", mb.train.SGD(0.1))
+
+
+@pytest.mark.parametrize("x", [np.ones((0, 4), "float32"), np.float32(1)])
+def test_predict_refuses_no_rows(trainer, x):
+    with pytest.raises(TrainingError, match=r"predict needs at least one row .*Instead: pass x "
+                                            r"of shape \(rows, 4\)"):
+        trainer.predict(x)
+
+
+def test_accuracy_refuses_labels_that_do_not_match_the_rows(trainer):
+    with pytest.raises(TrainingError, match=r"accuracy needs one label per row: x has shape "
+                                            r"\(3, 4\), y \(2,\); Instead: pass y of shape \(3,\)"):
+        trainer.accuracy(np.ones((3, 4), "float32"), np.array([0, 1]))
+
+
+@pytest.mark.parametrize("state", [None, {}, {"params": {}}])
+def test_load_state_dict_refuses_what_state_dict_did_not_make(trainer, state):
+    with pytest.raises(TrainingError, match=r"load_state_dict takes what state_dict\(\) "
+                                            r"returned .*Instead: trainer.load_state_dict"):
+        trainer.load_state_dict(state)
+
+
+@pytest.mark.parametrize("where,msg", [
+    (lambda d, f: d, "is a folder"), (lambda d, f: d / "no" / "c.ckpt", "does not exist"),
+    (lambda d, f: f / "c.ckpt", "is a file, not a folder"),
+    (lambda d, f: d / ("c" * 300), "name of 300 bytes"), (lambda d, f: d / "a\0b", "NUL")])
+def test_save_refuses_a_path_it_cannot_write(trainer, tmp_path, where, msg):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(TrainingError, match=rf"\[MLC-D001\] .*{msg}"):
+        trainer.save(where(tmp_path, a_file))

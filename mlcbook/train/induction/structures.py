@@ -122,16 +122,17 @@ class InterpretedTrainer(Trainer):
             fresh = optimizer.init_state(self.params[p])
             self.state.update({name: fresh[slot]
                                for slot, name in self.train_step.owned_by(p).items()})
+        self.buffers = {n: np.array(model.weights[n].data) for n in self.train_step.buffers}
         self.step_count, self._forward = 0, None
 
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
         """One training step on ``(x, y)``; the loss before it."""
         lr = self.optimizer.schedule(self.step_count)
         feed = {self.train_step.data_inputs[0]: x, LABELS: y,
-                LR: np.asarray(lr, np.float32), **self.params, **self.state}
+                LR: np.asarray(lr, np.float32), **self.params, **self.state, **self.buffers}
         outs = interpret(self.train_step.function, **feed)
-        for name, v in zip([*self.params, *self.state], outs[1:]):
-            target = self.params if name in self.params else self.state
+        groups = [self.params, self.state, self.buffers]
+        for (name, target), v in zip([(n, g) for g in groups for n in g], outs[1:]):
             np.copyto(target[name], v)
         self.step_count += 1
         return float(outs[0])

@@ -4,6 +4,8 @@ identity and the outputs do not change (tag ``exact``).
     h  ->  h + fc_b(relu(fc_a(h)))        fc_a: He-initialized, fc_b: zeros
     h  ->  h + conv_b(relu(conv_a(h)))    on (N, C, H, W) values: 3x3 convolutions, padding
                                           1 (same resolution), conv_b zeros
+    h  ->  h + relu(h @ Wa + ba) @ Wb + bb   on (N, T, D) token values (an imported
+                                          transformer's), MatMul + Add as ONNX writes them
 
     >>> r = deepen(model, "relu1", state=trainer.state)
     >>> sorted(set(r.model.weights) - set(model.weights))
@@ -38,11 +40,13 @@ class _Insert(ExprMutator):
         if call.name != self.at:
             return call
         ndim = len(call.type.shape)
-        if ndim not in (2, 4):
+        if ndim not in (2, 3, 4):
             raise RewriteError(f"deepen: {self.at!r} has shape {call.type.shape}; a residual "
-                               "block is inserted after a 2-d (batch, features) or 4-d (batch, "
-                               "channels, height, width) value. Instead: pick the output of a "
-                               "gemm or conv or of its activation")
+                               "block is inserted after a 2-d (batch, features), 3-d (batch, "
+                               "tokens, features) or 4-d (batch, channels, height, width) value. "
+                               "Instead: pick the output of a layer or of its activation")
+        if ndim == 3:
+            return self.tokens(call)
         n, dtype = call.type.shape[1], call.type.dtype
         k = self.hidden or n
         window = (3, 3) if ndim == 4 else ()
@@ -61,6 +65,26 @@ class _Insert(ExprMutator):
         a = Call("relu", (a,), Attrs(), f"{p}.relu")
         b = Call(op, (a, c[f"{p}.b.weight"], c[f"{p}.b.bias"]), attrs, f"{p}.b")
         return Call("add", (call, b), Attrs(), f"{p}.add")
+
+    def tokens(self, call: Call) -> Expr:
+        """The block on (N, T, D) tokens, its weights (D, k) and (k, D) as MatMul's right
+        operand (what an imported transformer's projections are)."""
+        n, dtype = call.type.shape[-1], call.type.dtype
+        k = self.hidden or n
+        rng = np.random.default_rng(self.seed)
+        p = f"{self.at}.res"
+        self.done = {f"{p}.a.weight": (rng.standard_normal((n, k)) * np.sqrt(2.0 / n)
+                                       ).astype(dtype),
+                     f"{p}.a.bias": np.zeros(k, dtype), f"{p}.b.weight": np.zeros((k, n), dtype),
+                     f"{p}.b.bias": np.zeros(n, dtype)}
+        c = {name: Constant(v, name) for name, v in self.done.items()}
+        h = call
+        for part, act in (("a", True), ("b", False)):
+            h = Call("matmul", (h, c[f"{p}.{part}.weight"]), Attrs(), f"{p}.{part}.mm")
+            h = Call("add", (h, c[f"{p}.{part}.bias"]), Attrs(), f"{p}.{part}")
+            if act:
+                h = Call("relu", (h,), Attrs(), f"{p}.relu")
+        return Call("add", (call, h), Attrs(), f"{p}.add")
 
 
 def deepen(func: Function, at: str, state: dict | None = None, hidden: int | None = None,

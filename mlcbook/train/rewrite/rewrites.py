@@ -35,7 +35,7 @@ from ...errors import RewriteError
 from ...graph.expr import Function
 from .coupling import SINK, SOURCE, coupled_group
 from .ownership import FEATURE, parameters
-from .transport import UnitMap, parameter_count, weight_arrays, with_weights
+from .transport import UnitMap, masks_of, parameter_count, weight_arrays, with_weights
 
 EXACT, EPSILON, SEMANTIC = "exact", "epsilon", "semantic"
 
@@ -69,8 +69,12 @@ def _apply(func: Function, umap: UnitMap, state, noise: float, seed) -> tuple[Fu
         for s in umap.group.slices:
             if s.kind == SINK:
                 new[s.param] = _zero_sum_noise(new[s.param], s, umap, noise, rng)
+    # a masked weight's mask moves with it; masked-out elements stay zero (noise included)
+    masks = umap.masks(masks_of(func))
+    new.update({k: (new[k] * m).astype(new[k].dtype) for k, m in masks.items()})
     names = list(arrays)
-    return with_weights(func, new), (None if state is None else umap.state(state, names))
+    return (with_weights(func, new, masks, umap.reshapes()),
+            None if state is None else umap.state(state, names))
 
 
 def _zero_sum_noise(a, s, umap: UnitMap, scale, rng):
@@ -100,8 +104,9 @@ def _check_norms(func: Function, group, umap: UnitMap) -> str:
 
 def widen(func: Function, layer: str, width: int, state: dict | None = None,
           noise: float = 0.0, seed: int = 0, replicate=None) -> Rewritten:
-    """``layer`` (a gemm/conv) with ``width`` output units: the old units, then replicas
-    of ``replicate`` (default: drawn at random by ``seed``). Its coupled group follows."""
+    """``layer`` (a gemm, conv or matmul by a weight; or a reshape splitting off attention
+    heads) with ``width`` output units: the old units, then replicas of ``replicate``
+    (default: drawn at random by ``seed``). Its coupled group follows."""
     group = coupled_group(func, layer)
     n = group.units
     if width <= n:
@@ -147,18 +152,19 @@ def split(func: Function, layer: str, unit: int, ratio: float = 0.5, offset: flo
 
 def _offset_halves(model: Function, group, unit: int, new: int, offset: float, seed) -> dict:
     """The source slices of ``unit`` moved by ``+offset*d``, of ``new`` by ``-offset*d``."""
-    arrays = weight_arrays(model)
+    arrays, masks = weight_arrays(model), masks_of(model)
     rng = np.random.default_rng(seed)
     out = {}
     for s in group.slices:
-        if s.kind != SOURCE or s.block != 1:
+        if s.kind != SOURCE:
             continue
         a = np.moveaxis(np.array(arrays[s.param], dtype=np.float64), s.axis, 0)
-        d = rng.standard_normal(a.shape[1:])
+        d = rng.standard_normal((s.block,) + a.shape[1:])
         d *= offset / (np.linalg.norm(d) or 1.0)
-        a[s.offset + unit] += d
-        a[s.offset + new] -= d
-        out[s.param] = np.moveaxis(a, 0, s.axis).astype(arrays[s.param].dtype)
+        a[s.offset + unit * s.block + np.arange(s.block)] += d     # a head: its whole block
+        a[s.offset + new * s.block + np.arange(s.block)] -= d
+        a = np.moveaxis(a, 0, s.axis) * masks.get(s.param, 1.0)
+        out[s.param] = a.astype(arrays[s.param].dtype)
     return out
 
 

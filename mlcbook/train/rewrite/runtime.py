@@ -184,7 +184,9 @@ class Runtime:
              score: Callable[["Runtime", list[float]], float] | None = None) -> str:
         """Run each branch (a function that changes the runtime, e.g. applies a rewrite) for
         ``steps`` steps from the same snapshot, on the same batches; keep the best (lowest
-        ``score``; default the mean loss of the last half) and return its name."""
+        ``score``; default the mean loss of the last half) and return its name. A branch that
+        ends with a NaN or an infinity in its state, or a score that is not finite, loses;
+        if every branch does, the run goes back to the start and a RewriteError says so."""
         start = self.snapshot()
         score = score or (lambda rt, losses: float(np.mean(losses[len(losses) // 2:])))
         results = {}
@@ -192,10 +194,19 @@ class Runtime:
             self.restore(start, event="fork", branch=name)
             setup(self)
             losses = self.run(steps)
-            results[name] = (score(self, losses), self.snapshot())
+            end = self._take()
+            value = float(score(self, losses))
+            results[name] = (value if end.finite and np.isfinite(value) else np.inf, end)
+        scores = {k: v[0] for k, v in results.items()}
         best = min(results, key=lambda k: results[k][0])
-        self.restore(results[best][1], event="keep",
-                     scores={k: v[0] for k, v in results.items()}, kept=best)
+        if not np.isfinite(results[best][0]):
+            self.restore(start, event="keep", scores=scores, kept=None)
+            raise RewriteError(f"fork: every branch ({', '.join(results)}) ended with a loss or "
+                               f"a state that is not finite, after {steps} steps from step "
+                               f"{start.step}; the run is back at step {start.step}. Instead: "
+                               "try gentler branches (a lower learning rate, a smaller change)")
+        self.ring.push(results[best][1])
+        self.restore(results[best][1], event="keep", scores=scores, kept=best)
         return best
 
 

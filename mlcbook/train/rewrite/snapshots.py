@@ -42,9 +42,9 @@ class Snapshot:
 
     @property
     def finite(self) -> bool:
-        """Whether every parameter and optimizer-state value is finite: a snapshot with a
-        NaN or an infinity in it is no place to roll back to."""
-        return all(np.isfinite(v).all() for group in ("params", "state")
+        """Whether every parameter, optimizer-state and buffer value is finite: a snapshot
+        with a NaN or an infinity in it is no place to roll back to."""
+        return all(np.isfinite(v).all() for group in ("params", "state", "buffers")
                    for v in self.state.get(group, {}).values()
                    if isinstance(v, np.ndarray) and v.dtype.kind in "fc")
 

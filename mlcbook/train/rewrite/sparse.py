@@ -15,8 +15,9 @@ exists); a regrown element starts at weight 0 with ``m = 0`` and — under Adam 
 old step counter would make its first step about ``sqrt(1/(1 - beta2)) * (1 - beta1)``
 (~3) times the learning rate, since the bias correction is ~1 by then; starting ``v`` at
 ``g**2`` makes it ``(1 - beta1)`` times at most. Regrowing alone is ``exact`` (the new
-weights are 0); dropping non-zero weights is ``semantic``. (A masked layer is not a
-widen/prune target: its coupled group does not follow the mask.)
+weights are 0); dropping non-zero weights is ``semantic``. Widen, split and prune move a
+masked weight's mask with it (:func:`~.transport.UnitMap.masks`): a replica of an active
+weight is active.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from ..autodiff import grad
 from ..losses import get_loss
 from ..optim import state_owner
 from .observers import labels_type
+from .ownership import MASK_SUFFIX, is_mask, layer_weight, weight_operand
 from .rewrites import EXACT, SEMANTIC, Rewritten
 from .transport import weight_arrays, with_weights
 
 
 def _mask_name(layer: str) -> str:
-    return f"{layer}.mask"
+    return f"{layer}{MASK_SUFFIX}"
 
 
 class _SetMask(ExprMutator):
@@ -52,12 +54,25 @@ class _SetMask(ExprMutator):
             return Call("mul", (self.visit(call.args[0]), Constant(self.mask)), Attrs(),
                         call.name)
         call = self.generic_visit(call)
-        if call.name != self.layer or (isinstance(call.args[1], Call)
-                                       and call.args[1].name == _mask_name(self.layer)):
+        pos = layer_weight(call) if call.name == self.layer else None
+        if pos is None or mask_of_call(call.args[pos]) is not None:
             return call
-        masked = Call("mul", (call.args[1], Constant(self.mask)), Attrs(),
-                      _mask_name(self.layer))
-        return Call(call.op, (call.args[0], masked) + call.args[2:], call.attrs, call.name)
+        args = list(call.args)
+        args[pos] = self.masked(args[pos])
+        return Call(call.op, tuple(args), call.attrs, call.name)
+
+    def masked(self, view: Expr) -> Expr:
+        """The weight itself masked, inside the transpose that may present it."""
+        if isinstance(view, Call) and view.op == "transpose":
+            return Call("transpose", (self.masked(view.args[0]),), view.attrs, view.name)
+        return Call("mul", (view, Constant(self.mask)), Attrs(), _mask_name(self.layer))
+
+
+def mask_of_call(view: Expr) -> Call | None:
+    """The mask call inside a layer's weight operand (itself or under a transpose)."""
+    if isinstance(view, Call) and view.op == "transpose":
+        view = view.args[0]
+    return view if is_mask(view) else None
 
 
 def mask_of(func: Function, layer: str) -> np.ndarray | None:
@@ -69,15 +84,11 @@ def mask_of(func: Function, layer: str) -> np.ndarray | None:
 
 
 def _weight_name(func: Function, layer: str) -> str:
-    layers = {c.name: c for c in func.calls() if isinstance(c, Call) and c.op in ("gemm",
-                                                                                  "conv")}
-    w = layers[layer].args[1] if layer in layers else None
-    if isinstance(w, Call) and w.name == _mask_name(layer):
-        w = w.args[0]
-    if not isinstance(w, Constant) or not w.name:
-        raise RewriteError(f"{layer!r} is not a gemm or conv call with a named weight. "
-                           f"Instead: one of {sorted(layers)}")
-    return w.name
+    layers = {c.name: c for c in func.calls() if layer_weight(c) is not None}
+    if layer not in layers:
+        raise RewriteError(f"{layer!r} is not a layer (a gemm, conv or matmul by a named "
+                           f"weight). Instead: one of {sorted(layers)}")
+    return weight_operand(layers[layer].args[layer_weight(layers[layer])]).name
 
 
 def _masked_state(state, weight: str, keep: np.ndarray, v_init=None) -> dict | None:

@@ -24,10 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import RewriteError
-from ...graph.expr import Constant, Function
+from ...graph.expr import Call, Constant, Function
 from ...graph.functor import ExprMutator
+from ...ops.types import Attrs
 from ..optim import state_owner
 from .coupling import SINK, Group, Slice
+from .ownership import is_mask
 
 #: how each optimizer slot scales with the gradient (None: not per element; kept)
 SLOT_POWER = {"momentum": 1, "m": 1, "v": 2, "step": None}
@@ -79,6 +81,20 @@ class UnitMap:
             a = self._take(a, s, scale if (s.kind == SINK) == scale_sinks else None)
         return a
 
+    def masks(self, masks: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Sparsity masks (by weight name) re-indexed like their weights, never scaled: a
+        replica of an active weight is active."""
+        return {k: self._move(k, v, None, True) for k, v in masks.items()}
+
+    def reshapes(self) -> dict[str, tuple[int, ...]]:
+        """The new target shape of each reshape whose output carries the units."""
+        out = {}
+        for name, axis, _, block, shape in self.group.reshapes:
+            new = list(shape)
+            new[axis] += (self.units - self.group.units) * block
+            out[name] = tuple(new)
+        return out
+
     def weights(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The group's parameters among ``arrays`` re-indexed as weights (others as is)."""
         return {k: self._move(k, v, self.share, True) for k, v in arrays.items()}
@@ -107,21 +123,42 @@ class UnitMap:
 
 
 class SetWeights(ExprMutator):
-    """Replace named constants by new arrays (the graph re-infers every type)."""
+    """Replace named constants by new arrays, the sparsity masks of the weights in
+    ``masks`` and the target shapes of the reshape calls in ``reshapes`` (the graph
+    re-infers every type)."""
 
-    def __init__(self, values: dict[str, np.ndarray]):
+    def __init__(self, values: dict[str, np.ndarray], masks: dict | None = None,
+                 reshapes: dict | None = None):
         super().__init__()
-        self.values = values
+        self.values, self.masks, self.reshapes = values, masks or {}, reshapes or {}
 
     def visit_Constant(self, c: Constant):
         if c.name in self.values:
             return Constant(self.values[c.name], c.name, c.owner)
         return c
 
+    def visit_Call(self, call: Call):
+        if is_mask(call) and call.args[0].name in self.masks:
+            mask = Constant(self.masks[call.args[0].name])
+            return Call("mul", (self.visit(call.args[0]), mask), call.attrs, call.name)
+        if call.op == "reshape" and call.name in self.reshapes:
+            attrs = Attrs(dict(call.attrs, shape=self.reshapes[call.name]))
+            return Call("reshape", (self.visit(call.args[0]),), attrs, call.name)
+        return self.generic_visit(call)
 
-def with_weights(func: Function, values: dict[str, np.ndarray]) -> Function:
-    """``func`` with the named weights in ``values`` replaced."""
-    return SetWeights(values).visit_function(func)
+
+def with_weights(func: Function, values: dict[str, np.ndarray],
+                 masks: dict[str, np.ndarray] | None = None,
+                 reshapes: dict[str, tuple] | None = None) -> Function:
+    """``func`` with the named weights in ``values`` replaced (and the sparsity masks of
+    the weights in ``masks``: a masked weight changing shape changes its mask with it; and
+    the target shapes of the reshapes in ``reshapes``, which carry a rewritten group)."""
+    return SetWeights(values, masks, reshapes).visit_function(func)
+
+
+def masks_of(func: Function) -> dict[str, np.ndarray]:
+    """The sparsity mask of every masked weight of ``func``, by weight name."""
+    return {c.args[0].name: np.array(c.args[1].data) for c in func.calls() if is_mask(c)}
 
 
 def weight_arrays(func: Function) -> dict[str, np.ndarray]:
@@ -134,5 +171,5 @@ def parameter_count(func: Function) -> int:
     return int(sum(c.data.size for c in func.weights.values()))
 
 
-__all__ = ["SLOT_POWER", "UnitMap", "SetWeights", "with_weights", "weight_arrays",
+__all__ = ["SLOT_POWER", "UnitMap", "SetWeights", "with_weights", "masks_of", "weight_arrays",
            "parameter_count"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.errors import ArtifactError
+from mlcbook.errors import ArgumentError, ArtifactError
 from mlcbook.graph import Constant, Function, TensorType, Tuple, Var, op
 from mlcbook.graph.run.artifact import MEMBERS, file_sha256, manifest_digest
 
@@ -277,3 +277,14 @@ def test_an_executable_cannot_be_pickled(saved):
         pickle.dumps(saved[0])
     with pytest.raises(ArtifactError, match="cannot be pickled"):
         copy.deepcopy(saved[0])
+
+
+def test_an_arena_larger_than_the_machine_can_map_is_an_argument_error(saved, tmp_path):
+    # the largest arena the plan check allows (2**48 bytes): the OS refuses the mapping, and
+    # that is the same clear error as a model too big for memory, not a raw OSError
+    _, src = saved
+    members = edit_json(members_of(src), "plan.json",
+                        lambda p: p.update(arena_bytes=1 << 48))
+    with pytest.raises(ArgumentError, match=r"\[MLC-A001\] the model's intermediate buffers "
+                                            r"need 262144\.0 GiB, more memory than this"):
+        mb.load(write(tmp_path / "huge.mlcb", members))

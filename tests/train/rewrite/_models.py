@@ -105,7 +105,8 @@ def gradients(func: Function, x) -> dict:
 
 def fresh_state(func: Function, optimizer) -> dict:
     state = {}
-    for k, c in func.weights.items():
+    for k in mb.graph.declarations(func).parameters:
+        c = func.weights[k]
         for slot, v in optimizer.init_state(np.array(c.data)).items():
             state[f"{k}.{slot}"] = v
     return state
@@ -116,7 +117,7 @@ def step(func: Function, optimizer, state: dict, x, lr=0.1):
     (new weights, new state)."""
     ts = mb.train.build_step(func, "cross_entropy", optimizer)
     feed = {"input": x, "labels": labels(func), "lr": np.float64(lr)}
-    feed.update(weight_arrays(func))
+    feed.update({k: v for k, v in weight_arrays(func).items() if k in ts.params})
     feed.update(state)
     outs = mb.graph.interpret(ts.function, **feed)
     n = len(ts.params)

@@ -8,10 +8,13 @@ from mlcbook.ops.types import Attrs, TensorType
 from mlcbook.train.rewrite import deepen
 
 from . import _models as M
+from . import _onnx_models as O
 
 
 @pytest.mark.parametrize("make,at", [(M.mlp, "relu1"), (M.residual, "res"), (M.mlp, "fc3"),
-                                     (M.cnn, "relu1"), (M.batch_norm_cnn, "bn")])
+                                     (M.cnn, "relu1"), (M.batch_norm_cnn, "bn"),
+                                     (O.matmul_mlp, "relu1"), (O.batched, "relu1"),
+                                     (O.attention, "att"), (O.transformer, "res2")])
 def test_deepen_keeps_the_outputs(make, at):
     f = make()
     x = M.inputs(f)
@@ -69,8 +72,9 @@ def test_conv_block_keeps_old_gradients_and_opens_at_its_zero_conv():
     assert np.abs(new["relu2.res.a.weight"]).max() == 0
 
 
-def test_deepen_needs_a_2d_or_4d_value():
-    x = Var("input", TensorType((2, 3, 4), "float64"))
-    f = Function((x,), Call("relu", (x,), Attrs(), "relu"), "three_d")
-    with pytest.raises(RewriteError, match=r"\(2, 3, 4\); a residual block .* 2-d .* or 4-d"):
+def test_deepen_needs_a_2d_3d_or_4d_value():
+    x = Var("input", TensorType((2, 3, 4, 5, 6), "float64"))
+    f = Function((x,), Call("relu", (x,), Attrs(), "relu"), "five_d")
+    with pytest.raises(RewriteError, match=r"\(2, 3, 4, 5, 6\); a residual block .* 2-d .* "
+                                           r"3-d .* or 4-d.*Instead:"):
         deepen(f, "relu")

@@ -108,3 +108,29 @@ def test_max_rollbacks_must_be_a_positive_integer(digits):
     with pytest.raises(RewriteError, match="max_rollbacks must be an integer of at least 1, "
                                            "got 0"):
         _runtime(digits, max_rollbacks=0)
+
+
+def _poison(rt):
+    rt.trainer.params["fc1.weight"][:] = np.nan
+
+
+def test_a_fork_branch_that_ends_in_nan_loses_and_the_ring_keeps_only_the_winner(digits):
+    # the NaN branch ran last: its end once became the ring's newest snapshot (and a
+    # snapshot() that raised), so the next rollback went to the losing branch
+    rt = _runtime(digits, snapshot_every=10)
+    rt.run(10)
+    assert rt.fork({"good": lambda r: None, "nan": _poison}, steps=5) == "good"
+    assert rt.log[-1]["observed"]["scores"]["nan"] == np.inf
+    assert all(np.isfinite(v).all() for v in rt.trainer.params.values())
+    assert rt.ring.latest().step == 15 and rt.ring.latest().finite
+
+
+def test_a_fork_whose_every_branch_ends_in_nan_goes_back_and_says_so(digits):
+    rt = _runtime(digits, snapshot_every=10)
+    rt.run(10)
+    with pytest.raises(RewriteError, match=r"fork: every branch \(nan, also_nan\) ended with a "
+                                           r"loss or a state that is not finite.*back at step "
+                                           r"10\. Instead: try gentler branches"):
+        rt.fork({"nan": _poison, "also_nan": _poison}, steps=5)
+    assert rt.step_count == 10
+    assert all(np.isfinite(v).all() for v in rt.trainer.params.values())
