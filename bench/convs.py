@@ -165,7 +165,7 @@ def cases(shapes=SHAPES, avx2: bool = False) -> tuple[list[Case], dict]:
         progs = {NCHW: _compiled(func, x, want, opt_level=2)[0]}
         run, steps = _compiled(func, x, want, options={"winograd_min_flops": math.inf})
         blocked = _choice(steps, k, groups)
-        if blocked.startswith("direct"):
+        if blocked.startswith(("direct", "batched matmul")):
             progs[BLOCKED] = run
         winograd = None
         if kern == 3 and stride == 1 and groups == 1:
@@ -211,7 +211,8 @@ def report(cs, choices: dict, shapes=SHAPES) -> str:
                     row.append(choices[label]["host"])
             rows.append(row)
     headers = ["conv (batch 1)", "threads", "onnxruntime GFLOP/s",
-               "mlcbook NCHW GFLOP/s (vs ort)", "mlcbook blocked, direct GFLOP/s (vs ort)",
+               "mlcbook NCHW GFLOP/s (vs ort)",
+               "mlcbook blocked, direct (or batched matmul) GFLOP/s (vs ort)",
                "mlcbook Winograd effective GFLOP/s (vs ort)", "mb.compile runs"]
     if avx2:
         headers.append("AVX2 code (`-mcpu=x86-64-v3`) GFLOP/s (vs ort), what it runs where "

@@ -27,7 +27,7 @@ from ...paths import output_file, output_folder
 from ...runtime.c_export import ExportedModel, export_library
 from ...runtime.kernel import allocation_failed
 from ...runtime.native_pool import native_pool
-from ...runtime.pages import huge_empty
+from ...runtime.pages import HUGE_AT_LEAST, huge_copy, huge_empty
 from ...runtime.thread_pool import launcher_address
 from ...tir.functor import post_order_visit
 from ...tir.stmt import For
@@ -36,6 +36,18 @@ from ..interpret import bind_inputs
 from ..memory.plan import Plan
 from .signature import (TensorInfo, executable_html, input_infos, output_infos, parse_run_args,
                         select_outputs)
+
+
+def _on_huge_pages(consts: dict) -> dict:
+    """The constants copied into one block on huge pages (when they are big enough to be
+    worth 2 MiB pages): like the arena's, their place in physical memory then does not
+    depend on the process. ResNet-18 at 2 threads on Zen 5, six processes each: 0.83-0.85x
+    onnxruntime's latency (one process 1.01x), against 0.86-0.91x with two at 1.07x on 4 KiB
+    pages."""
+    if sum(a.nbytes for a in consts.values()) < HUGE_AT_LEAST:
+        return consts
+    keys = sorted(consts)
+    return dict(zip(keys, huge_copy([consts[k] for k in keys])))
 
 
 class Executable:
@@ -64,8 +76,8 @@ class Executable:
         if missing:
             raise BuildError(f"the plan calls kernels {', '.join(missing)} that the library "
                              "does not have; the artifact is inconsistent")
-        self._consts = {i: np.ascontiguousarray(consts[i], dtype=s.dtype)
-                        for i, s in enumerate(plan.slots) if s.kind == "const"}
+        self._consts = _on_huge_pages({i: np.ascontiguousarray(consts[i], dtype=s.dtype)
+                                       for i, s in enumerate(plan.slots) if s.kind == "const"})
         checks: dict[int, list] = {}
         for step, pos, n, axis, coord in plan.checks:
             checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis, coord))

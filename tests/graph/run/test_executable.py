@@ -254,3 +254,19 @@ def test_a_run_without_parallel_loops_leaves_the_pool_asleep(model):
         watched = time.perf_counter() + 25 * SPIN_SECONDS   # a roused worker shows within
         while time.perf_counter() < watched:
             assert pool.sleeping == pool.workers, "the run woke the pool"
+
+
+def test_big_constants_sit_on_huge_page_boundaries_and_keep_their_values():
+    # where 4 KiB pages land decides cache conflicts per process; one block of huge pages
+    # lays the weights out the same way every time
+    from mlcbook.runtime.pages import HUGE_PAGE
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((1024, 512)).astype("float32")       # 2 MiB
+    w2 = rng.standard_normal((512, 10)).astype("float32")
+    x = Var("x", TensorType((4, 1024)))
+    f = Function([x], op.matmul(op.relu(op.matmul(x, Constant(w1, "w1"))), Constant(w2, "w2")))
+    exe = mb.compile(f, opt_level=1)
+    consts = exe.constants
+    assert min(a.ctypes.data for a in consts.values()) % HUGE_PAGE == 0
+    xv = rng.standard_normal((4, 1024)).astype("float32")
+    np.testing.assert_allclose(exe(xv), np.maximum(xv @ w1, 0) @ w2, rtol=1e-4, atol=1e-3)
