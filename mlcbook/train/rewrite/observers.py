@@ -41,9 +41,12 @@ class LossStats:
                 self.momentum * self.ema + (1 - self.momentum) * loss
 
     def summary(self) -> dict:
+        """The last loss, its moving average and the window's mean and spread (None while
+        the window is empty, e.g. right after a rollback rewound it)."""
         w = np.array(self.window)
-        return {"loss": self.last, "ema": self.ema, "window_mean": float(w.mean()),
-                "window_std": float(w.std())}
+        return {"loss": self.last, "ema": self.ema,
+                "window_mean": float(w.mean()) if w.size else None,
+                "window_std": float(w.std()) if w.size else None}
 
 
 def unit_stats(model: Function, x: np.ndarray) -> dict[str, dict]:

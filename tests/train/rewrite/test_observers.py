@@ -29,3 +29,16 @@ def test_gradient_norms_match_the_gradients():
     grads = M.gradients(f, x)
     for k, g in grads.items():
         assert np.isclose(norms[k], np.linalg.norm(g))
+
+
+def test_loss_stats_of_an_empty_window_say_none_without_a_warning():
+    import warnings
+    from mlcbook.train.rewrite.observers import LossStats
+    stats = LossStats(window=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = stats.summary()
+    assert s["window_mean"] is None and s["window_std"] is None
+    stats.update(2.0)
+    stats.update(4.0)
+    assert stats.summary()["window_mean"] == 3.0 and stats.summary()["window_std"] == 1.0
