@@ -112,6 +112,7 @@ def _scatter_elements_infer(types, attrs):
 
 
 def _scatter_elements_ref(data, indices, updates, axis=0, reduction="none"):
+    axis %= max(data.ndim, 1)       # ONNX allows a negative axis
     idx = _normalized("scatter_elements", indices, data.shape[axis])
     out = data.copy()
     for k in np.ndindex(*indices.shape):  # in order: the last of duplicate indices wins

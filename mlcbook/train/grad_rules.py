@@ -272,6 +272,56 @@ def _gather(c, g):
     return reshape(call("matmul", onehot, g3), data.shape), None
 
 
+def _zeros(like: Expr) -> Constant:
+    return Constant(np.zeros(like.shape, like.dtype))
+
+
+@register_gradient("gather_elements")
+def _gather_elements(c, g):
+    # each read element gets the gradients of every place that read it: a scatter that adds
+    data, idx = c.args
+    return call("scatter_elements", _zeros(data), idx, g, axis=c.attrs["axis"],
+                reduction="add"), None
+
+
+@register_gradient("gather_nd")
+def _gather_nd(c, g):
+    data, idx = c.args
+    if c.attrs["batch_dims"]:
+        raise NoGradientError(
+            f"grad: gather_nd {c.name!r} has batch_dims={c.attrs['batch_dims']}; only "
+            "batch_dims=0 has a gradient rule. Instead: fold the batch axes into the indices "
+            "(batch_dims=0), or register a rule")
+    return call("scatter_nd", _zeros(data), idx, g, reduction="add"), None
+
+
+def _scatter(c, g, gather):
+    """The gradients of a scatter (``gather``: its reading counterpart): the updates get what
+    flows to the places they wrote; the data what flows to the places not overwritten (all
+    of it when the updates add)."""
+    data, idx, updates = c.args
+    reduction = c.attrs["reduction"]
+    attrs = {"axis": c.attrs["axis"]} if "axis" in c.attrs else {}
+    if reduction not in ("none", "add"):
+        raise NoGradientError(
+            f"grad: {c.op} {c.name!r} uses reduction={reduction!r}; only 'none' and 'add' "
+            "have a gradient rule. Instead: scatter with one of those, or register a rule")
+    d_updates = call(gather, g, idx, **attrs)
+    d_data = g if reduction == "add" else call(c.op, g, idx, _zeros(updates),
+                                              reduction="none", **attrs)
+    return d_data, None, d_updates
+
+
+@register_gradient("scatter_elements")
+def _scatter_elements(c, g):
+    return _scatter(c, g, "gather_elements")
+
+
+@register_gradient("scatter_nd")
+def _scatter_nd(c, g):
+    return _scatter(c, g, "gather_nd")
+
+
 __all__: list[str] = []
 
 

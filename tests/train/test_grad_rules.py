@@ -175,6 +175,43 @@ def test_data_movement(shape, seed, perm):
     check(lambda v: op.gather(v, idx, axis=1), {"x": x}, seed=seed)
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_and_scatter_elements(axis):
+    rng = np.random.default_rng(axis + 5)
+    x = rng.standard_normal((3, 4, 5))
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = 2
+    idx = rng.integers(-n, n, shape)             # repeats: a read element gets both gradients
+    check(lambda v: op.gather_elements(v, Constant(idx), axis=axis), {"x": x})
+    # distinct indices per line along the axis: "none" writes each place once
+    distinct = np.moveaxis(np.argsort(rng.random(np.moveaxis(x, axis, -1).shape), axis=-1)
+                           [..., :2], -1, axis)
+    u = rng.standard_normal(shape)
+    for reduction, ix in (("none", distinct), ("add", idx)):
+        check(lambda v, w: op.scatter_elements(v, Constant(ix), w, axis=axis,
+                                               reduction=reduction), {"x": x, "u": u})
+
+
+def test_gather_and_scatter_nd():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3, 2))
+    idx = np.array([[0, 1], [3, 2], [0, 1]])    # (0, 1) twice
+    check(lambda v: op.gather_nd(v, Constant(idx)), {"x": x})
+    u = rng.standard_normal((2, 2))
+    check(lambda v, w: op.scatter_nd(v, Constant(idx[1:]), w), {"x": x, "u": u})
+    check(lambda v, w: op.scatter_nd(v, Constant(idx[:2]), w, reduction="add"), {"x": x, "u": u})
+
+
+def test_scatter_with_a_max_reduction_has_no_rule_and_says_so():
+    x = Var("x", TensorType((4,), "float64"))
+    u = Var("u", TensorType((2,), "float64"))
+    f = Function([x, u], op.sum(op.scatter_elements(x, Constant(np.array([0, 2])), u,
+                                                    reduction="max"), keepdims=0))
+    with pytest.raises(mb.MLCError, match="reduction='max'.*Instead"):
+        mb.train.grad(f, wrt=["x"])
+
+
 @SETTINGS
 @given(n=st.integers(2, 7), data=st.data())
 def test_slice(n, data):
@@ -249,8 +286,7 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: differentiable ops added for ONNX's operator set that have no rule yet: asking for a
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
-NO_RULE_YET = {"prod", "topk", "gather_elements", "gather_nd", "scatter_elements",
-               "scatter_nd", "grid_sample"}
+NO_RULE_YET = {"prod", "topk", "grid_sample"}
 
 
 #: ops that only mb.compile's last graph passes insert (opt_level 3, on constant weights),
