@@ -90,6 +90,21 @@ register_gradient("max")(_extremum)
 register_gradient("min")(_extremum)
 
 
+@register_gradient("prod")
+def _prod(c, g):
+    # d prod / d x_i is the product of the others: y / x_i where nothing is zero; at the one
+    # zero of a line, the product of its nonzeros; 0 where a line has two zeros
+    x = c.args[0]
+    gk, axes = _kept(c, g)
+    zero = call("equal", x, _k(0, x))
+    zeros = call("sum", as_float(zero, x.dtype), axes=axes, keepdims=1)
+    rest = call("prod", call("where", zero, _k(1, x), x), axes=axes, keepdims=1)
+    others = call("where", call("equal", zeros, _k(0, x)), call("div", rest, x),
+                  call("where", call("logical_and", zero, call("equal", zeros, _k(1, x))),
+                       broadcast_to(rest, x.shape), _k(0, x)))
+    return (_mul(others, gk),)
+
+
 # --- running sums and products ---------------------------------------------------------------
 @register_gradient("cumsum")
 def _cumsum(c, g):

@@ -286,7 +286,7 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: differentiable ops added for ONNX's operator set that have no rule yet: asking for a
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
-NO_RULE_YET = {"prod", "topk", "grid_sample"}
+NO_RULE_YET = {"topk", "grid_sample"}
 
 
 #: ops that only mb.compile's last graph passes insert (opt_level 3, on constant weights),
@@ -303,9 +303,18 @@ def test_every_differentiable_op_has_a_rule():
 
 def test_a_gradient_through_an_op_without_a_rule_names_it():
     x = Var("x", TensorType((3,), "float64"))
-    f = Function([x], op.sum(op.prod(x, axes=(0,)), keepdims=0))
-    with pytest.raises(mb.MLCError, match="prod"):
+    f = Function([x], op.sum(op.topk(x, k=2)[0], keepdims=0))
+    with pytest.raises(mb.MLCError, match="topk"):
         mb.train.grad(f, wrt=["x"])
+
+
+@pytest.mark.parametrize("axes, keepdims", [((1,), 1), ((0, 2), 0), (None, 0)])
+def test_prod_with_no_one_or_two_zeros_in_a_line(axes, keepdims):
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0.5, 1.5, (3, 4, 2)) * rng.choice([-1, 1], (3, 4, 2))
+    x[0, 1, 0] = 0.0                      # one zero in some lines
+    x[2, 0, 1] = x[2, 3, 1] = 0.0         # two zeros in another
+    check(lambda v: op.prod(v, axes=axes, keepdims=keepdims), {"x": x})
 
 
 def test_a_gradient_through_a_bit_op_says_it_is_not_differentiable():
