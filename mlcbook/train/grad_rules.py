@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..errors import NoGradientError
-from ..graph.expr import Call, Constant, Expr
+from ..graph.expr import Call, Constant, Expr, TupleGetItem
 from ..ops.reduce import reduce_axes
 from ..ops.transform import slice_ranges
 from .autodiff import register_gradient
@@ -325,6 +325,18 @@ def _scatter(c, g, gather):
     d_data = g if reduction == "add" else call(c.op, g, idx, _zeros(updates),
                                               reduction="none", **attrs)
     return d_data, None, d_updates
+
+
+@register_gradient("topk")
+def _topk(c, g):
+    # each of the k values came from one place of its line: its gradient goes back there
+    gv = g[0] if isinstance(g, tuple) else g
+    x = c.args[0]
+    if gv is None:
+        return (None,) * len(c.args)
+    return (call("scatter_elements", _zeros(x), TupleGetItem(c, 1), gv,
+                 axis=c.attrs["axis"] % x.type.ndim, reduction="add"),) \
+        + (None,) * (len(c.args) - 1)
 
 
 @register_gradient("scatter_elements")

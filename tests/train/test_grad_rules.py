@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mlcbook as mb
-from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.graph import Constant, Function, TupleGetItem, Var, op
 from mlcbook.ops.types import TensorType
 from mlcbook.train import has_gradient
 from mlcbook.train.gradcheck import max_gradient_error
@@ -286,7 +286,7 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: differentiable ops added for ONNX's operator set that have no rule yet: asking for a
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
-NO_RULE_YET = {"topk", "grid_sample"}
+NO_RULE_YET = {"grid_sample"}
 
 
 #: ops that only mb.compile's last graph passes insert (opt_level 3, on constant weights),
@@ -302,10 +302,18 @@ def test_every_differentiable_op_has_a_rule():
 
 
 def test_a_gradient_through_an_op_without_a_rule_names_it():
-    x = Var("x", TensorType((3,), "float64"))
-    f = Function([x], op.sum(op.topk(x, k=2)[0], keepdims=0))
-    with pytest.raises(mb.MLCError, match="topk"):
+    x = Var("x", TensorType((1, 1, 3, 3), "float64"))
+    grid = Constant(np.zeros((1, 2, 2, 2)))
+    f = Function([x], op.sum(op.grid_sample(x, grid), keepdims=0))
+    with pytest.raises(mb.MLCError, match="grid_sample"):
         mb.train.grad(f, wrt=["x"])
+
+
+@pytest.mark.parametrize("axis, largest", [(-1, 1), (0, 0)])
+def test_topk_sends_each_value_back_to_where_it_was(axis, largest):
+    rng = np.random.default_rng(3)
+    x = rng.permutation(24).reshape(4, 6) + rng.uniform(0, 0.5, (4, 6))   # no ties
+    check(lambda v: TupleGetItem(op.topk(v, k=3, axis=axis, largest=largest), 0), {"x": x})
 
 
 @pytest.mark.parametrize("axes, keepdims", [((1,), 1), ((0, 2), 0), (None, 0)])
