@@ -41,7 +41,8 @@ def column_widths(extent: int, lanes: int, most: int) -> list[int]:
     whole = [c for c in range(lanes, min(extent, most * lanes) + 1, lanes) if extent % c == 0]
     if whole:
         return whole
-    widths = [c for c in range(max(1, lanes // 4), extent + 1)
+    # split_registers(c) >= c // lanes: no width past (most + 1) * lanes can fit
+    widths = [c for c in range(max(1, lanes // 4), min(extent, (most + 1) * lanes) + 1)
               if extent % c == 0 and split_registers(c, lanes) <= most]
     return widths or [lanes]
 

@@ -143,18 +143,24 @@ def test_channels_last_int8_conv2d_compiled_matches_the_nchw_reference(c, stride
     np.testing.assert_array_equal(out, want)
 
 
+def _nhwc_conv_case(seed: int, shape, channels: int, wmax: int, narrow: int):
+    """A 3x3 padded int8 conv on NHWC uint8 input of ``shape`` (8 channels) to ``channels``,
+    weights in [-wmax, wmax): its legalized function, arguments and reference output."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, shape, dtype=np.uint8)
+    w = rng.integers(-wmax, wmax, (channels, shape[-1], 3, 3), dtype=np.int8)
+    args = [x, pack_conv_int8(w), rng.integers(-500, 500, channels).astype(np.int32),
+            np.full(channels, 2e-3, np.float32)]
+    attrs = dict(channels=channels, kernel_shape=(3, 3), pads=(1, 1, 1, 1), x_zp=7, y_zp=3,
+                 narrow=narrow, layout="NHWC")
+    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
+    return func, args, get("int8_conv2d").reference(*args, **attrs)
+
+
 @pytest.mark.parametrize("narrow", [0, 1])
 def test_a_channels_last_conv_with_many_sums_requantizes_each_tile(narrow):
     """Past epilogue_tile_bytes (0 here) the epilogue runs under the product's row tiles."""
-    rng = np.random.default_rng(5)
-    x = rng.integers(0, 256, (2, 7, 8, 8), dtype=np.uint8)      # NHWC, 8 channels
-    w = rng.integers(-64, 64, (12, 8, 3, 3), dtype=np.int8)
-    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 12).astype(np.int32),
-            np.full(12, 2e-3, np.float32)]
-    attrs = dict(channels=12, kernel_shape=(3, 3), pads=(1, 1, 1, 1), x_zp=7, y_zp=3,
-                 narrow=narrow, layout="NHWC")
-    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
-    want = get("int8_conv2d").reference(*args, **attrs)
+    func, args, want = _nhwc_conv_case(5, (2, 7, 8, 8), 12, 64, narrow)
     target = mb.Target("llvm -mcpu=znver3")
     tiled = schedule_int8_kernel(func, target, epilogue_tile_bytes=0)
 
@@ -319,15 +325,7 @@ def test_vnni_channels_last_conv_requantizes_each_tile(narrow):
     an output 7 columns wide (not a multiple of the tile's 4 rows) and 20 channels."""
     target = TARGETS["znver5"]
     runnable(target)
-    rng = np.random.default_rng(6)
-    x = rng.integers(0, 256, (2, 5, 7, 8), dtype=np.uint8)      # NHWC, 8 channels
-    w = rng.integers(-128, 128, (20, 8, 3, 3), dtype=np.int8)
-    args = [x, pack_conv_int8(w), rng.integers(-500, 500, 20).astype(np.int32),
-            np.full(20, 2e-3, np.float32)]
-    attrs = dict(channels=20, kernel_shape=(3, 3), pads=(1, 1, 1, 1), x_zp=7, y_zp=3,
-                 narrow=narrow, layout="NHWC")
-    func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
-    want = get("int8_conv2d").reference(*args, **attrs)
+    func, args, want = _nhwc_conv_case(6, (2, 5, 7, 8), 20, 128, narrow)
     sched = schedule_int8_kernel(func, target, epilogue_tile_bytes=0)
     assert "vpdpbusd512_7x32x" in sched.script()
     out = np.zeros_like(want)
