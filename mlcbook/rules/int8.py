@@ -55,6 +55,12 @@ ROW_CHUNK = 16
 #: sums) ran 20% faster with each tile of sums requantized at once, one with 100 KiB of
 #: sums 10% slower; panels of 16 x 16 weight columns of a 1024-term product (256 KiB)
 L2_SHARE = 0.5
+#: with VNNI, a channels-last conv whose sums have fewer terms than this requantizes each
+#: row tile of them at once, whatever their size: on Zen 5, the QDQ CNN's convs over 1 and
+#: 8 channels (12 and 72 terms a sum) ran 20% and 15% faster so, one over 16 channels (144
+#: terms) and the larger ones of a ResNet within 3% either way (the AVX2 kernel, whose tile
+#: holds one column block, gained nothing and lost 28% on a 7x7 conv over 512 channels)
+SHORT_SUM_TERMS = 128
 
 
 def l2_budget(target=None) -> int:
@@ -180,8 +186,9 @@ def schedule_int8_kernel(func: PrimFunc, target=None, parallel_work: int = 1 << 
     stages (padding, the requantizing epilogue) vectorized along their last axis; rows in
     parallel when a stage has at least ``parallel_work`` inner iterations (waking the pool's
     workers costs more than a small stage). A channels-last conv whose int32 sums take more
-    than ``epilogue_tile_bytes`` (default: :func:`l2_budget`) requantizes each row tile of
-    sums right after the product has summed it."""
+    than ``epilogue_tile_bytes`` (default: :func:`l2_budget`), or with VNNI has fewer than
+    :data:`SHORT_SUM_TERMS` terms a sum, requantizes each row tile of sums right after the
+    product has summed it."""
     sch = Schedule(func)
     schedule_int8(Knobs.defaults(sch), Target(target or "llvm"), parallel_work,
                   epilogue_tile_bytes)
@@ -223,7 +230,7 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
         after = names[k + 1] if k + 1 < len(names) else None
         if after is not None:
             fold = _tile_epilogue(sch.get(block), sch.get(sch.get_block(after)),
-                                  epilogue_tile_bytes)
+                                  epilogue_tile_bytes, variant in VNNI_VARIANTS)
             if not knobs.choice(f"{name}.epilogue", [0, 1], hint=int(fold)):
                 after = None
         epilogue = sch.get_block(after) if after else None
@@ -234,17 +241,19 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
         placed.update([after] if after else [])
 
 
-def _tile_epilogue(acc, epilogue, most_bytes: int) -> bool:
+def _tile_epilogue(acc, epilogue, most_bytes: int, short_sums: bool) -> bool:
     """Whether ``epilogue`` (the block after the product ``acc``) should requantize each
     tile of sums as soon as it is done: a channels-last conv's (its output (N, OH, OW, F)
     indexed like the sums (N, OH, OW, F16 // 16, 16)) whose sums take more than
-    ``most_bytes``, so would not stay in cache; smaller ones run faster as one pass over
-    all the sums."""
+    ``most_bytes``, so would not stay in cache, or, with ``short_sums``, are sums of fewer
+    than :data:`SHORT_SUM_TERMS` terms each, which cost less to compute than to store and
+    read again; the others run as fast as one pass over all the sums."""
     sums, out = acc.writes[0].buffer, epilogue.writes[0].buffer
+    terms = math.prod(iv.extent.value for iv in acc.iter_vars if iv.kind == "reduce")
     return len(sums.shape) == 5 and len(out.shape) == 4 and \
         tuple(out.shape[:3]) == tuple(sums.shape[:3]) and \
         out.shape[3] <= sums.shape[3] * sums.shape[4] and \
-        math.prod(sums.shape) * 4 > most_bytes
+        (math.prod(sums.shape) * 4 > most_bytes or (short_sums and terms < SHORT_SUM_TERMS))
 
 
 def _product_loops(sch: Schedule, block):
@@ -352,4 +361,4 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
 
 __all__ = ["schedule_int8_kernel", "schedule_int8", "int8_rule", "int8_acc_blocks",
            "int8_tile_variant", "dot_chains", "int8_register_tile", "dot_register_tile",
-           "row_chunk", "l2_budget", "MAX_TILE_DEPTH", "ROW_CHUNK", "L2_SHARE"]
+           "row_chunk", "l2_budget", "MAX_TILE_DEPTH", "ROW_CHUNK", "L2_SHARE", "SHORT_SUM_TERMS"]

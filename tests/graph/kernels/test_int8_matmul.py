@@ -12,6 +12,7 @@ from mlcbook.errors import ScheduleError
 from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.graph.kernels.int8_matmul import (dot_lanes, int8_matmul, int8_matmul_tiled, pack_weights,
                                        schedule_int8_matmul)
+from mlcbook.rules.blocks import root_realizes
 from mlcbook.rules.int8 import (dot_chains, int8_register_tile, int8_tile_variant, l2_budget,
                                 row_chunk, schedule_int8_kernel)
 from mlcbook.ops import get, legalize_call, type_of_array
@@ -144,7 +145,7 @@ def test_channels_last_int8_conv2d_compiled_matches_the_nchw_reference(c, stride
 
 
 def _nhwc_conv_case(seed: int, shape, channels: int, wmax: int, narrow: int):
-    """A 3x3 padded int8 conv on NHWC uint8 input of ``shape`` (8 channels) to ``channels``,
+    """A 3x3 padded int8 conv on NHWC uint8 input of ``shape`` (channels last) to ``channels``,
     weights in [-wmax, wmax): its legalized function, arguments and reference output."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 256, shape, dtype=np.uint8)
@@ -331,6 +332,27 @@ def test_vnni_channels_last_conv_requantizes_each_tile(narrow):
     out = np.zeros_like(want)
     mb.build(sched, target=target)(*args, out)
     np.testing.assert_array_equal(out, want)
+
+
+def _one_pass_epilogue(func) -> bool:
+    """Whether the requantizing epilogue is a loop nest of its own, not under the product's."""
+    return "int8_conv2d" in [r.block.name for r in root_realizes(func)]
+
+
+@pytest.mark.parametrize("channels_in, short", [(1, True), (8, True), (16, False)])
+def test_vnni_conv_with_short_sums_requantizes_each_tile(channels_in, short):
+    """With VNNI, sums of fewer than SHORT_SUM_TERMS terms (3x3 over 1 or 8 channels: 12
+    and 72) are requantized under the product's row tiles even when they fit the cache; 144
+    terms are not; the AVX2 kernel keeps one pass; both compute the reference."""
+    func, args, want = _nhwc_conv_case(8, (2, 6, 9, channels_in), 16, 64, 1)
+    vnni = schedule_int8_kernel(func, TARGETS["znver5"])
+    avx2 = schedule_int8_kernel(func, TARGETS["avx2"])
+    assert _one_pass_epilogue(vnni) != short and _one_pass_epilogue(avx2)
+    for sched, target in ((vnni, TARGETS["znver5"]), (avx2, TARGETS["avx2"])):
+        runnable(target)
+        out = np.zeros_like(want)
+        mb.build(sched, target=target)(*args, out)
+        np.testing.assert_array_equal(out, want)
 
 
 def test_matmul_integer_model_compiles_to_the_exact_product():
