@@ -47,7 +47,7 @@ from .memory.aliases import alias_outputs, declared_aliases
 from .memory.memory_plan import elide_concat_steps, place_in_arena
 from .memory.plan import Plan, make_plan
 from .passes import PassContext, optimize
-from .passes.pipeline import Pass, check_opt_level
+from .passes.pipeline import SCHEDULE_OPTIONS, Pass, check_opt_level
 from .run.executable import Executable
 from .run.signature import graph_output_names
 
@@ -81,7 +81,7 @@ def fuse_and_legalize(mod: IRModule) -> IRModule:
 
 def _schedule(mod: IRModule, ctx: PassContext) -> IRModule:
     out, tuned = schedule_kernels(mod, ctx.target, ctx.tuning_records,
-                                  ctx.options["pad_border_loops"])
+                                  **{k: ctx.options[k] for k in SCHEDULE_OPTIONS})
     ctx.stats["tuned_kernels"] = len(tuned)
     return out
 

@@ -9,6 +9,7 @@ decision).
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 from ..codegen.target import Target
@@ -20,7 +21,8 @@ from .blocks import kind_of, reads_any, tiled_blocks
 from .inlining import inline_intermediates, loop_nest, root_stmts
 from .int8 import int8_acc_blocks, int8_rule
 from .knobs import Knobs
-from .spatial import schedule_row_reduction, schedule_spatial, schedule_unrolled_tile
+from .spatial import LONG_REDUCTION, schedule_row_reduction, schedule_spatial, \
+    schedule_unrolled_tile
 from .tiled import fold_epilogue, schedule_tiled
 
 #: a rule schedules one block: ``rule(knobs, block_name, rules)``
@@ -39,16 +41,20 @@ class Rules:
     (default :func:`~mlcbook.rules.blocks.kind_of`). A rule reads the machine from
     ``rules.target`` (``rules.lanes``: float32 lanes of a vector; ``rules.registers``).
     ``pad_border_loops=False`` schedules a big pad like any spatial block instead of cutting
-    its loops at the border (``bench/pads.py`` compares the two)."""
+    its loops at the border (``bench/pads.py`` compares the two); ``two_level_sums=False``
+    sums every float reduction in one level (``bench/reduction_precision.py --one-level``),
+    ``rules.long_reduction`` the fewest terms summed in two levels."""
 
     def __init__(self, target=None, table: Optional[dict] = None,
-                 classify: Optional[Callable] = None, pad_border_loops: bool = True):
+                 classify: Optional[Callable] = None, pad_border_loops: bool = True,
+                 two_level_sums: bool = True):
         self.target = target if isinstance(target, Target) else Target(target or "llvm")
         self.lanes = self.target.vector_lanes("float32")
         self.registers = self.target.vector_registers
         self.table = {**RULES, **(table or {})}
         self.classify = classify or kind_of
         self.pad_border_loops = pad_border_loops
+        self.long_reduction = LONG_REDUCTION if two_level_sums else math.inf
 
     def apply(self, knobs: Knobs) -> None:
         """Schedule every block of ``knobs.sch`` by its rule: intermediates inlined into the

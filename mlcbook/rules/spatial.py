@@ -175,34 +175,38 @@ def schedule_row_reduction(knobs: Knobs, name: str, rules) -> None:
     sch = knobs.sch
     block = sch.get_block(name)
     n_spatial = sum(iv.kind == "spatial" for iv in sch.get(block).iter_vars)
-    row_reduction(knobs, block, n_spatial)
+    row_reduction(knobs, block, n_spatial, rules.long_reduction)
 
 
-def row_reduction(knobs: Knobs, block, n_spatial: int) -> None:
-    """:func:`schedule_row_reduction` of ``block`` with ``n_spatial`` spatial loops."""
+def row_reduction(knobs: Knobs, block, n_spatial: int,
+                  long_reduction: float = LONG_REDUCTION) -> None:
+    """:func:`schedule_row_reduction` of ``block`` with ``n_spatial`` spatial loops; sums of
+    at least ``long_reduction`` terms in two levels."""
     sch = knobs.sch
-    partial = two_level(sch, block, n_spatial)
+    partial = two_level(sch, block, n_spatial, long_reduction=long_reduction)
     if partial is not None:
         # the partial sums first: one row reduction more, whose rows are the blocks
-        row_reduction(knobs, partial, n_spatial + 1)
+        row_reduction(knobs, partial, n_spatial + 1, long_reduction)
     loops = sch.get_loops(block)
     work = math.prod(extent(sch, lp) for lp in loops)
     parallel(knobs, sch.get(block).name, list(loops[:n_spatial]), work)
 
 
-def two_level(sch, block, n_spatial: int, factor_axis: int | None = None):
+def two_level(sch, block, n_spatial: int, factor_axis: int | None = None,
+              long_reduction: float = LONG_REDUCTION):
     """Sum a long float reduction in two levels: blocks of about sqrt(n) consecutive terms
     (``rfactor`` into partial sums, their block axis at ``factor_axis`` of the partial-sum
     buffer, default last), then the partial sums. A float32 sum of n terms in one
     running total loses up to about n rounding errors; two levels lose about 2 sqrt(n), and
     the blocks can run in parallel. Returns the partial-sum block, or None (short, integer,
-    or no block size divides the reduction: then one level). Not a knob: it decides the
-    result's precision, not its speed."""
+    or no block size divides the reduction: then one level). "Long" is at least
+    ``long_reduction`` terms. Not a knob: it decides the result's precision, not its speed
+    (the compile option ``two_level_sums=False`` turns it off, to compare)."""
     loops = sch.get_loops(block)
     reduce_loops = loops[n_spatial:]
     node = sch.get(block)
     n = math.prod(extent(sch, lp) for lp in reduce_loops) if reduce_loops else 0
-    if n < LONG_REDUCTION or not node.writes or not node.writes[0].buffer.dtype.startswith(
+    if n < long_reduction or not node.writes or not node.writes[0].buffer.dtype.startswith(
             "float"):
         return None
     size = _block_size(n)

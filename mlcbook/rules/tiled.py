@@ -54,12 +54,12 @@ def schedule_tiled(knobs: Knobs, name: str, rules) -> None:
     outer axes (a sum of one tensor) is summed in two levels first, its partial sums tiled."""
     sch = knobs.sch
     n_spatial = sum(iv.kind == "spatial" for iv in sch.get(sch.get_block(name)).iter_vars)
-    partial = _two_level_tiled(sch, name, n_spatial)
+    partial = _two_level_tiled(sch, name, n_spatial, rules.long_reduction)
     if partial is not None:
         _tile(knobs, partial, n_spatial + 1, rules)
         # the sum of the partial sums is short beside them: a plain row reduction
         block = sch.get_block(name)
-        row_reduction(knobs, block, len(sch.get_loops(block)) - 1)
+        row_reduction(knobs, block, len(sch.get_loops(block)) - 1, rules.long_reduction)
         return
     channel = channel_operand(sch, name, n_spatial, rules.lanes)
     if channel is not None and knobs.choice(f"{name}.vector_axis", [0, 1], hint=0):
@@ -68,7 +68,8 @@ def schedule_tiled(knobs: Knobs, name: str, rules) -> None:
     _tile(knobs, name, n_spatial, rules)
 
 
-def _two_level_tiled(sch: Schedule, name: str, n_spatial: int) -> str | None:
+def _two_level_tiled(sch: Schedule, name: str, n_spatial: int,
+                     long_reduction: float) -> str | None:
     """A long statistic along outer axes (a sum of one tensor, e.g. a mean over the rows of
     a matrix) in two levels (:func:`~mlcbook.rules.spatial.two_level`), the block axis first,
     so that the partial sums tile the same output columns; returns the partial-sum block's
@@ -85,7 +86,8 @@ def _two_level_tiled(sch: Schedule, name: str, n_spatial: int) -> str | None:
     post_order_visit(node.body, visit)
     if len(operands) != 1:
         return None
-    partial = two_level(sch, sch.get_block(name), n_spatial, factor_axis=0)
+    partial = two_level(sch, sch.get_block(name), n_spatial, factor_axis=0,
+                        long_reduction=long_reduction)
     if partial is None:
         return None
     loops = sch.get_loops(partial)

@@ -101,6 +101,19 @@ def test_pad_border_loops_is_an_option_of_the_compile():
     _close(fused(*x), mb.graph.interpret(f, *x))
 
 
+def test_two_level_sums_is_an_option_of_the_compile():
+    """A long mean sums in two levels (into partial sums first), unless the option turns it
+    off; both compute the mean."""
+    x = mb.graph.Var("x", mb.graph.TensorType((2, 1 << 15)))
+    f = mb.graph.Function([x], mb.graph.op.mean(x, axes=(1,)))
+    two, one = mb.compile(f), mb.compile(f, options={"two_level_sums": False})
+    scripts = [str(exe.kernels["mean"].lowered) for exe in (two, one)]
+    assert "mean_sum_rf" in scripts[0] and "mean_sum_rf" not in scripts[1]
+    a = np.random.default_rng(0).random((2, 1 << 15), np.float32)
+    for exe in (two, one):
+        np.testing.assert_allclose(exe(a)[:, 0], a.astype(np.float64).mean(axis=1), rtol=1e-5)
+
+
 def test_an_unknown_option_is_named():
     with pytest.raises(GraphError, match="unknown compile option.*'concat_in_placee'.*"
                                             "Instead: use one of concat_in_place"):

@@ -50,10 +50,14 @@ from .winograd import MIN_FLOPS, winograd_convs
 #: the options of a compile and their defaults: ``concat_in_place``: a concat whose slices
 #: are contiguous is elided, its inputs written into its output (the ``elide_concats`` step);
 #: ``pad_border_loops``: the default schedule cuts a big pad's loops at its border
-#: (:func:`mlcbook.rules.spatial.schedule_spatial`); ``winograd_min_flops``: the fewest
-#: flops of a conv the ``winograd_convs`` pass takes (``math.inf``: none)
+#: (:func:`mlcbook.rules.spatial.schedule_spatial`); ``two_level_sums``: it sums a long
+#: float reduction in two levels (:func:`mlcbook.rules.spatial.two_level`);
+#: ``winograd_min_flops``: the fewest flops of a conv the ``winograd_convs`` pass takes
+#: (``math.inf``: none)
 OPTIONS: dict[str, Any] = {"concat_in_place": True, "pad_border_loops": True,
-                           "winograd_min_flops": MIN_FLOPS}
+                           "two_level_sums": True, "winograd_min_flops": MIN_FLOPS}
+#: the options the default schedule of each kernel reads (:class:`mlcbook.rules.Rules`)
+SCHEDULE_OPTIONS = ("pad_border_loops", "two_level_sums")
 
 
 @dataclass(frozen=True)
