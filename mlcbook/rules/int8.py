@@ -55,6 +55,11 @@ ROW_CHUNK = 16
 #: sums) ran 20% faster with each tile of sums requantized at once, one with 100 KiB of
 #: sums 10% slower; panels of 16 x 16 weight columns of a 1024-term product (256 KiB)
 L2_SHARE = 0.5
+#: a copy or epilogue stage in parallel runs its outer loops fused until they make this many
+#: iterations, the inner ones nested: fusing them all cost the 14x14 conv over 8 channels'
+#: copy (1792 pixels of 24 bytes) 2.4 us of index arithmetic at 1 thread on Zen 5, where
+#: (n, y) fused took 0.4 us more than the serial copy
+PARALLEL_CHUNKS = 64
 #: with VNNI, a channels-last conv whose sums have fewer terms than this requantizes each
 #: row tile of them at once, whatever their size: on Zen 5, the QDQ CNN's convs over 1 and
 #: 8 channels (12 and 72 terms a sum) ran 20% and 15% faster so, one over 16 channels (144
@@ -348,7 +353,8 @@ def _unit_row_step(block, k: int) -> bool:
 
 def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
     """Vectorize the last loop by 16 or 8 lanes when it splits evenly (an odd vector width
-    makes slow code), fuse the others and run them in parallel if ``parallel``."""
+    makes slow code); if ``parallel``, run the fewest outer loops that make
+    :data:`PARALLEL_CHUNKS` iterations in parallel, fused, the others nested inside."""
     last = loops[-1]
     lanes = next((w for w in (16, 8) if extent(sch, last) % w == 0), None)
     if lanes is not None and len(loops) > 1:
@@ -356,9 +362,14 @@ def _vectorize_rows(sch: Schedule, loops, parallel: bool) -> None:
             _, last = sch.split(last, [None, lanes])
         sch.vectorize(last)
     if parallel and len(loops) > 1:
-        sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
+        depth = 1
+        while depth < len(loops) - 1 and \
+                math.prod(extent(sch, lp) for lp in loops[:depth]) < PARALLEL_CHUNKS:
+            depth += 1
+        sch.parallel(sch.fuse(*loops[:depth]) if depth > 1 else loops[0])
 
 
 __all__ = ["schedule_int8_kernel", "schedule_int8", "int8_rule", "int8_acc_blocks",
            "int8_tile_variant", "dot_chains", "int8_register_tile", "dot_register_tile",
-           "row_chunk", "l2_budget", "MAX_TILE_DEPTH", "ROW_CHUNK", "L2_SHARE", "SHORT_SUM_TERMS"]
+           "row_chunk", "l2_budget", "MAX_TILE_DEPTH", "ROW_CHUNK", "L2_SHARE", "SHORT_SUM_TERMS",
+           "PARALLEL_CHUNKS"]

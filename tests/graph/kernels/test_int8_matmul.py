@@ -13,7 +13,7 @@ from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.graph.kernels.int8_matmul import (dot_lanes, int8_matmul, int8_matmul_tiled, pack_weights,
                                        schedule_int8_matmul)
 from mlcbook.rules.blocks import root_realizes
-from mlcbook.rules.int8 import (dot_chains, int8_register_tile, int8_tile_variant, l2_budget,
+from mlcbook.rules.int8 import (PARALLEL_CHUNKS, dot_chains, int8_register_tile, int8_tile_variant, l2_budget,
                                 row_chunk, schedule_int8_kernel)
 from mlcbook.ops import get, legalize_call, type_of_array
 from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8
@@ -353,6 +353,19 @@ def test_vnni_conv_with_short_sums_requantizes_each_tile(channels_in, short):
         out = np.zeros_like(want)
         mb.build(sched, target=target)(*args, out)
         np.testing.assert_array_equal(out, want)
+
+
+def test_a_parallel_copy_runs_its_outer_loops_in_parallel_and_nests_the_rest():
+    """The copy of a 14x14 conv over 8 channels (8 x 16 x 14 pixels): batch and rows fused
+    make PARALLEL_CHUNKS or more parallel iterations; its columns stay an inner loop."""
+    func, args, want = _nhwc_conv_case(9, (8, 14, 14, 8), 16, 64, 1)
+    sched = schedule_int8_kernel(func, TARGETS["znver5"], parallel_work=1)
+    pad = next(ln for ln in sched.script().splitlines() if "T.parallel(" in ln)
+    assert "T.parallel(128)" in pad and 128 >= PARALLEL_CHUNKS > 8
+    runnable(TARGETS["znver5"])
+    out = np.zeros_like(want)
+    mb.build(sched, target=TARGETS["znver5"])(*args, out)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_matmul_integer_model_compiles_to_the_exact_product():
