@@ -28,11 +28,19 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import subprocess
 import sys
 
 from ..errors import TargetError
 from .machine import CPUS, X86_LEVELS, Machine, feature_set, machine_for
+
+
+#: the environment variable naming a CPU that ``mb.Target("llvm")`` compiles for in place of
+#: this one, with that CPU's features and machine model: ``MLCBOOK_HOST_CPU=znver3`` runs
+#: everything, the test suite included, as on an AVX2-only Zen 3 (its code runs here when
+#: this CPU has its features; a CPU with features this one lacks is refused)
+HOST_CPU_ENV = "MLCBOOK_HOST_CPU"
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,7 +77,7 @@ class Target:
         host_triple = llvm.get_process_triple()
         self.triple = _normalize_triple(opts.get("-mtriple", host_triple))
         on_host = _arch(self.triple) == _arch(host_triple)
-        host_cpu = llvm.get_host_cpu_name()
+        host_cpu, real = _host_cpu(llvm, host_triple)
         default_cpu = host_cpu if on_host else "generic"
         self.cpu = opts.get("-mcpu", default_cpu)
         try:
@@ -83,7 +91,7 @@ class Target:
         if "-mattr" in opts:
             self.features = opts["-mattr"]
             _check_features(self.features, self.triple)
-        elif on_host and self.cpu == host_cpu:
+        elif on_host and self.cpu == host_cpu and real:
             self.features = llvm.get_host_cpu_features().flatten()
         elif self.cpu in X86_LEVELS and self.arch == "x86_64":
             self.features = ",".join(X86_LEVELS[self.cpu])
@@ -100,14 +108,12 @@ class Target:
         return _arch(self.triple) == _arch(llvm_binding().get_process_triple())
 
     def missing_features(self) -> list[str]:
-        """The features this target enables that this machine's CPU lacks: code for it
-        would stop with an illegal instruction here. Empty for another architecture
-        (:attr:`is_host` says whether that code can run at all)."""
+        """The features this target has (its CPU's, changed by ``-mattr``) that this
+        machine's CPU lacks: code for it would stop with an illegal instruction here. Empty
+        for another architecture (:attr:`is_host` says whether that code can run at all)."""
         if not self.is_host:
             return []
-        lacks = {f[1:] for f in llvm_binding().get_host_cpu_features().flatten().split(",")
-                 if f.startswith("-")}
-        return sorted(f for f in self.features.split(",") if f.startswith("+") and f[1:] in lacks)
+        return _lacking(feature_set(self.cpu, self.arch, self.features), self.arch)
 
     @functools.cached_property
     def machine(self) -> Machine:
@@ -231,6 +237,31 @@ def llvm_names(triple: str) -> tuple[frozenset[str], frozenset[str]]:
 def _suggest(name: str, known) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
     return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+
+
+def _host_cpu(llvm, triple: str) -> tuple[str, bool]:
+    """The CPU the default target compiles for, and whether it is this one: the CPU named by
+    :data:`HOST_CPU_ENV` if set (checked: LLVM knows it, this CPU has its features)."""
+    real = llvm.get_host_cpu_name()
+    name = os.environ.get(HOST_CPU_ENV, "").strip()
+    if not name or name == real:
+        return real, True
+    _check_cpu(name, triple)
+    arch = _arch(triple)
+    lacks = _lacking(feature_set(name, arch, ",".join(X86_LEVELS.get(name, ()))), arch)
+    if lacks:
+        raise TargetError(f"{HOST_CPU_ENV}={name!r} names a CPU with features this one "
+                          f"({real}) lacks: {', '.join(lacks[:6])}; its code would stop with "
+                          "an illegal instruction. Instead: name a CPU this one can stand for "
+                          "(e.g. x86-64-v3 or znver3 on an AVX-512 machine), or unset it")
+    return name, False
+
+
+def _lacking(need: frozenset, arch: str) -> list[str]:
+    """``+feature`` for each of ``need`` this machine's CPU lacks."""
+    llvm = llvm_binding()
+    have = feature_set(llvm.get_host_cpu_name(), arch, llvm.get_host_cpu_features().flatten())
+    return sorted(f"+{f}" for f in need - have)
 
 
 def _check_cpu(cpu: str, triple: str) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import mlcbook as mb
+from mlcbook.codegen.machine import CPUS
+from mlcbook.codegen.target import HOST_CPU_ENV
 from mlcbook.errors import ForeignTargetError, TargetError
 
 from ._util import map_func
@@ -14,7 +18,7 @@ from ._util import map_func
 def test_default_target_is_this_machine():
     import llvmlite.binding as llvm
     t = mb.Target()
-    assert t.is_host and t.cpu == llvm.get_host_cpu_name()
+    assert t.is_host and t.cpu == (os.environ.get(HOST_CPU_ENV) or llvm.get_host_cpu_name())
     assert str(t).startswith("llvm -mtriple=")
     assert mb.Target(str(t)) == t
 
@@ -60,6 +64,52 @@ def test_kernel_built_for_an_older_cpu_still_runs_here():
     assert "zmm" not in k.asm() and "xmm" in k.asm()
     a = np.arange(64, dtype="float32")
     np.testing.assert_array_equal(k(a), a + 1)
+
+
+def _beyond_this_cpu() -> str:
+    """A CPU of the table with a feature this one lacks (skip if this one has them all)."""
+    arch = mb.Target.host().arch
+    name = next((c for c, row in CPUS.items() if row.arch == arch and
+                 mb.Target(f"llvm -mcpu={c}").missing_features()), None)
+    if name is None:
+        pytest.skip("this CPU has every feature of the CPUs in the table")
+    return name
+
+
+def test_a_kernel_for_a_cpu_with_features_this_one_lacks_is_refused_not_run():
+    cpu = _beyond_this_cpu()
+    k = mb.build(map_func(lambda x: x + 1.0, ["float32"], "float32", lanes=4),
+                 target=f"llvm -mcpu={cpu}")
+    with pytest.raises(ForeignTargetError, match=f"compiled for the CPU '{cpu}' with .*which "
+                                                 "this CPU .* lacks: it would stop"):
+        k(np.zeros(64, "float32"))
+
+
+def test_the_default_target_can_stand_for_an_older_cpu(monkeypatch):
+    """MLCBOOK_HOST_CPU=x86-64-v3: the default target is that CPU, its machine model, and
+    its code runs here."""
+    if mb.Target("llvm -mcpu=x86-64-v3").missing_features() or mb.Target.host().arch != "x86_64":
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    monkeypatch.setenv(HOST_CPU_ENV, "x86-64-v3")
+    t = mb.Target()
+    assert t.cpu == "x86-64-v3" and not t.has_feature("avx512f") and t.vector_bits == 256
+    k = mb.build(map_func(lambda x: x * 2.0, ["float32"], "float32", lanes=16))
+    assert "zmm" not in k.asm()
+    np.testing.assert_array_equal(k(np.arange(64, dtype="float32")), np.arange(64) * 2)
+
+
+def test_a_default_cpu_this_one_cannot_stand_for_is_refused(monkeypatch):
+    cpu = _beyond_this_cpu()
+    monkeypatch.setenv(HOST_CPU_ENV, cpu)
+    with pytest.raises(TargetError, match=f"MLCBOOK_HOST_CPU='{cpu}' names a CPU with features "
+                                          "this one .* lacks.*Instead: name a CPU"):
+        mb.Target()
+
+
+def test_an_unknown_default_cpu_is_refused(monkeypatch):
+    monkeypatch.setenv(HOST_CPU_ENV, "znver9")
+    with pytest.raises(TargetError, match="unknown CPU 'znver9'"):
+        mb.Target()
 
 
 def test_avx512_target_uses_zmm_registers():
