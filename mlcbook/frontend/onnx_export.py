@@ -33,22 +33,16 @@ def _since(op_type: str) -> int:
     except defs.SchemaError:
         return defs.get_schema(op_type).since_version
 
-_SAME = {"maximum": "Max", "minimum": "Min", "matmul": "MatMul",
-         "global_avg_pool": "GlobalAveragePool"}
+_SAME = {"maximum": "Max", "minimum": "Min", "matmul": "MatMul"}
 # op -> (ONNX op, {our attribute: ONNX attribute})
 _RENAMED = {
     "gemm": ("Gemm", {"alpha": "alpha", "beta": "beta", "trans_a": "transA",
                       "trans_b": "transB"}),
     "conv": ("Conv", {"strides": "strides", "pads": "pads", "dilations": "dilations",
                       "group": "group"}),
-    "max_pool": ("MaxPool", {"kernel_shape": "kernel_shape", "strides": "strides",
-                             "pads": "pads", "dilations": "dilations",
-                             "ceil_mode": "ceil_mode"}),
     "avg_pool": ("AveragePool", {"kernel_shape": "kernel_shape", "strides": "strides",
                                  "pads": "pads", "ceil_mode": "ceil_mode",
                                  "count_include_pad": "count_include_pad"}),
-    "flatten": ("Flatten", {"axis": "axis"}),
-    "concat": ("Concat", {"axis": "axis"}),
     "batch_norm": ("BatchNormalization", {"epsilon": "epsilon"}),
 }
 

@@ -1,6 +1,6 @@
-"""Converters of ONNX's gathers and scatters beside ``Gather``: ``GatherElements``,
-``GatherND``, ``ScatterElements`` (and ``Scatter``, its name before opset 11) and
-``ScatterND``, each onto the graph op of its name; and ``Compress``, a ``gather`` of the
+"""Converters of ONNX's scatters, ``ScatterElements`` (and ``Scatter``, its name before
+opset 11) and ``ScatterND``, each onto the graph op of its name (the gathers are declared
+with their ONNX names in :mod:`mlcbook.ops`); and ``Compress``, a ``gather`` of the
 positions its condition selects. Its output's shape depends on the condition's values, and
 mlcbook's graphs have static shapes, so the condition must be known at import.
 
@@ -15,18 +15,6 @@ import numpy as np
 from ..graph.expr import Constant
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
-
-
-@converter("GatherElements", attrs=("axis",))
-@guard_dtype
-def _gather_elements(cx, ins, attrs):
-    return cx.call("gather_elements", ins[0], ins[1], axis=attrs.get("axis", 0))
-
-
-@converter("GatherND", attrs=("batch_dims",))
-@guard_dtype
-def _gather_nd(cx, ins, attrs):
-    return cx.call("gather_nd", ins[0], ins[1], batch_dims=attrs.get("batch_dims", 0))
 
 
 @converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))

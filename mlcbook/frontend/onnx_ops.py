@@ -298,12 +298,6 @@ def _avg_pool(cx, ins, attrs):
                    **_window(ins[0], attrs, kernel))
 
 
-@converter("GlobalAveragePool")
-@guard_dtype
-def _gap(cx, ins, attrs):
-    return cx.call("global_avg_pool", ins[0])
-
-
 def _check_bn(attrs):
     # (chapter 5's exercise 4 repairs a model that uses training_mode=1: supporting it here
     # would take that exercise away)
@@ -332,20 +326,10 @@ def _ints(v: np.ndarray | None):
     return None if v is None else tuple(int(x) for x in np.asarray(v).reshape(-1))
 
 
-@converter("Flatten", attrs=("axis",))
-def _flatten(cx, ins, attrs):
-    return cx.call("flatten", ins[0], axis=attrs.get("axis", 1))
-
-
 @converter("Reshape", attrs=("allowzero",), static=(1,))
 def _reshape(cx, ins, attrs):
     return cx.call("reshape", ins[0], shape=_ints(cx.static(1, "shape")),
                    allowzero=attrs.get("allowzero", 0))
-
-
-@converter("Concat", attrs=("axis",))
-def _concat(cx, ins, attrs):
-    return cx.call("concat", *ins, axis=attrs["axis"])
 
 
 @converter("Split", attrs=("axis", "num_outputs", "split"), static=(1,), outputs=1 << 20)
@@ -382,12 +366,6 @@ def _squeeze(cx, ins, attrs):
 def _unsqueeze(cx, ins, attrs):
     axes = _ints(cx.static(1, "axes")) or attrs.get("axes")
     return cx.call("unsqueeze", ins[0], axes=axes)
-
-
-@converter("Gather", attrs=("axis",))
-@guard_dtype
-def _gather(cx, ins, attrs):
-    return cx.call("gather", ins[0], ins[1], axis=attrs.get("axis", 0))
 
 
 def _check_pad(attrs):

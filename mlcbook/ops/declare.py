@@ -22,7 +22,8 @@ From that one call:
   a broadcasting op has one formula per input.
 
 :func:`op` takes any tensor-expression compute; :func:`unary` and :func:`binary` make
-the compute from a formula on one element. ``docs/adding_an_op.md`` walks through adding one.
+the compute from a formula on one element; :func:`view` declares an op whose output is its
+input's memory under another shape. ``docs/adding_an_op.md`` walks through adding one.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GraphError, OpAttributeError, OpShapeError, TEError, TEShapeError
+from ..errors import (ArgumentError, GraphError, OpAttributeError, OpShapeError, TEError,
+                      TEShapeError)
 from ..te import placeholder
 from ..te.evaluate import evaluate
+from ..te.ops.transform import reshape as te_reshape
 from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, store
 from ..tir.expr import PrimExpr
-from ._infer import FLOATS, broadcast_shapes, require_dtype, same_dtype
+from ._infer import FLOATS, broadcast_shapes, norm_axis, require_dtype, same_dtype
 from .registry import Op, OpKind, register, register_legalization
 from .types import LOWBIT_DTYPES, TensorType, TupleType, as_storage, storage_dtype
 
@@ -53,8 +56,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
        num_inputs: tuple[int, int | None] = (1, 1),
        check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
        onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
-       gradient_of: str | None = None,
-       empty: Callable[[Sequence[TensorType], Mapping], object] | None = None) -> Op:
+       gradient_of: str | None = None, empty: Callable | None = None,
+       indices: Callable[[Sequence[TensorType], Mapping], tuple] | None = None) -> Op:
     """Register the op ``name`` whose meaning is ``compute(*te_tensors, **attrs, name=...)``.
 
     ``check(types, attrs)`` rejects inputs with an :class:`~mlcbook.errors.OpDTypeError` (or
@@ -64,16 +67,24 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     (None: no gradient) of one element of each input, the output ``y`` and its gradient
     ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
     autodiff sums its result over the axes the input was broadcast along. ``gradient_of``
-    marks such an op (``list_ops()`` leaves it out). ``empty(types, attrs)``, for an op
-    that is not elementwise, is its value (an array, or a tuple of them) where it has no
+    marks such an op (``list_ops()`` leaves it out). ``empty(types, attrs, arrays)``, for an
+    op that is not elementwise, is its value (an array, or a tuple of them) where it has no
     elements to compute (a sum of nothing is 0; a slice may be empty), else None: te tensors
-    have no empty dimensions. Without it such an op refuses empty inputs.
+    have no empty dimensions. ``arrays`` are the inputs' values, None where only the type is
+    asked (a concat of an empty tensor and another is the other). Without it such an op
+    refuses empty inputs. ``indices(types, attrs)`` lists the inputs whose values index an
+    axis, as ``(input, n, coordinate)``: each value (or, for a coordinate ``j >= 0``, each
+    value at ``[..., j]``) must lie in ``[-n, n)``, which the reference checks, raising an
+    :class:`~mlcbook.errors.ArgumentError` (the compute clamps, to never read outside).
     """
     def run(types, attrs, arrays=None):
-        values = None if empty is None else empty(types, attrs)
+        """(the outputs' types, their values if ``arrays`` are given, whether they are a
+        tuple: a compute returning a tuple of one tensor, e.g. a split in one piece, is)"""
+        values = None if empty is None else empty(types, attrs, arrays)
         if values is not None:
+            many = isinstance(values, tuple)
             values = _outputs(values)
-            return tuple(TensorType(v.shape, v.dtype.name) for v in values), values
+            return tuple(TensorType(v.shape, v.dtype.name) for v in values), values, many
         # a tensor of no elements has no te placeholder: the compute runs on one element
         # per empty dimension, and an elementwise op's output has its inputs' broadcast shape
         no_elements = any(0 in t.shape for t in types)
@@ -84,11 +95,12 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
         ins = [placeholder(tuple(max(d, 1) for d in t.shape), storage_dtype(t.dtype),
                            name=f"in{k}") for k, t in enumerate(types)]
         try:
-            outs = _outputs(compute(*ins, **attrs, name=name))
+            out = compute(*ins, **attrs, name=name)
         except TEShapeError as e:
             raise OpShapeError(e.message) from None
         except TEError as e:
             raise GraphError(e.message) from None
+        many, outs = isinstance(out, (tuple, list)), _outputs(out)
         # a low-bit tensor moves through the compute as its bytes (uint8): a data-moving op's
         # bytes are of its input's low-bit type again
         lowbit = {t.dtype for t in types} & set(LOWBIT_DTYPES)
@@ -103,18 +115,21 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
             values = None if arrays is None else tuple(
                 v if v.dtype.name == d else v.view(d) for v, d in zip(_outputs(evaluate(
                     outs, {p: as_storage(a) for p, a in zip(ins, arrays)})), dtypes))
-        return fields, values
+        return fields, values, many
 
     def infer(types, attrs):
         if check is not None:
             check(types, attrs)
-        fields, _ = run(types, attrs)
-        return fields[0] if len(fields) == 1 else TupleType(fields)
+        fields, _, many = run(types, attrs)
+        return TupleType(fields) if many else fields[0]
 
     def reference(*arrays, **attrs):
+        attrs = declared.normalize_attrs(attrs)     # the defaults, as a call's attributes
         types = [TensorType(a.shape, a.dtype.name) for a in arrays]
-        _, values = run(types, attrs, arrays)
-        return values[0] if len(values) == 1 else values
+        for k, n, coordinate in (indices(types, attrs) if indices else ()):
+            check_indices(name, arrays[k] if coordinate < 0 else arrays[k][..., coordinate], n)
+        _, values, many = run(types, attrs, arrays)
+        return values if many else values[0]
 
     grad_ops = tuple(_declare_gradient(name, k, len(grad), formula, attrs)
                      for k, formula in enumerate(grad or ()))
@@ -122,6 +137,58 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
                         num_inputs=num_inputs, doc=doc, onnx=onnx, grad_ops=grad_ops,
                         gradient_of=gradient_of)
     register_legalization(name)(lambda ins, attrs, out_type: compute(*ins, **attrs, name=name))
+    return declared
+
+
+def check_indices(name: str, values: np.ndarray, n: int) -> None:
+    """Raise an :class:`~mlcbook.errors.ArgumentError` if an index of ``values`` is outside
+    ``[-n, n)``, the indices of an axis of length ``n``."""
+    if values.size and (values.min() < -n or values.max() >= n):
+        raise ArgumentError(f"{name}: an index is outside [-{n}, {n - 1}] for an axis of length "
+                            f"{n}; Instead: give indices inside the data")
+
+
+def indices_on_axis(name: str) -> Callable:
+    """An ``indices`` rule (:func:`op`): every value of input 1 indexes the axis
+    ``attrs["axis"]`` of input 0, as a gather's do."""
+    def indices(types, attrs):
+        data = types[0]
+        return ((1, data.shape[norm_axis(name, attrs["axis"], data.ndim)], -1),)
+    return indices
+
+
+def empty_output(shape_of: Callable[[Sequence[TensorType], Mapping], tuple]) -> Callable:
+    """An ``empty`` rule (:func:`op`) for an op whose output has no elements where an input
+    has none (a gather with no indices; a gather from an empty axis has no valid index, which
+    ``indices`` refuses): an array of ``shape_of(types, attrs)`` of the first input's dtype."""
+    def empty(types, attrs, arrays):
+        if not any(0 in t.shape for t in types):
+            return None
+        return np.empty(shape_of(types, attrs), types[0].dtype)
+    return empty
+
+
+def view(name: str, shape_of: Callable[[TensorType, Mapping], tuple], *,
+         attrs: Mapping | None = None, onnx: str | None = None, doc: str = "") -> Op:
+    """Declare the view ``name``: its output is its input's elements in row-major order
+    under the shape ``shape_of(x_type, attrs)``, which also checks the attributes. A plan
+    gives it no kernel, only its input's memory (``Op.is_view``); its reference and its
+    legalization are that reshape, so they need no compute of their own.
+
+        >>> declare.view("ravel", lambda x, attrs: (x.size,), doc="the elements in a row")
+    """
+    def infer(types, attrs):
+        x = types[0]
+        return TensorType(tuple(shape_of(x, attrs)), x.dtype)
+
+    def reference(x, **attrs):
+        return x.reshape(declared.infer_type([TensorType(x.shape, x.dtype.name)], attrs).shape)
+
+    declared = register(name, kind=OpKind.INJECTIVE, infer=infer, reference=reference,
+                        attrs=attrs, doc=doc, onnx=onnx, is_view=True)
+    # the output type has resolved the attributes; a 0-d input arrives as a (1,)-tensor
+    register_legalization(name)(
+        lambda ins, attrs, out_type: te_reshape(ins[0], out_type.shape, name=name))
     return declared
 
 
@@ -212,4 +279,5 @@ def declared_onnx_ops() -> dict[str, Op]:
     return {onnx_name(op)[1]: op for op in map(get, list_ops()) if op.onnx is not None}
 
 
-__all__ = ["op", "unary", "binary", "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]
+__all__ = ["op", "view", "check_indices", "indices_on_axis", "empty_output", "unary", "binary",
+           "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]

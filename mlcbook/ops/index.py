@@ -1,5 +1,7 @@
 """Ops whose indices are data, beside ``gather``: ``gather_elements``, ``gather_nd``,
-``scatter_elements`` and ``scatter_nd`` (ONNX's ops of those names).
+``scatter_elements`` and ``scatter_nd`` (ONNX's ops of those names). The gathers are
+declared once from their te computes (:mod:`.declare`); the scatters keep their inference
+and numpy reference written out.
 
     >>> get("gather_elements").infer_type([TensorType((3, 4)), TensorType((3, 2), "int64")],
     ...                                   {"axis": 1})
@@ -16,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ..te import ops as T
 from ..te.ops.index import REDUCTIONS
+from . import declare
 from ._infer import norm_axis, require_dtype
 from .registry import OpKind, register
 from .types import TensorType
@@ -49,21 +53,17 @@ def _elements_infer(op: str, data: TensorType, indices: TensorType, axis: int) -
     return axis
 
 
-def _gather_elements_infer(types, attrs):
+def _gather_elements_shape(types, attrs):
     data, indices = types
     _elements_infer("gather_elements", data, indices, attrs["axis"])
-    return TensorType(indices.shape, data.dtype)
+    return indices.shape
 
 
-def _gather_elements_ref(data, indices, axis=0):
-    idx = list(np.indices(indices.shape, sparse=True))
-    idx[axis] = _normalized("gather_elements", indices, data.shape[axis])
-    return data[tuple(idx)]
-
-
-register("gather_elements", kind=OpKind.INJECTIVE, infer=_gather_elements_infer,
-         reference=_gather_elements_ref, attrs={"axis": 0}, num_inputs=(2, 2),
-         doc="out[k] = data[k with indices[k] on axis]: the output has the indices' shape")
+declare.op("gather_elements", T.gather_elements, kind=OpKind.INJECTIVE, attrs={"axis": 0},
+           num_inputs=(2, 2), check=_gather_elements_shape,
+           empty=declare.empty_output(_gather_elements_shape),
+           indices=declare.indices_on_axis("gather_elements"), onnx="GatherElements",
+           doc="out[k] = data[k with indices[k] on axis]: the output has the indices' shape")
 
 
 def _nd_infer(op: str, data: TensorType, indices: TensorType, batch_dims: int) -> int:
@@ -76,26 +76,23 @@ def _nd_infer(op: str, data: TensorType, indices: TensorType, batch_dims: int) -
     return q
 
 
-def _gather_nd_infer(types, attrs):
+def _gather_nd_shape(types, attrs):
     data, indices = types
     b = attrs["batch_dims"]
     q = _nd_infer("gather_nd", data, indices, b)
-    return TensorType(indices.shape[:-1] + data.shape[b + q:], data.dtype)
+    return indices.shape[:-1] + data.shape[b + q:]
 
 
-def _gather_nd_ref(data, indices, batch_dims=0):
-    b, q = batch_dims, indices.shape[-1]
-    idx = _normalized("gather_nd", indices, data.shape[b:b + q])
-    batch = int(np.prod(data.shape[:b]))
-    flat_data = data.reshape((batch,) + data.shape[b:])
-    flat_idx = idx.reshape(batch, -1, q)
-    out = [flat_data[k][tuple(flat_idx[k].T)] for k in range(batch)]
-    return np.asarray(out, data.dtype).reshape(indices.shape[:-1] + data.shape[b + q:])
+def _gather_nd_indices(types, attrs):
+    """Coordinate j of the indices' last axis indexes axis batch_dims + j of the data."""
+    data, b = types[0], attrs["batch_dims"]
+    return tuple((1, data.shape[b + j], j) for j in range(types[1].shape[-1]))
 
 
-register("gather_nd", kind=OpKind.INJECTIVE, infer=_gather_nd_infer, reference=_gather_nd_ref,
-         attrs={"batch_dims": 0}, num_inputs=(2, 2),
-         doc="data[indices[i]] for every i: the indices' last axis holds coordinates")
+declare.op("gather_nd", T.gather_nd, kind=OpKind.INJECTIVE, attrs={"batch_dims": 0},
+           num_inputs=(2, 2), check=_gather_nd_shape, empty=declare.empty_output(_gather_nd_shape),
+           indices=_gather_nd_indices, onnx="GatherND",
+           doc="data[indices[i]] for every i: the indices' last axis holds coordinates")
 
 
 _NP_REDUCE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}

@@ -14,10 +14,8 @@ from ..te import ops as T
 from .registry import register_legalization
 
 #: the ops computed by the te.ops operator of the same name from the same inputs and attributes
-_SAME = ("cast", "batch_norm", "matmul", "gemm", "conv", "max_pool", "avg_pool",
-         "global_avg_pool", "conv_transpose",
-         "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
-         "max_pool_indices", "bitcast")
+_SAME = ("cast", "batch_norm", "matmul", "gemm", "conv", "conv_transpose", "scatter_elements",
+         "scatter_nd", "resize", "bitcast")
 
 
 def _same(op: str):
@@ -39,33 +37,12 @@ def _layer_norm(ins, attrs, out_type):
                         return_stats=attrs["num_outputs"] == 3, name="layer_norm")
 
 
-def _reshape(op: str):
-    @register_legalization(op)
-    def legalize(ins, attrs, out_type):
-        # the op's type already resolved 0, -1, axes...: only the target shape matters
-        return T.reshape(ins[0], out_type.shape, name=op)
-    return legalize
-
-
-for _op in ("reshape", "flatten", "squeeze", "unsqueeze"):
-    _reshape(_op)
-
-
-@register_legalization("concat")
-def _concat(ins, attrs, out_type):
-    return T.concat(ins, attrs["axis"], name="concat")
-
-
-@register_legalization("split")
-def _split(ins, attrs, out_type):
-    axis = attrs["axis"] % ins[0].ndim
-    return T.split(ins[0], [t.shape[axis] for t in out_type.fields], axis, name="split")
-
-
 @register_legalization("gather")
 def _gather(ins, attrs, out_type):
+    # gather is declared from its compute (transform.py), but a 0-d index arrives as the (1,)
+    # buffer it shares memory with, which the compute cannot tell from a (1,) index: only the
+    # output type can, so it is read as 0-d here
     data, indices = ins
     if out_type.ndim == data.ndim - 1:
-        # a 0-d index arrives as the (1,) buffer it shares memory with: read it as 0-d
         indices = T.reshape(indices, (), name="index")
     return T.gather(data, indices, attrs["axis"], name="gather")

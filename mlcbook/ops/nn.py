@@ -1,6 +1,9 @@
 """Neural-network ops: ``conv``, ``max_pool``, ``avg_pool``, ``global_avg_pool``,
 ``batch_norm`` (inference), ``layer_norm``, ``softmax``, ``log_softmax``.
 
+The pools and softmax are declared once from their te computes (:mod:`.declare`); conv
+and the normalizations keep their inference and numpy reference written out.
+
 Layouts are ONNX's: ``(N, C, *spatial)`` data, ``(M, C/group, *kernel)`` weights. ``pads``
 lists the padding before every spatial axis, then after every one:
 ``(top, left, bottom, right)`` in 2-D.
@@ -122,8 +125,9 @@ register("conv", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_infer, reference=
 
 
 # --- pooling -----------------------------------------------------------------------------------
-def _pool_infer(op):
-    def infer(types, attrs):
+def _pool_shape(op):
+    """The output shape of the pool ``op`` (the check of its declaration)."""
+    def shape_of(types, attrs):
         x = types[0]
         require_dtype(op, x, FLOATS + (("int8", "uint8") if op == "max_pool" else ()))
         if x.ndim < 3:
@@ -135,103 +139,52 @@ def _pool_infer(op):
                 raise OpAttributeError(
                     f"{op}: pads={pads} are as large as the window {kernel}; a window "
                     "would see only padding. Use smaller pads")
-        out = tuple(window_out_size(op, x.shape[2 + i], pads[i], pads[nsp + i], kernel[i],
-                                    strides[i], dilations[i], bool(attrs["ceil_mode"]))
-                    for i in range(nsp))
-        return TensorType(x.shape[:2] + out, x.dtype)
-    return infer
+        if op == "max_pool" and attrs.get("storage_order", 0) not in (0, 1):
+            raise OpAttributeError(f"max_pool_indices: storage_order={attrs['storage_order']} "
+                                   "is not 0 (row-major) or 1 (column-major)")
+        return x.shape[:2] + tuple(
+            window_out_size(op, x.shape[2 + i], pads[i], pads[nsp + i], kernel[i], strides[i],
+                            dilations[i], bool(attrs["ceil_mode"])) for i in range(nsp))
+    return shape_of
 
 
-def _pool_ref(op):
-    def ref(x, kernel_shape, strides=None, pads=None, dilations=None, ceil_mode=0,
-            count_include_pad=0):
-        nsp = x.ndim - 2
-        strides, dilations, pads, kernel = _spatial_attrs(
-            op, {"strides": strides, "pads": pads, "dilations": dilations}, nsp, kernel_shape)
-        out = [window_out_size(op, x.shape[2 + i], pads[i], pads[nsp + i], kernel[i],
-                               strides[i], dilations[i], bool(ceil_mode)) for i in range(nsp)]
-        # pad far enough that every window fits; masks tell real input and explicit padding apart
-        extra = [max(0, (out[i] - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1
-                     - x.shape[2 + i] - pads[i] - pads[nsp + i]) for i in range(nsp)]
-        widths = [(pads[i], pads[nsp + i] + extra[i]) for i in range(nsp)]
-        xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + widths)
-        real = np.pad(np.ones(x.shape[2:]), widths)
-        counted = np.pad(np.ones([x.shape[2 + i] + pads[i] + pads[nsp + i] for i in range(nsp)]),
-                         [(0, e) for e in extra])
-        views = list(_windows(xp, kernel, strides, dilations, out))
-        reals = [v for _, v in _windows(real, kernel, strides, dilations, out)]
-        if op == "max_pool":
-            y = np.full(x.shape[:2] + tuple(out), -np.inf)
-            for (_, v), r in zip(views, reals):
-                y = np.maximum(y, np.where(r > 0, v, -np.inf))
-            return y.astype(x.dtype)
-        total = sum(v for _, v in views)
-        masks = reals if not count_include_pad else \
-            [v for _, v in _windows(counted, kernel, strides, dilations, out)]
-        return (total / sum(masks)).astype(x.dtype)
-    return ref
+def _pool(name: str, op: str, attrs, onnx: str | None, doc: str):
+    shape_of = _pool_shape(op)
+    declare.op(name, getattr(T, name), kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=attrs,
+               check=shape_of, empty=declare.empty_output(shape_of), onnx=onnx, doc=doc)
 
 
 _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilations": None,
                "ceil_mode": 0}
-register("max_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("max_pool"),
-         reference=_pool_ref("max_pool"), attrs=_POOL_ATTRS,
-         doc="max over each window; padding never wins. A NaN in a window makes the result "
-             "NaN (numpy's np.max; onnxruntime skips NaN instead)")
+_pool("max_pool", "max_pool", _POOL_ATTRS, "MaxPool",
+      "max over each window; padding never wins. A NaN in a window makes the result NaN "
+      "(numpy's np.max; onnxruntime skips NaN instead)")
+_pool("max_pool_indices", "max_pool", dict(_POOL_ATTRS, storage_order=0), None,
+      "where max_pool's max of each window is (ONNX MaxPool's Indices): the int64 offset in "
+      "the whole tensor, its spatial part row-major (storage_order 0) or column-major (1); "
+      "the first of equal maxima")
+# (AveragePool's dilations came in opset 19, after the exporter's 17: its export is written out)
+_pool("avg_pool", "avg_pool", dict(_POOL_ATTRS, count_include_pad=0), None,
+      "mean over each window; count_include_pad=1 counts padded zeros")
 
 
-def _max_pool_indices_infer(types, attrs):
-    if attrs["storage_order"] not in (0, 1):
-        raise OpAttributeError(f"max_pool_indices: storage_order={attrs['storage_order']} is "
-                               "not 0 (row-major) or 1 (column-major)")
-    pool_attrs = {k: v for k, v in attrs.items() if k != "storage_order"}
-    return TensorType(_pool_infer("max_pool")(types, pool_attrs).shape, "int64")
-
-
-def _max_pool_indices_ref(x, kernel_shape, strides=None, pads=None, dilations=None,
-                          ceil_mode=0, storage_order=0):
-    nsp, spatial = x.ndim - 2, x.shape[2:]
-    strides, dilations, pads, kernel = _spatial_attrs(
-        "max_pool", {"strides": strides, "pads": pads, "dilations": dilations}, nsp,
-        kernel_shape)
-    best = _pool_ref("max_pool")(x, kernel_shape, strides, pads, dilations, ceil_mode)
-    out = best.shape[2:]
-    found = np.full(best.shape, -1, np.int64)
-    for o in itertools.product(*(range(n) for n in out)):
-        for off in itertools.product(*(range(k) for k in kernel)):  # row-major: first wins
-            at = [o[d] * strides[d] + off[d] * dilations[d] - pads[d] for d in range(nsp)]
-            if not all(0 <= a < s for a, s in zip(at, spatial)):
-                continue
-            v, b = x[(...,) + tuple(at)], best[(...,) + o]
-            new = (found[(...,) + o] < 0) & ((v == b) | (np.isnan(v) & np.isnan(b)))
-            order = "F" if storage_order else "C"
-            found[(...,) + o][new] = np.ravel_multi_index(at, spatial, order=order)
-    planes = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * nsp)
-    return found + planes * int(np.prod(spatial))
-
-
-register("max_pool_indices", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_max_pool_indices_infer,
-         reference=_max_pool_indices_ref, attrs=dict(_POOL_ATTRS, storage_order=0),
-         doc="where max_pool's max of each window is (ONNX MaxPool's Indices): the int64 "
-             "offset in the whole tensor, its spatial part row-major (storage_order 0) or "
-             "column-major (1); the first of equal maxima")
-register("avg_pool", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_pool_infer("avg_pool"),
-         reference=_pool_ref("avg_pool"), attrs=dict(_POOL_ATTRS, count_include_pad=0),
-         doc="mean over each window; count_include_pad=1 counts padded zeros")
-
-
-def _gap_infer(types, attrs):
+def _gap_check(types, attrs):
     x = types[0]
     require_dtype("global_avg_pool", x, FLOATS)
     if x.ndim < 3:
         raise OpShapeError(f"global_avg_pool: data must be (N, C, *spatial), got {x.shape}")
-    return TensorType(x.shape[:2] + (1,) * (x.ndim - 2), x.dtype)
 
 
-register("global_avg_pool", kind=OpKind.REDUCTION, infer=_gap_infer,
-         reference=lambda x: x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)),
-                                                       keepdims=True).astype(x.dtype),
-         doc="mean over all spatial axes, keeping them as size 1")
+def _gap_empty(types, attrs, arrays):
+    x = types[0]
+    if 0 not in x.shape:
+        return None
+    return np.full(x.shape[:2] + (1,) * (x.ndim - 2), np.nan, x.dtype)   # a mean of nothing
+
+
+declare.op("global_avg_pool", T.global_avg_pool, kind=OpKind.REDUCTION, check=_gap_check,
+           empty=_gap_empty, onnx="GlobalAveragePool",
+           doc="mean over all spatial axes, keeping them as size 1")
 
 
 # --- normalization -----------------------------------------------------------------------------

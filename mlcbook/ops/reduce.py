@@ -48,7 +48,8 @@ def _identity(name: str, dtype: np.dtype):
 def _of_nothing(rule):
     """An op's ``empty`` rule (:func:`.declare.op`) that applies when an input has no
     elements."""
-    return lambda types, attrs: rule(types, attrs) if any(0 in t.shape for t in types) else None
+    return lambda types, attrs, arrays: \
+        rule(types, attrs) if any(0 in t.shape for t in types) else None
 
 
 def _reduction(name: str, dtypes, onnx: str | None):

@@ -2,9 +2,8 @@
 ``unsqueeze``, ``transpose``, ``concat``, ``split``, ``slice``, ``gather``, ``pad``,
 ``expand``, ``tile``, ``trilu``.
 
-``transpose``, ``slice``, ``pad``, ``expand``, ``tile`` and ``trilu`` are declared from
-their te computes (:mod:`.declare`); the others keep their inference and numpy reference
-written out.
+Each is declared once (:mod:`.declare`): the views (``reshape``, ``flatten``, ``squeeze``,
+``unsqueeze``) by their output shape, the others from their te computes.
 
 Every size they need is a static attribute (the ONNX frontend turns ONNX's shape *inputs*
 into attributes at import), so every output shape is known when the call is built.
@@ -27,14 +26,13 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ..errors import OpAttributeError, OpShapeError
 from ..te import ops as T
 from ..te.ops.transform import PAD_MODES
 from ..te.ops.transform import slice_ranges as te_slice_ranges
 from . import declare
 from ._infer import broadcast_shapes, ints, norm_axes, norm_axis, require_dtype, same_dtype
-from .registry import REQUIRED, OpKind, register
-from .types import TensorType, TupleType
+from .registry import REQUIRED, OpKind, get
 
 
 def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
@@ -65,30 +63,9 @@ def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _injective(name, infer, ref, attrs=None, num_inputs=(1, 1), doc="", is_view=False):
-    register(name, kind=OpKind.INJECTIVE, infer=infer, reference=ref, attrs=attrs,
-             num_inputs=num_inputs, doc=doc, is_view=is_view)
-
-
-def _reshape_infer(types, attrs):
-    x = types[0]
-    return TensorType(resolve_reshape(x.shape, attrs["shape"], attrs["allowzero"]), x.dtype)
-
-
-_injective("reshape", _reshape_infer,
-           lambda x, shape, allowzero=0: x.reshape(resolve_reshape(x.shape, shape, allowzero)),
-           {"shape": REQUIRED, "allowzero": 0},
-           doc="same elements, new shape; 0 copies a dimension, -1 is inferred", is_view=True)
-
-
 def _flatten_shape(shape, axis):
     axis = norm_axis("flatten", axis, len(shape), allow_end=True)
     return (math.prod(shape[:axis]), math.prod(shape[axis:]))
-
-
-_injective("flatten", lambda t, a: TensorType(_flatten_shape(t[0].shape, a["axis"]), t[0].dtype),
-           lambda x, axis=1: x.reshape(_flatten_shape(x.shape, axis)), {"axis": 1},
-           doc="2-D view: dimensions before `axis` x dimensions from `axis` on", is_view=True)
 
 
 def _squeeze_shape(shape, axes):
@@ -110,12 +87,15 @@ def _unsqueeze_shape(shape, axes):
     return tuple(1 if i in axes else next(it) for i in range(out_rank))
 
 
-_injective("squeeze", lambda t, a: TensorType(_squeeze_shape(t[0].shape, a.get("axes")), t[0].dtype),
-           lambda x, axes=None: x.reshape(_squeeze_shape(x.shape, axes)), {"axes": None},
-           doc="remove size-1 axes (all of them if `axes` is not given)", is_view=True)
-_injective("unsqueeze", lambda t, a: TensorType(_unsqueeze_shape(t[0].shape, a["axes"]), t[0].dtype),
-           lambda x, axes: x.reshape(_unsqueeze_shape(x.shape, axes)), {"axes": REQUIRED},
-           doc="insert size-1 axes at `axes` (positions in the output)", is_view=True)
+declare.view("reshape", lambda x, a: resolve_reshape(x.shape, a["shape"], a["allowzero"]),
+             attrs={"shape": REQUIRED, "allowzero": 0},
+             doc="same elements, new shape; 0 copies a dimension, -1 is inferred")
+declare.view("flatten", lambda x, a: _flatten_shape(x.shape, a["axis"]), attrs={"axis": 1},
+             onnx="Flatten", doc="2-D view: dimensions before `axis` x dimensions from `axis` on")
+declare.view("squeeze", lambda x, a: _squeeze_shape(x.shape, a.get("axes")), attrs={"axes": None},
+             doc="remove size-1 axes (all of them if `axes` is not given)")
+declare.view("unsqueeze", lambda x, a: _unsqueeze_shape(x.shape, a["axes"]),
+             attrs={"axes": REQUIRED}, doc="insert size-1 axes at `axes` (positions in the output)")
 
 
 def _perm(ndim, perm):
@@ -131,7 +111,7 @@ def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 
     """Declare the injective op ``name`` of one tensor from its te compute. ``shape_of(x_type,
     attrs)``, the output's shape, checks the attributes with the graph's errors; where the
     input or the output has no elements, the op's value is ``fill(attrs)`` in that shape."""
-    def empty(types, attrs):
+    def empty(types, attrs, arrays):
         shape = shape_of(types[0], attrs)
         if 0 in shape or 0 in types[0].shape:
             return np.full(shape, fill(attrs), types[0].dtype)
@@ -151,8 +131,8 @@ _data_op("transpose", lambda x, *, name, perm=None: T.transpose(x, perm, name=na
          onnx="Transpose")
 
 
-def _concat_infer(types, attrs):
-    dtype = same_dtype("concat", types)
+def _concat_shape(types, attrs):
+    same_dtype("concat", types)
     x = types[0]
     axis = norm_axis("concat", attrs["axis"], x.ndim)
     for t in types[1:]:
@@ -161,31 +141,54 @@ def _concat_infer(types, attrs):
             raise OpShapeError(
                 f"concat: shapes {x.shape} and {t.shape} differ outside axis {axis}; all inputs "
                 "must have the same shape except along the concatenation axis")
-    size = sum(t.shape[axis] for t in types)
-    return TensorType(x.shape[:axis] + (size,) + x.shape[axis + 1:], dtype)
+    return x.shape[:axis] + (sum(t.shape[axis] for t in types),) + x.shape[axis + 1:]
 
 
-_injective("concat", _concat_infer, lambda *xs, axis: np.concatenate(xs, axis=axis),
-           {"axis": REQUIRED}, num_inputs=(1, None), doc="join tensors along `axis`")
+def _concat_empty(types, attrs, arrays):
+    """An input with no elements adds nothing: the concat of the others."""
+    if not any(0 in t.shape for t in types):
+        return None
+    shape = _concat_shape(types, attrs)
+    kept = [a for a in arrays or () if a.size]
+    if not kept:
+        return np.empty(shape, types[0].dtype)
+    return get("concat").reference(*kept, axis=attrs["axis"])
 
 
-def _split_infer(types, attrs):
-    x = types[0]
+declare.op("concat", lambda *xs, axis, name: T.concat(xs, axis, name=name),
+           kind=OpKind.INJECTIVE, attrs={"axis": REQUIRED}, num_inputs=(1, None),
+           check=_concat_shape, empty=_concat_empty, onnx="Concat",
+           doc="join tensors along `axis`")
+
+
+def _split_sizes(x, attrs):
     axis = norm_axis("split", attrs["axis"], x.ndim)
     sizes = ints("split", "sizes", attrs["sizes"])
     if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
         raise OpShapeError(f"split: sizes={sizes} must be non-negative and add up to "
                            f"{x.shape[axis]}, the size of axis {axis} of {x.shape}")
-    return TupleType(tuple(TensorType(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype)
-                           for s in sizes))
+    return axis, sizes
 
 
-def _split_ref(x, sizes, axis=0):
-    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+def _split_empty(types, attrs, arrays):
+    """Pieces of size 0 are empty; the others are the split without them."""
+    x = types[0]
+    axis, sizes = _split_sizes(x, attrs)
+    if 0 not in sizes and 0 not in x.shape:
+        return None
+    shapes = [x.shape[:axis] + (s,) + x.shape[axis + 1:] for s in sizes]
+    if arrays is None or 0 in x.shape:
+        return tuple(np.empty(s, x.dtype) for s in shapes)
+    pieces = get("split").reference(arrays[0], axis=axis, sizes=[s for s in sizes if s])
+    pieces = iter(pieces)
+    return tuple(next(pieces) if s else np.empty(shape, x.dtype)
+                 for s, shape in zip(sizes, shapes))
 
 
-register("split", kind=OpKind.INJECTIVE, infer=_split_infer, reference=_split_ref,
-         attrs={"axis": 0, "sizes": REQUIRED}, doc="cut along `axis` into pieces of `sizes`")
+declare.op("split", lambda x, *, axis, sizes, name: T.split(x, sizes, axis, name=name),
+           kind=OpKind.INJECTIVE, attrs={"axis": 0, "sizes": REQUIRED},
+           check=lambda types, attrs: _split_sizes(types[0], attrs), empty=_split_empty,
+           doc="cut along `axis` into pieces of `sizes`")
 
 
 def slice_ranges(shape, starts, ends, axes=None, steps=None) -> list[tuple[int, int, int]]:
@@ -208,21 +211,16 @@ _data_op("slice", T.slice, _sliced,
          "x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)")
 
 
-def _gather_infer(types, attrs):
+def _gathered(types, attrs):
     data, idx = types
     require_dtype("gather", idx, ("int32", "int64"), "indices")
     axis = norm_axis("gather", attrs["axis"], data.ndim)
-    return TensorType(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
+    return data.shape[:axis] + idx.shape + data.shape[axis + 1:]
 
 
-def _gather_ref(data, indices, axis=0):
-    n = data.shape[axis]
-    if indices.size and (indices.min() < -n or indices.max() >= n):
-        raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis {axis}")
-    return np.take(data, indices, axis=axis)
-
-
-_injective("gather", _gather_infer, _gather_ref, {"axis": 0}, num_inputs=(2, 2),
+declare.op("gather", T.gather, kind=OpKind.INJECTIVE, attrs={"axis": 0}, num_inputs=(2, 2),
+           check=_gathered, empty=declare.empty_output(_gathered),
+           indices=declare.indices_on_axis("gather"), onnx="Gather",
            doc="pick slices along `axis` by integer indices (negative counts from the end)")
 
 

@@ -58,3 +58,26 @@ def test_declared_reductions_and_transpose_export_under_their_onnx_names():
     assert got[0].tolist() == [2, 3, 2]                     # the last of the ties
     np.testing.assert_allclose(got[1], xv.prod(0, keepdims=True))
     np.testing.assert_allclose(got[2], xv.max(0))
+
+
+def test_declared_gathers_concat_and_flatten_export_under_their_onnx_names():
+    x, i = Var("x", TensorType((2, 3, 4))), Var("i", TensorType((2, 1, 2), "int64"))
+    j = Var("j", TensorType((2,), "int32"))
+    f = Function((x, i, j), mb.graph.Tuple([
+        op.concat(op.gather(x, j, axis=2), x, axis=-1),
+        op.gather_elements(x, i, axis=1),
+        op.flatten(op.gather_nd(x, i, batch_dims=1), axis=1)]))
+    model = mb.to_onnx(f)
+    assert [n.op_type for n in model.graph.node] == ["Gather", "Concat", "GatherElements",
+                                                     "GatherND", "Flatten"]
+    xv = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    iv, jv = np.array([[[1, -1]], [[2, 0]]], np.int64), np.array([3, -4], np.int32)
+    want = mb.graph.interpret(f, xv, iv, jv)
+    assert want[0].shape == (2, 3, 6)
+    for got, w in zip(run_ort(model, xv, iv, jv), want):
+        np.testing.assert_array_equal(got, w)
+    back = mb.from_onnx(model)
+    assert {c.op for c in back["main"].calls()} == {"gather", "concat", "gather_elements",
+                                                   "gather_nd", "flatten"}
+    for got, w in zip(mb.compile(back)(xv, iv, jv), want):
+        np.testing.assert_array_equal(got, w)

@@ -5,9 +5,9 @@ import pytest
 
 import mlcbook as mb
 from mlcbook import ops
-from mlcbook.errors import GraphError, OpShapeError
+from mlcbook.errors import ArgumentError, GraphError, OpShapeError
 from mlcbook.graph import Function, Var, interpret, op
-from mlcbook.ops import OpKind, TensorType, declare
+from mlcbook.ops import OpKind, TensorType, TupleType, declare
 from mlcbook.te import ops as T
 from mlcbook.tir import expr as E
 
@@ -70,8 +70,69 @@ def test_a_reduction_of_an_empty_tensor_is_refused(declared):
 def test_an_empty_rule_gives_the_value_of_an_input_with_no_elements(declared):
     declared.append("count_rows")
     declare.op("count_rows", lambda x, name: T.sum(x, axis=1, name=name), kind=OpKind.REDUCTION,
-               empty=lambda types, attrs: np.zeros(types[0].shape[:1], types[0].dtype))
+               empty=lambda types, attrs, arrays: np.zeros(types[0].shape[:1], types[0].dtype))
     x = Var("x", TensorType((3, 0)))
     assert op.count_rows(x).type == TensorType((3,), "float32")
     assert interpret(Function([x], op.count_rows(x)), np.zeros((3, 0), "float32")).tolist() == \
         [0, 0, 0]
+
+
+def test_an_empty_rule_reads_the_values_of_the_inputs_that_have_elements(declared):
+    declared.append("join_rows")
+
+    def empty(types, attrs, arrays):
+        if not any(0 in t.shape for t in types):
+            return None
+        if arrays is None:      # only the type is asked
+            return np.empty((sum(t.shape[0] for t in types), 2), types[0].dtype)
+        return np.concatenate(arrays)
+
+    declare.op("join_rows", lambda *xs, name: T.concat(xs, 0, name=name),
+               kind=OpKind.INJECTIVE, num_inputs=(2, 2), empty=empty)
+    a, b = Var("a", TensorType((0, 2))), Var("b", TensorType((3, 2)))
+    f = Function([a, b], op.join_rows(a, b))
+    bv = np.arange(6, dtype="float32").reshape(3, 2)
+    assert f.body.type == TensorType((3, 2), "float32")
+    np.testing.assert_array_equal(interpret(f, np.zeros((0, 2), "float32"), bv), bv)
+
+
+def test_a_compute_returning_a_tuple_of_one_tensor_gives_a_tuple(declared):
+    declared.append("one_piece")
+    declare.op("one_piece", lambda x, name: T.split(x, [x.shape[0]], name=name),
+               kind=OpKind.INJECTIVE)
+    x = Var("x", TensorType((4,)))
+    assert op.one_piece(x).type == TupleType((TensorType((4,), "float32"),))
+    got = interpret(Function([x], op.one_piece(x)), np.arange(4, dtype="float32"))
+    assert isinstance(got, tuple) and got[0].tolist() == [0, 1, 2, 3]
+
+
+def test_declared_indices_out_of_range_raise_in_the_reference(declared):
+    declared.append("pick")
+    declare.op("pick", lambda x, i, name: T.gather(x, i, name=name), kind=OpKind.INJECTIVE,
+               num_inputs=(2, 2), indices=lambda types, attrs: ((1, types[0].shape[0], -1),))
+    x, i = np.arange(3, dtype="float32"), np.array([2, -3], "int64")
+    assert ops.get("pick").reference(x, i).tolist() == [2, 0]
+    for bad in (3, -4):
+        with pytest.raises(ArgumentError, match=r"pick: an index is outside \[-3, 2\].*"
+                                                "Instead: give indices inside the data"):
+            ops.get("pick").reference(x, np.array([0, bad], "int64"))
+
+
+def test_a_declared_view_is_a_view_with_its_shape_checked(declared):
+    declared.append("rows_of_two")
+
+    def shape_of(x, attrs):
+        if x.size % 2:
+            raise OpShapeError(f"rows_of_two: {x.shape} has an odd number of elements")
+        return (x.size // 2, 2)
+
+    declare.view("rows_of_two", shape_of)
+    assert ops.get("rows_of_two").is_view and "rows_of_two" in ops.view_ops()
+    x = Var("x", TensorType((2, 3), "int8"))
+    f = Function([x], op.relu(op.rows_of_two(x)))
+    assert f.body.args[0].type == TensorType((3, 2), "int8")
+    xv = np.arange(-3, 3, dtype="int8").reshape(2, 3)
+    np.testing.assert_array_equal(mb.compile(f)(xv), np.maximum(xv.reshape(3, 2), 0))
+    np.testing.assert_array_equal(interpret(f, xv), np.maximum(xv.reshape(3, 2), 0))
+    with pytest.raises(OpShapeError, match="odd number"):
+        op.rows_of_two(Var("y", TensorType((3,))))

@@ -5,7 +5,7 @@ import numpy as np
 
 import pytest
 
-from mlcbook.errors import OpAttributeError, OpShapeError
+from mlcbook.errors import ArgumentError, OpAttributeError, OpShapeError
 from mlcbook.ops import TensorType, get
 from mlcbook.ops.linalg import pack_panels
 
@@ -184,3 +184,56 @@ def test_a_slice_past_the_end_is_empty_and_padding_nothing_gives_the_fill():
     x = np.arange(12, dtype="float32").reshape(3, 4)
     assert ref("slice", x, starts=(5,), ends=(100,)).shape == (0, 4)
     assert ref("pad", x[:0], pads=(1, 1, 0, 0), value=7.0).tolist() == [[7.0] * 5]
+
+
+def test_concat_and_split_match_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3)).astype("float32"), rng.standard_normal((2, 1))
+    b = b.astype("float32")
+    np.testing.assert_array_equal(ref("concat", a, b, a, axis=-1), np.concatenate([a, b, a], 1))
+    pieces = ref("split", a, axis=1, sizes=(1, 2))
+    assert isinstance(pieces, tuple) and len(pieces) == 2
+    for got, want in zip(pieces, np.split(a, [1], axis=1)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_concat_skips_empty_inputs_and_a_split_gives_empty_pieces():
+    a = np.arange(6, dtype="int8").reshape(3, 2)
+    np.testing.assert_array_equal(ref("concat", a[:0], a, a[:0], axis=0), a)
+    assert ref("concat", a[:0], a[:0], axis=0).shape == (0, 2)
+    pieces = ref("split", a, axis=0, sizes=(0, 2, 0, 1))
+    assert [p.shape for p in pieces] == [(0, 2), (2, 2), (0, 2), (1, 2)]
+    np.testing.assert_array_equal(np.concatenate(pieces), a)
+    (one,) = ref("split", a, sizes=(3,))
+    np.testing.assert_array_equal(one, a)
+
+
+def test_gathers_match_numpy_with_negative_indices():
+    x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    i = np.array([[0, -1], [2, 1]], "int64")
+    np.testing.assert_array_equal(ref("gather", x, i, axis=2), np.take(x, i, axis=2))
+    np.testing.assert_array_equal(ref("gather", x, np.array(-1), axis=1), x[:, -1])
+    e = np.array([[[1, -1, 0, 2]], [[0, 0, -3, 1]]], "int32")
+    np.testing.assert_array_equal(ref("gather_elements", x, e, axis=1),
+                                  np.take_along_axis(x, e % 3, axis=1))
+    nd = np.array([[1, -2], [0, 3]], "int64")      # (row, column) pairs of each batch
+    want = np.stack([x[b, r % 3, c] for b, (r, c) in enumerate(nd)])
+    np.testing.assert_array_equal(ref("gather_nd", x, nd[:, None, :], batch_dims=1),
+                                  want[:, None])
+
+
+@pytest.mark.parametrize("op,attrs,index", [
+    ("gather", {"axis": 1}, np.array([3], "int64")),
+    ("gather_elements", {"axis": 1}, np.array([[[-4]], [[0]]], "int64")),
+    ("gather_nd", {"batch_dims": 1}, np.array([[0, 4], [0, 0]], "int64"))])
+def test_gathers_refuse_an_index_outside_the_axis(op, attrs, index):
+    x = np.zeros((2, 3, 4), "float32")
+    with pytest.raises(ArgumentError, match=f"{op}: an index is outside"):
+        ref(op, x, index, **attrs)
+
+
+def test_gathers_of_no_indices_are_empty():
+    x = np.zeros((2, 3), "float32")
+    assert ref("gather", x, np.zeros((0,), "int64"), axis=1).shape == (2, 0)
+    assert ref("gather_elements", x, np.zeros((2, 0), "int64"), axis=1).shape == (2, 0)
+    assert ref("gather_nd", x, np.zeros((0, 1), "int64")).shape == (0, 3)
