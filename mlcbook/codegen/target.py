@@ -93,6 +93,10 @@ class Target:
             _check_features(self.features, self.triple)
         elif on_host and self.cpu == host_cpu and real:
             self.features = llvm.get_host_cpu_features().flatten()
+        elif on_host and self.cpu == host_cpu:
+            # a CPU standing for this one: its features spelt out, as the host's are
+            self.features = ",".join(f"+{f}" for f in sorted(feature_set(
+                host_cpu, self.arch, ",".join(X86_LEVELS.get(host_cpu, ())))))
         elif self.cpu in X86_LEVELS and self.arch == "x86_64":
             self.features = ",".join(X86_LEVELS[self.cpu])
         else:
