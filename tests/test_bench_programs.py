@@ -85,3 +85,27 @@ def test_depthwise_benchmark_model_runs_its_depthwise_convs_in_blocks_and_matche
     assert not any("depthwise_nchwc" in k for k in nchw.kernels)
     np.testing.assert_allclose(blocked(x), nchw(x), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(blocked(x), mb.graph.interpret(f, x), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_the_jax_twin_of_a_training_step_steps_as_mlcbook_does(kind):
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import train
+    model = mb.train.mlp((12, 16, 5), batch=8) if kind == "mlp" else mb.train.cnn(batch=4)
+    trainer = mb.train.compile_step(model, "cross_entropy",
+                                    mb.train.SGD(lr=train.LR, momentum=train.MOMENTUM))
+    x = RNG.standard_normal(model.params[0].shape).astype("float32")
+    y = RNG.integers(0, model.ret_type.shape[-1], len(x))
+    p = {n: jnp.asarray(v) for n, v in trainer.params.items()}
+    b = {n: jnp.zeros_like(v) for n, v in p.items()}
+    step = train.jax_step(kind, list(p))
+    for _ in range(3):
+        p, b, loss = step(p, b, jnp.asarray(x), jnp.asarray(y), jnp.float32(train.LR))
+        assert float(loss) == pytest.approx(trainer.step(x, y), rel=1e-5)
+
+
+def test_the_training_benchmark_leaves_jax_out_with_a_note_when_it_is_missing(monkeypatch):
+    import train
+    monkeypatch.setitem(sys.modules, "jax", None)     # import jax now raises ImportError
+    assert "jax is not installed" in train.jax_missing()

@@ -12,7 +12,9 @@ seen outside it. The rules, applied to each group in the order of the graph:
   way is elementwise/broadcast and the post-dominator is injective or a reduction
   (``exp`` into the ``sum`` of a softmax-like reduction);
 * an **injective** group (transpose, slice, concat, pad) joins its post-dominator when every
-  op on the way, the post-dominator included, is injective or simpler;
+  op on the way, the post-dominator included, is injective or simpler, except a concat into
+  a transpose (an im2col of a conv's weight gradient), which a select per element would
+  read from every input at once;
 * **opaque** ops, calls with several outputs and reshapes (which cost nothing: they are views
   of memory) are never fused; neither is anything into a conv or matmul's inputs, which the
   kernel reads many times;
@@ -235,6 +237,11 @@ class _Fuser:
         if gkind == OpKind.INJECTIVE:
             if not phase:
                 return ""
+            if n.op == "concat" and p.op == "transpose":
+                return (f"{p.name} transposes concat {n.name}: fused, each element picks its "
+                        "input in a select over all of them (vectorized, a gather from every "
+                        "input per lane); apart, the concat copies each element once and "
+                        "the transpose gets its tiled schedule")
             if all(k <= OpKind.INJECTIVE for k in inner + [pkind]):
                 return None
             return f"{p.name} is {pkind.name.lower()}; injective ops join only injective ones"

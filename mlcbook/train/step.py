@@ -21,7 +21,6 @@ import numpy as np
 from ..errors import TrainingError
 from ..graph.batch import SymbolicBatchModule
 from ..graph.expr import Call, Constant, Function, Tuple, Var
-from ..graph.functor import ExprMutator
 from ..graph.interpret import main_function
 from ..graph.params import COUNT, declarations, running_update
 from ..ops import OpKind
@@ -31,6 +30,7 @@ from ..tir.function import IRModule
 from .autodiff import backward, lift_weights
 from .losses import get_loss
 from .optim import Optimizer, state_name
+from .step_graph import after_backward, feature_major
 
 #: the name of the labels input and of the learning-rate input of a step function
 LABELS, LR = "labels", "lr"
@@ -66,20 +66,6 @@ def _labels_type(loss: str, out: TensorType) -> TensorType:
     return out
 
 
-class _UntransposeB(ExprMutator):
-    """``gemm(a, W, trans_b=1)`` with a parameter ``W`` -> ``gemm(a, transpose(W))``:
-    mlcbook's gemm kernel reads a transposed, unpacked B slowly, and in training ``W``
-    changes every step, so ``mb.compile`` cannot pre-pack it as it does for inference."""
-
-    def visit_Call(self, call: Call):
-        call = self.generic_visit(call)
-        if call.op != "gemm" or not call.attrs["trans_b"] or not isinstance(call.args[1], Var):
-            return call
-        b = Call("transpose", (call.args[1],), Attrs(perm=(1, 0)))
-        return Call("gemm", (call.args[0], b) + call.args[2:],
-                    Attrs(dict(call.attrs, trans_b=0)), call.name)
-
-
 def model_function(model) -> Function:
     """The graph function to train: ``model`` itself, or the main function of the module
     ``mb.from_onnx`` returned."""
@@ -107,6 +93,7 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
     loss_fn = get_loss(loss)
     declared = declarations(model)
     lifted = lift_weights(model, declared.parameters + declared.buffers)
+    lifted = lifted.with_body(feature_major(lifted.body, set(declared.parameters)))
     n_data = len(model.params)
     data = lifted.params[:n_data]
     weights = {p.name: p for p in lifted.params[n_data:]}
@@ -136,8 +123,7 @@ def build_step(model: Function, loss: str, optimizer: Optimizer) -> TrainStep:
     attrs = Attrs(params=tuple(p.name for p in params),
                   state_owners=tuple((n, ln.owner, ln.slot) for n, ln in links.items()),
                   buffers=tuple(b.name for b in buffers))
-    # after differentiating: the backward gemms of a trans_b=1 layer need no transposes
-    body = _UntransposeB().visit(Tuple([value] + new_params + new_state + new_buffers))
+    body = after_backward(Tuple([value] + new_params + new_state + new_buffers))
     func = Function(tuple(data) + (labels, lr) + tuple(params) + tuple(state_vars)
                     + tuple(buffers), body, "train_step", attrs)
     return TrainStep(func, tuple(d.name for d in data), tuple(p.name for p in params), links,

@@ -87,6 +87,18 @@ def test_injective_chains_fuse():
     assert _groups(f) == [["t", "s"]]
 
 
+def test_a_concat_does_not_join_the_transpose_of_it():
+    # an im2col (a conv's weight gradient): fused, every element of the transpose would
+    # select its input among all the concat's; apart, each is copied once
+    x, y = _x((4, 6)), Var("y", mb.graph.TensorType((4, 6)))
+    f = Function([x, y], op.transpose(op.concat(x, y, axis=0, name="c"), perm=(1, 0),
+                                      name="t"))
+    plan = fuse_ops(f)
+    assert _groups(f) == [["c"], ["t"]]
+    assert plan.boundaries[0][:2] == ("c", "t")
+    assert "each element picks its input in a select" in plan.boundaries[0][2]
+
+
 def test_every_call_is_in_exactly_one_group():
     f = optimize(model("attention"), 1)
     names = [n for g in _groups(f) for n in g]
