@@ -41,12 +41,16 @@ class Kernel:
         self._cfunc = None
 
     # --- calling -------------------------------------------------------------------------------
+    def native_address(self) -> int:
+        """The compiled function's address (what :meth:`native_function` calls)."""
+        return self._lib.address(self.entry.symbol)
+
     def native_function(self):
         """The compiled function as a ctypes callable, ``f(*addresses, launcher)``: one data
         address per parameter, then :func:`~mlcbook.runtime.thread_pool.launcher_address`.
         No checks at all (for runtimes that checked the arrays once, e.g. an executable)."""
         if self._cfunc is None:
-            addr = self._lib.address(self.entry.symbol)
+            addr = self.native_address()
             # an entry that allocates on the heap returns a status (see EntryInfo.may_fail)
             ret = ctypes.c_int32 if self.entry.may_fail else None
             proto = ctypes.CFUNCTYPE(ret, *([ctypes.c_void_p] * (len(self.params) + 1)))

@@ -14,6 +14,7 @@ their input.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -28,6 +29,7 @@ from ...runtime.c_export import ExportedModel, export_library
 from ...runtime.kernel import allocation_failed
 from ...runtime.native_pool import native_pool
 from ...runtime.pages import HUGE_AT_LEAST, huge_copy, huge_empty
+from ...runtime.plan_runner import plan_runner
 from ...runtime.thread_pool import launcher_address
 from ...tir.functor import post_order_visit
 from ...tir.stmt import For
@@ -80,7 +82,9 @@ class Executable:
                                        for i, s in enumerate(plan.slots) if s.kind == "const"})
         checks: dict[int, list] = {}
         for step, pos, n, axis, coord in plan.checks:
-            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis, coord))
+            # (the kernel's name, after its op, names the op in the error)
+            checks.setdefault(step, []).append((plan.steps[step][1][pos], n, axis, coord,
+                                                plan.steps[step][0]))
         self._calls = [(self.kernels[k], args, checks.get(s, ()))
                        for s, (k, args) in enumerate(plan.steps)]
         self._roots = [plan.root(i) for i in range(len(plan.slots))]
@@ -93,6 +97,9 @@ class Executable:
         parallel = any(_may_run_in_parallel(k) for k in self.kernels.values())
         self._wake = native_pool().wake if parallel else _nothing
         self._local = threading.local()
+        #: one native call for the whole plan (:mod:`~mlcbook.runtime.plan_runner`), made on
+        #: the first run; a plan with index checks between its calls keeps calling from Python
+        self._runner = None if any(checks for _, _, checks in self._calls) else _UNBUILT
         self._arena()   # this thread's buffers now: a model too big fails here, not at a call
 
     @property
@@ -196,15 +203,16 @@ class Executable:
 
     def _check_indices(self, checks, buffers, arrays) -> None:
         # the reference raises for an index out of range; the kernel would clamp it
-        for slot, n, axis, coord in checks:
+        for slot, n, axis, coord, kernel in checks:
             root = self._roots[slot]
             s = self.plan.slots[root]
             a = arrays[s.ref] if s.kind == "input" else buffers[root]
             if coord >= 0:   # one coordinate of gather_nd/scatter_nd's index tuples
                 a = a.reshape(self.plan.slots[slot].shape)[..., coord]
             if a.size and (a.min() < -n or a.max() >= n):
-                raise ArgumentError(f"gather: an index is outside [-{n}, {n - 1}] for axis "
-                                    f"{axis}")
+                raise ArgumentError(f"{kernel}: an index is outside [-{n}, {n - 1}] for axis "
+                                    f"{axis} of length {n}; Instead: give indices inside the "
+                                    "data")
 
     def _execute(self, arrays, times: list | None = None, converted: bool = False):
         self._wake()   # sleeping workers start now, while this thread prepares the run
@@ -212,8 +220,45 @@ class Executable:
             # the kernels read native-order, contiguous memory: convert (e.g. big-endian '>f4')
             arrays = [np.ascontiguousarray(a, a.dtype.newbyteorder("=")) for a in arrays]
         buffers = self._arena()[0]
-        steps = self._steps()
         addresses = [_address(a) for a in arrays]
+        if times is None and self._runner is not None:
+            self._run_natively(addresses)
+        else:
+            self._run_each(buffers, arrays, addresses, times)
+        outs = []
+        for o, root in zip(self.plan.outputs, self._output_roots):
+            src = buffers[root] if self.plan.slots[root].kind != "input" \
+                else arrays[self.plan.slots[root].ref]
+            outs.append(np.array(src).reshape(self.plan.slots[o].shape))
+        return tuple(outs) if self.plan.tuple_output else outs[0]
+
+    def _run_natively(self, addresses: list[int]) -> None:
+        """Every kernel call of the plan in one native call (see ``_runner``)."""
+        if self._runner is _UNBUILT:
+            self._runner = plan_runner([(kernel.native_address(), len(args) + 1,
+                                         kernel.entry.may_fail)
+                                        for kernel, args, _ in self._calls])
+        flat = getattr(self._local, "flat", None)
+        if flat is None:   # this thread's arguments: its arena's addresses, then the inputs'
+            steps = self._steps()
+            flat = (ctypes.c_void_p * sum(len(p) for _, p, _, _ in steps))()
+            patches, at = [], 0
+            for _, ptrs, step_patches, _ in steps:
+                flat[at:at + len(ptrs)] = ptrs
+                patches += [(at + pos, i) for pos, i in step_patches]
+                at += len(ptrs)
+            flat = self._local.flat = (flat, patches)
+        args, patches = flat
+        for pos, i in patches:
+            args[pos] = addresses[i]
+        failed = self._runner(args)
+        if failed:   # 1 + the call whose kernel could not allocate
+            raise allocation_failed(self.plan.steps[failed - 1][0])
+
+    def _run_each(self, buffers, arrays, addresses, times) -> None:
+        """The plan's kernel calls one by one from Python: between them, the index checks;
+        with ``times``, each call's time appended to its list."""
+        steps = self._steps()
         for k, (fn, ptrs, patches, checks) in enumerate(steps):
             for pos, i in patches:
                 ptrs[pos] = addresses[i]
@@ -227,12 +272,6 @@ class Executable:
                 times[k].append(time.perf_counter() - t0)
             if failed:   # only a kernel that allocates returns a status; 0 is success
                 raise allocation_failed(self.plan.steps[k][0])
-        outs = []
-        for o, root in zip(self.plan.outputs, self._output_roots):
-            src = buffers[root] if self.plan.slots[root].kind != "input" \
-                else arrays[self.plan.slots[root].ref]
-            outs.append(np.array(src).reshape(self.plan.slots[o].shape))
-        return tuple(outs) if self.plan.tuple_output else outs[0]
 
     # --- artifact ------------------------------------------------------------------------------
     def save(self, path) -> str:
@@ -277,6 +316,10 @@ class Executable:
         ins = ", ".join(f"{n}: {t}" for n, t in self.plan.inputs)
         return f"<Executable ({ins}): {len(self.plan.steps)} kernel calls, " \
                f"{len(self.kernels)} kernels>"
+
+
+#: an executable's runner before its first run builds it
+_UNBUILT = object()
 
 
 def _address(a: np.ndarray | None) -> int:

@@ -270,3 +270,27 @@ def test_big_constants_sit_on_huge_page_boundaries_and_keep_their_values():
     assert min(a.ctypes.data for a in consts.values()) % HUGE_PAGE == 0
     xv = rng.standard_normal((4, 1024)).astype("float32")
     np.testing.assert_allclose(exe(xv), np.maximum(xv @ w1, 0) @ w2, rtol=1e-4, atol=1e-3)
+
+
+def test_a_run_makes_every_kernel_call_in_one_native_call(model, monkeypatch):
+    f, exe = model
+    x = np.random.default_rng(2).standard_normal((4, 12)).astype("float32")
+    want = exe(x)
+    assert exe._runner is not None and callable(exe._runner)
+
+    def one_by_one(*args):
+        raise AssertionError("the run called its kernels one by one from Python")
+    monkeypatch.setattr(type(exe), "_run_each", one_by_one)
+    for got, w in zip(exe(x), want):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_a_plan_with_index_checks_calls_its_kernels_from_python_and_checks_them():
+    data = Var("data", TensorType((5, 3)))
+    idx = Var("idx", TensorType((2,), "int64"))
+    exe = mb.compile(Function([data, idx], op.relu(op.gather(data, idx, axis=0))))
+    assert exe._runner is None
+    d = np.arange(15, dtype="float32").reshape(5, 3) - 7
+    np.testing.assert_array_equal(exe(d, np.array([4, 0])), np.maximum(d[[4, 0]], 0))
+    with pytest.raises(ArgumentError, match="outside"):
+        exe(d, np.array([5, 0]))
