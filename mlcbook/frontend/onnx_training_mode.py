@@ -3,7 +3,9 @@ BatchNormalization and Dropout in their training forms, and the role of every we
 
 - **BatchNormalization** becomes ``batch_norm_train`` (batch statistics); its running mean
   and variance are buffers updated with ONNX's momentum, and its optional outputs 1 and 2
-  are those updated statistics.
+  are those updated statistics. Opsets 9 to 13 mark training by five outputs instead of
+  ``training_mode``: outputs 3 and 4 (``saved_mean``, ``saved_var``) are the batch's mean
+  and population variance, as ONNX's reference computes them.
 - **Dropout** becomes ``dropout`` with its ratio and seed and a new 0-d int64 buffer
   ``<node>.counter`` (the step number, which makes each step's mask new); its optional
   output 1 is the mask.
@@ -26,13 +28,13 @@ import numpy as np
 
 from ..graph.expr import Constant, Function
 from ..graph.params import (CONSTANT, PARAMETER, RUNNING_MEAN, RUNNING_VAR, Declared,
-                            declarations, declare, running_update)
+                            channel_moments, declarations, declare, running_update)
 from .onnx_ops import converter, guard_dtype
 
 logger = logging.getLogger(__name__)
 
 
-@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), outputs=3,
+@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), outputs=5,
            training=True)
 @guard_dtype
 def _batch_norm_train(cx, ins, attrs):
@@ -42,6 +44,8 @@ def _batch_norm_train(cx, ins, attrs):
     for k, rule in ((1, RUNNING_MEAN), (2, RUNNING_VAR)):
         used = len(cx.node.output) > k and cx.node.output[k]
         outs.append(running_update(bn, rule, ins[2 + k]) if used else None)
+    if any(len(cx.node.output) > k and cx.node.output[k] for k in (3, 4)):
+        outs.extend(channel_moments(ins[0]))        # opsets 9-13: saved_mean, saved_var
     return outs
 
 

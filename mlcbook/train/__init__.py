@@ -22,8 +22,8 @@ losses, optimizers (whose state each parameter owns) and schedules are graph bui
 ``compile_step`` compiles forward, backward and update into native kernels.
 """
 
-from . import (grad_rules, grad_rules_layout, grad_rules_nn,  # noqa: F401 - they register
-               grad_rules_recurrent, grad_rules_train)        # the gradient rules
+from . import (grad_rules, grad_rules_grid, grad_rules_layout,  # noqa: F401 - they register
+               grad_rules_nn, grad_rules_recurrent, grad_rules_train)  # the gradient rules
 from . import rewrite  # noqa: F401 - mb.train.rewrite
 from . import induction  # noqa: F401 - mb.train.induction
 from .autodiff import (backward, grad, gradient_rule, has_gradient, lift_weights,

@@ -120,7 +120,11 @@ def _conv_transpose(c, g):
     gradient ``x``."""
     x, w = c.args[:2]
     nsp, s, d, pads, _ = _spatial(c, w.shape[2:])
-    conv = call("conv", g, w, strides=s, dilations=d, pads=pads, group=c.attrs["group"])
+    # a constant (frozen) weight goes to the conv unnamed: the compiler re-lays a conv's
+    # constant weight into blocks under its name, which would give the function two
+    # different weights of one name (the forward conv_transpose keeps the original)
+    wc = Constant(w.data) if isinstance(w, Constant) and w.name else w
+    conv = call("conv", g, wc, strides=s, dilations=d, pads=pads, group=c.attrs["group"])
     dx = conv
     for i in range(nsp):
         dx = pad_axis(dx, 2 + i, 0, x.shape[2 + i] - conv.shape[2 + i])

@@ -16,10 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.expr import Call, Constant, Expr, Var
-from ..graph.functor import ExprMutator
 from ..te.ops.recurrent import DEFAULT_ACTIVATIONS, GATES
 from .autodiff import backward, register_gradient
-from .graph_math import call, concat, reshape, scalar
+from .graph_math import Bind, call, concat, reshape, scalar
 
 _INPUTS = {"rnn": ("x", "w", "r", "b", "h0"), "gru": ("x", "w", "r", "b", "h0"),
            "lstm": ("x", "w", "r", "b", "h0", "c0", "p")}
@@ -126,17 +125,6 @@ class _Layer:
         return call("mul", o_g, self.act(rest[1], c_new)), c_new
 
 
-class _Bind(ExprMutator):
-    """Each stand-in variable replaced by the expression it stands for."""
-
-    def __init__(self, values: dict):
-        super().__init__()
-        self.values = values
-
-    def visit_Var(self, v: Var) -> Expr:
-        return self.values.get(id(v), v)
-
-
 def _recurrent(c: Call, g) -> tuple:
     names = _INPUTS[c.op] + ("seq_lens",)
     stand = [Var(f"{c.op}.{n}", a.type) for n, a in zip(names, c.args)]
@@ -151,7 +139,7 @@ def _recurrent(c: Call, g) -> tuple:
         term = call("sum", call("mul", out, gv), keepdims=0)
         loss = term if loss is None else call("add", loss, term)
     floats = stand[:len(_INPUTS[c.op])]
-    bind = _Bind(values)
+    bind = Bind(values)
     out = [bind.visit(e) for e in backward(loss, floats)]
     return tuple(out) + (None,) * (len(c.args) - len(floats))
 

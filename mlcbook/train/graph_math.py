@@ -11,7 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..graph.expr import Call, Constant, Expr
+from ..graph.expr import Call, Constant, Expr, Var
+from ..graph.functor import ExprMutator
 from ..ops.types import Attrs
 
 
@@ -117,5 +118,18 @@ def unwindow(v: Expr, offsets: Sequence[int], strides: Sequence[int],
     return v
 
 
-__all__ = ["scalar", "call", "concat", "as_float", "reshape", "unbroadcast", "broadcast_to",
+class Bind(ExprMutator):
+    """Each stand-in variable (by ``id``) replaced by the expression it stands for: a rule
+    that differentiates a graph written on stand-ins binds the result to its call's
+    arguments."""
+
+    def __init__(self, values: dict):
+        super().__init__()
+        self.values = values
+
+    def visit_Var(self, v: Var) -> Expr:
+        return self.values.get(id(v), v)
+
+
+__all__ = ["Bind", "scalar", "call", "concat", "as_float", "reshape", "unbroadcast", "broadcast_to",
            "pad_axis", "dilate", "scatter_strided", "window", "unwindow"]

@@ -143,3 +143,43 @@ def test_initializers_listed_as_inputs_are_the_parameters_when_some_are_not():
 def test_with_no_initializer_listed_every_float_weight_trains():
     d = mb.graph.declarations(mb.from_onnx(_two_layers(set()), training=True)["main"])
     assert d.parameters == ("w1", "b1", "w2", "b2")
+
+
+def _five_output_bn(opset, channels=4):
+    """A BatchNormalization of opsets 9-13 in training mode: five outputs (y, running mean
+    and variance, saved mean and variance), momentum 0.8."""
+    rng = np.random.default_rng(opset)
+    inits = {"s": rng.random(channels) + 0.5, "b": rng.random(channels),
+             "m": rng.random(channels), "v": rng.random(channels) + 0.5}
+    outs = ["y", "rm", "rv", "sm", "sv"]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], outs, name="bn",
+                            momentum=0.8)
+    graph = helper.make_graph(
+        [node], "bn9",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, channels, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, channels, 3, 3])]
+        + [helper.make_tensor_value_info(n, TensorProto.FLOAT, [channels]) for n in outs[1:]],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model, {k: v.astype(np.float32).astype(np.float64) for k, v in inits.items()}
+
+
+@pytest.mark.parametrize("opset", [9, 12, 13])
+def test_an_old_opsets_five_output_batch_norm_trains_on_the_batch(opset):
+    # neither onnxruntime nor onnx.reference runs this form; the operator's text defines it:
+    # batch statistics, running = momentum * running + (1 - momentum) * batch, and the
+    # saved mean and variance are the batch's (population variance)
+    model, p = _five_output_bn(opset)
+    mod = mb.from_onnx(model, training=True)
+    x = (np.random.default_rng(1).standard_normal((8, 4, 3, 3)) * 2 + 1).astype(np.float32)
+    got = mb.graph.interpret(mod, x)
+    xd = x.astype(np.float64)
+    mean, var = xd.mean(axis=(0, 2, 3)), xd.var(axis=(0, 2, 3))
+    y = (xd - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5) * p["s"][:, None, None] \
+        + p["b"][:, None, None]
+    want = [y, 0.8 * p["m"] + 0.2 * mean, 0.8 * p["v"] + 0.2 * var, mean, var]
+    for name, g, w in zip(("y", "running mean", "running var", "saved mean", "saved var"),
+                          got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert mb.graph.declarations(mod["main"]).buffers == ("m", "v")

@@ -1,5 +1,6 @@
-"""Independent numpy float64 references: an MLP and a CNN with their gradients written by
-hand, and the optimizers' update rules (PyTorch's formulas)."""
+"""Independent numpy float64 references: an MLP, a CNN and the held-out CNN with BatchNorm
+and Dropout, with their gradients written by hand, and the optimizers' update rules
+(PyTorch's formulas)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,41 @@ def cnn_grads(params: dict, x, labels, stages: int):
             acts[k - 1], p[f"conv{k}.weight"], gh)
         gh = gx
     return loss, grads
+
+
+def bn_cnn_grads(params: dict, x, labels, keep, eps=1e-5):
+    """Loss, gradients and the batch's channel mean and variance of the held-out CNN
+    (``_imported_models.cnn``): conv (3x3, pad 1, no bias) -> batch-statistics BatchNorm ->
+    relu -> 2x2 max pool -> flatten -> times ``keep`` (dropout's scaled mask) -> fc."""
+    p = {k: v.astype(np.float64) for k, v in params.items()}
+    w = p["conv.w"]
+    h = _conv_fwd(x.astype(np.float64), w, np.zeros(w.shape[0]))
+    mean, var = h.mean(axis=(0, 2, 3)), h.var(axis=(0, 2, 3))
+    inv = 1 / np.sqrt(var + eps)
+    xhat = (h - mean[:, None, None]) * inv[:, None, None]
+    a = np.maximum(xhat * p["bn.scale"][:, None, None] + p["bn.bias"][:, None, None], 0)
+    n, c, s, _ = a.shape
+    blocks = a.reshape(n, c, s // 2, 2, s // 2, 2)
+    pooled = blocks.max(axis=(3, 5))
+    dropped = pooled.reshape(n, -1) * keep
+    loss, g = softmax_ce(dropped @ p["fc.w"].T + p["fc.b"], labels)
+    grads = {"fc.w": g.T @ dropped, "fc.b": g.sum(axis=0)}
+    gp = ((g @ p["fc.w"]) * keep).reshape(pooled.shape)
+    # the digits' blank background makes ties within a window (equal positive values after
+    # BatchNorm): each window's first largest element takes the gradient, as max_pool's
+    # rule does; the tied elements move together, so the loss changes as much
+    windows = blocks.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, s // 2, s // 2, 4)
+    first = np.eye(4)[windows.argmax(axis=-1)] * gp[..., None]
+    ga = first.reshape(n, c, s // 2, s // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(a.shape)
+    ga = ga * (a > 0)
+    grads["bn.scale"] = (ga * xhat).sum(axis=(0, 2, 3))
+    grads["bn.bias"] = ga.sum(axis=(0, 2, 3))
+    gx = ga * p["bn.scale"][:, None, None]
+    m = n * s * s
+    gh = inv[:, None, None] / m * (m * gx - gx.sum(axis=(0, 2, 3))[:, None, None]
+                                   - xhat * (gx * xhat).sum(axis=(0, 2, 3))[:, None, None])
+    grads["conv.w"] = _conv_bwd(x.astype(np.float64), w, gh)[1]
+    return loss, grads, (mean, var)
 
 
 def sgd(p, g, state, lr, momentum=0.0, nesterov=False, weight_decay=0.0):

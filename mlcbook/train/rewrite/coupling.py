@@ -8,7 +8,9 @@ add (its producer must widen too, so the whole residual stream is one group), an
 slice of each consumer — offset by a concat, spread over ``h*w`` features by a flatten or a
 reshape that merges axes. The units live on one axis of each value (axis 1 after a gemm or
 conv, the last after ``matmul(x, W)``); transposes, broadcasting and reshapes that keep the
-axis are followed. :func:`coupled_group` finds that set by walking the graph forward and,
+axis are followed, and so are a concat, expand or tile along another axis (a ViT's class
+token, whose weight joins the group), a gather along another axis (the class token taken
+back out) and fused ``attention``, whose heads (axis 1) are q's, k's and v's together. :func:`coupled_group` finds that set by walking the graph forward and,
 through residual adds, backward (DepGraph's groups).
 
     >>> g = coupled_group(mb.train.cnn(channels=(4, 6)), "conv2")
@@ -26,6 +28,7 @@ from ...errors import RewriteError
 from ...graph.expr import Call, Constant, Expr, Function, Var, post_order
 from ...ops import OpKind
 from ...ops import get as get_op
+from ...ops.types import TensorType
 from .ownership import IN, OUT, layer_out_axis, layer_weight, parameters, weight_operand
 from .ownership import weight_view
 
@@ -36,6 +39,12 @@ _ON_CHANNELS = ("max_pool", "avg_pool", "global_avg_pool", "batch_norm", "batch_
 _SAME_AXIS = ("layer_norm", "softmax", "log_softmax", "transpose") + _ON_CHANNELS
 _REGROUP = ("flatten", "reshape")
 _REDUCE = ("sum", "mean", "max", "min")
+#: ops whose operands line up with the output by numpy's trailing alignment, element for
+#: element along an axis they do not concatenate or repeat (a class token reaches the
+#: batch by expand or tile and joins the patch tokens by a concat on the tokens' axis)
+_ALIGNED = ("expand", "tile", "concat")
+#: ops with a static target shape, which changes when the units' axis does
+_SHAPED = ("reshape", "expand")
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,27 @@ def _shape(node: Expr) -> tuple:
     return tuple(node.type.shape)
 
 
+def _keeps(call: Call, axis: int) -> bool:
+    """Whether :data:`_ALIGNED` ``call`` passes its output axis ``axis`` through as is."""
+    if call.op == "concat":
+        return call.attrs["axis"] % len(_shape(call)) != axis
+    if call.op == "tile":
+        return call.attrs["repeats"][axis] == 1
+    return True
+
+
+def _gather_axis(call: Call, axis: int, forward: bool) -> int | None:
+    """Through a gather of constant indices along another axis: where data axis ``axis``
+    lands in the output (``forward``), or which data axis output axis ``axis`` comes from;
+    None if the units are the gathered axis."""
+    at, idx = call.attrs["axis"] % len(_shape(call.args[0])), len(_shape(call.args[1]))
+    if not isinstance(call.args[1], Constant):
+        return None
+    if forward:
+        return None if axis == at else axis if axis < at else axis - 1 + idx
+    return axis if axis < at else None if axis < at + idx else axis + 1 - idx
+
+
 def _kept_axes(call: Call) -> list[int]:
     """The input axes a reduction keeps, in order: output axis j is input axis ``[j]``."""
     nd = len(_shape(call.args[0]))
@@ -150,7 +180,7 @@ class _Walk:
         if id(node) in self.seen:
             return
         self.seen.add(id(node))
-        if isinstance(node, Call) and node.op == "reshape":
+        if isinstance(node, Call) and node.op in _SHAPED:
             self.reshapes.append((node.name, axis, offset, block, _shape(node)))
         if back:
             self.backward(node, axis, offset, block)
@@ -189,10 +219,18 @@ class _Walk:
         if node.op == "matmul" and len(_shape(node)) >= 2:
             self.matmul_back(node, axis, offset, block)
             return
+        if node.op == "attention":
+            for a, a_axis in self.attention_args(node, axis):
+                self.enter(a, a_axis, offset, block, back=True)
+            return
         if node.op in _REDUCE:
             self.enter(node.args[0], _kept_axes(node)[axis], offset, block, back=True)
             return
-        if node.op in _REGROUP + ("concat", "matmul"):
+        if node.op == "gather" and _gather_axis(node, axis, False) is not None:
+            self.enter(node.args[0], _gather_axis(node, axis, False), offset, block, back=True)
+            return
+        if node.op in _REGROUP + ("matmul", "gather") or \
+                (node.op in _ALIGNED and not _keeps(node, axis)):
             raise RewriteError(f"the units of layer {self.layer!r} are added to the output of "
                                f"{node.op} {node.name!r}; following a group back through it "
                                "is not supported. Instead: rewrite another layer")
@@ -268,6 +306,11 @@ class _Walk:
             self.into_layer(user, wpos, node, axis, offset, block)
         elif op == "matmul":
             self.into_matmul(user, pos, node, axis, offset, block)
+        elif op == "attention" and pos < 3:
+            for a, a_axis in self.attention_args(user, axis, pos):
+                if a is not node:
+                    self.enter(a, a_axis, offset, block, back=True)
+            self.enter(user, axis, offset, block)
         elif op in _REGROUP:
             to = regroup(_shape(node), _shape(user), axis, offset, block)
             if to is None:
@@ -288,7 +331,10 @@ class _Walk:
         elif op == "concat" and user.attrs["axis"] % nd == axis:
             before = sum(_shape(a)[axis] for a in user.args[:pos])
             self.enter(user, axis, before + offset, block)
-        elif get_op(op).kind <= OpKind.BROADCAST or op in _SAME_AXIS:
+        elif op == "gather" and pos == 0 and _gather_axis(user, axis, True) is not None:
+            self.enter(user, _gather_axis(user, axis, True), offset, block)
+        elif get_op(op).kind <= OpKind.BROADCAST or op in _SAME_AXIS or \
+                (op in _ALIGNED and _keeps(user, axis + len(_shape(user)) - nd)):
             if op == "transpose":
                 perm = user.attrs["perm"] or tuple(reversed(range(nd)))
                 out_axis = list(perm).index(axis)
@@ -305,8 +351,8 @@ class _Walk:
                                f"{user.name!r}, whose coupling is unknown. Instead: rewrite "
                                "a layer followed by elementwise ops, norms, pools, residual "
                                "adds, transposes, reshapes that keep the units or split off "
-                               "whole heads, reductions over other axes, concat and "
-                               "gemm/conv/matmul")
+                               "whole heads, reductions over other axes, concat, expand, "
+                               "tile, gather on other axes and gemm/conv/matmul")
 
     def into_layer(self, user: Call, wpos: int, node, axis: int, offset: int, block: int):
         """Into a layer as its input: its weight's input axis is a sink, unless the units
@@ -327,6 +373,29 @@ class _Walk:
         raise RewriteError(f"the units of layer {self.layer!r} enter {user.op} {user.name!r} "
                            f"on axis {axis}, which it neither contracts nor keeps. Instead: "
                            "rewrite a layer whose units are the next layer's input features")
+
+    def attention_args(self, call: Call, axis: int, pos: int = 2) -> list[tuple[Expr, int]]:
+        """The operands of fused ``attention`` that carry the units of its output ``axis``
+        (entered from operand ``pos``):
+        whole heads (axis 1) are q's, k's and v's heads, each head attending on its own;
+        the value features (axis 3) are v's. Query and key features are contracted into the
+        scores, where replicas would count twice."""
+        q, k, v = call.args[:3]
+        if not isinstance(call.type, TensorType) or axis not in (1, 3) or \
+                (axis == 3 and pos != 2):
+            raise RewriteError(f"the units of layer {self.layer!r} are contracted by attention "
+                               f"{call.name!r} (or it returns its scores too); replicating "
+                               "them is not exact. Instead: rewrite whole heads (name the "
+                               "reshape that splits them off), or the value projection")
+        if axis == 3:
+            return [(v, 3)]
+        mask = call.args[3] if call.attrs["has_mask"] else None
+        if _shape(k)[1] != _shape(q)[1] or (mask is not None and len(_shape(mask)) >= 3
+                                            and _shape(mask)[-3] != 1):
+            raise RewriteError(f"attention {call.name!r} shares key/value heads among query "
+                               "heads, or masks each head apart: its heads cannot be "
+                               "replicated alone. Instead: rewrite the MLP or the stream")
+        return [(q, 1), (k, 1), (v, 1)]
 
     def into_matmul(self, user: Call, pos: int, node, axis: int, offset: int, block: int):
         """A matmul of two computed values (attention): units on a kept axis flow through;

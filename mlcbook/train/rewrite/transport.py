@@ -87,7 +87,7 @@ class UnitMap:
         return {k: self._move(k, v, None, True) for k, v in masks.items()}
 
     def reshapes(self) -> dict[str, tuple[int, ...]]:
-        """The new target shape of each reshape whose output carries the units."""
+        """The new target shape of each reshape (or expand) whose output carries the units."""
         out = {}
         for name, axis, _, block, shape in self.group.reshapes:
             new = list(shape)
@@ -141,9 +141,9 @@ class SetWeights(ExprMutator):
         if is_mask(call) and call.args[0].name in self.masks:
             mask = Constant(self.masks[call.args[0].name])
             return Call("mul", (self.visit(call.args[0]), mask), call.attrs, call.name)
-        if call.op == "reshape" and call.name in self.reshapes:
+        if call.op in ("reshape", "expand") and call.name in self.reshapes:
             attrs = Attrs(dict(call.attrs, shape=self.reshapes[call.name]))
-            return Call("reshape", (self.visit(call.args[0]),), attrs, call.name)
+            return Call(call.op, (self.visit(call.args[0]),), attrs, call.name)
         return self.generic_visit(call)
 
 
