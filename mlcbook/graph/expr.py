@@ -265,13 +265,16 @@ class Function:
 
 
 def _normalize(fname: str, params: tuple[Var, ...], body: Expr) -> Expr:
-    """Check that the body only uses ``params``; name calls uniquely; set weight owners."""
+    """Check that the body only uses ``params``; name calls uniquely; set weight owners; make
+    two constants of one name, one owner and the same value one weight (a pass that re-lays
+    a weight two ops share makes one for each; a weight is owned once a function has it)."""
     nodes = post_order(body)
     pset = {id(p) for p in params}
     taken: set[str] = set()
     weights: dict[str, Constant] = {}
     owners: dict[int, str] = {}
     renames: dict[int, str] = {}
+    merged: dict[int, Constant] = {}
     for n in nodes:
         if isinstance(n, Var) and id(n) not in pset:
             raise UnboundVarError(
@@ -280,8 +283,11 @@ def _normalize(fname: str, params: tuple[Var, ...], body: Expr) -> Expr:
         if isinstance(n, Constant) and n.name:
             other = weights.setdefault(n.name, n)
             if other is not n:
-                raise GraphError(
-                    f"function {fname!r} has two different weights named {n.name!r}; rename one")
+                if not (n.owner and n.owner == other.owner and other.data.dtype == n.data.dtype
+                        and np.array_equal(other.data, n.data)):
+                    raise GraphError(f"function {fname!r} has two different weights named "
+                                     f"{n.name!r}; rename one")
+                merged[id(n)] = other
         if isinstance(n, (Call, CallTIR)):
             base = n.name or (n.op if isinstance(n, Call) else n.func)
             name = fresh_name(base, taken)
@@ -290,10 +296,14 @@ def _normalize(fname: str, params: tuple[Var, ...], body: Expr) -> Expr:
             for a in n.args:
                 if isinstance(a, Constant) and a.name and not a.owner:
                     owners.setdefault(id(a), name)
-    if not renames and not owners:
+    if not renames and not owners and not merged:
         return body
     memo: dict[int, Expr] = {}
     for n in nodes:
+        if id(n) in merged:
+            first = merged[id(n)]
+            memo[id(n)] = memo.get(id(first), first)
+            continue
         if isinstance(n, Constant) and id(n) in owners:
             memo[id(n)] = Constant(n.data, n.name, owners[id(n)])
             continue

@@ -54,6 +54,19 @@ def test_two_different_weights_with_one_name_are_rejected():
         Function([x], op.add(op.add(x, a), b))
 
 
+def test_one_weight_relaid_twice_by_a_pass_is_one_weight():
+    """Two constants of one name and owner with equal values (a layout pass re-lays a weight
+    for each of the two convs that share it) are one weight; unowned ones are two."""
+    x = x_var()
+    a = Constant(np.ones((4,), "float32"), name="w", owner="fc")
+    b = Constant(np.ones((4,), "float32"), name="w", owner="fc")
+    f = Function([x], op.add(op.add(x, a), b))
+    assert len(f.weights) == 1 and f.weights["w"].owner == "fc"
+    c = Constant(np.zeros((4,), "float32"), name="w", owner="fc")
+    with pytest.raises(GraphError, match="two different weights named 'w'"):
+        Function([x], op.add(op.add(x, a), c))
+
+
 def test_unbound_variable_is_reported():
     x, y = x_var(), x_var(name="y")
     with pytest.raises(UnboundVarError, match="uses the variable 'y'"):

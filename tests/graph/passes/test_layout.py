@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import mlcbook as mb
-from mlcbook.graph import Constant, Function, Var, op
+from mlcbook.graph import Constant, Function, TensorType, Var, op
 from mlcbook.graph.passes import (convert_layout, eliminate_common_subexpressions,
                                   fold_batch_norm)
 from mlcbook.ops.layout import blocked, blocked_weight, unblocked
@@ -265,3 +265,14 @@ def test_a_conv_padded_wider_than_its_kernel_stays_in_nchw_and_the_others_block(
 def test_a_conv_padded_at_most_as_wide_as_its_kernel_is_blocked(pads):
     # the bottom and right pads may be of any width in NCHWc; top and left up to the kernel
     assert _ops(convert_layout(_padded_convs(pads), AVX512)).count("conv_nchwc") == 3
+
+
+def test_a_weight_two_convs_share_is_blocked_once():
+    rng = np.random.default_rng(3)
+    x = Var("x", TensorType((1, 16, 14, 14)))
+    w = Constant(rng.standard_normal((16, 16, 3, 3)).astype("float32"), name="w")
+    f = Function([x], op.conv(op.relu(op.conv(x, w, pads=(1, 1, 1, 1))), w, pads=(1, 1, 1, 1)))
+    exe = mb.compile(f)
+    assert [s.kind for s in exe.plan.slots].count("const") == 1
+    a = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    np.testing.assert_allclose(exe(a), mb.graph.interpret(f, a), rtol=1e-4, atol=1e-4)
