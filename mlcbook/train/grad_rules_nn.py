@@ -68,37 +68,41 @@ def _conv_data_grad(c: Call, g: Expr) -> Expr:
     return dx
 
 
-def _im2col(xp: Expr, k, s, d, out) -> Expr:
-    """The windows of ``xp`` (N, C, *spatial) as an (N * prod(out), C * prod(k)) matrix,
-    columns in (channel, kernel offset) order: one window per kernel offset, stacked."""
-    n, c = xp.shape[:2]
-    nsp, kk, oo = len(k), math.prod(k), math.prod(out)
-    wins = [reshape(window(xp, o, s, out), (n, c, 1) + tuple(out)) for o in _offsets(k, d)]
-    cols = call("transpose", concat(wins, axis=2), perm=(0,) + tuple(range(3, 3 + nsp)) + (1, 2))
-    return reshape(cols, (n * oo, c * kk))
+def _im2col_rows(xt: Expr, k, s, d, out) -> Expr:
+    """The windows of ``xt`` (C, N, *spatial): the input with its channels first) as a
+    (C * prod(k), N * prod(out)) matrix, rows in (channel, kernel offset) order: each kernel
+    offset's window, stacked after the channel axis. With the channels first, a row is
+    one offset's window over the whole batch, contiguous: no transpose of the (much
+    larger) windows is needed, only of the input."""
+    c, n = xt.shape[:2]
+    kk, oo = math.prod(k), math.prod(out)
+    wins = [reshape(window(xt, o, s, out), (c, 1, n) + tuple(out)) for o in _offsets(k, d)]
+    return reshape(concat(wins, axis=1), (c * kk, n * oo))
 
 
 def _conv_weight_grad(c: Call, g: Expr) -> Expr:
-    """``dW[m, c, k] = sum_{n, o} g[n, m, o] * xp[n, c, o * s + k * d]``: one gemm of the
-    gradient with the input's windows (im2col), per group."""
+    """``dW[m, c, k] = sum_{n, o} g[n, m, o] * xp[n, c, o * s + k * d]``: per group, one gemm
+    ``dW^T = windows (C k, N o) @ g (N o, M)`` of the input's windows (an im2col of the
+    input with its channels first) with the gradient, channels last."""
     x, w = c.args[:2]
     nsp, s, d, pads, k = _spatial(c, w.shape[2:])
     group = c.attrs["group"]
-    xp = x
+    xt = call("transpose", x, perm=(1, 0) + tuple(range(2, 2 + nsp)))
     if any(pads):
-        xp = call("pad", x, pads=(0, 0) + pads[:nsp] + (0, 0) + pads[nsp:])
+        xt = call("pad", xt, pads=(0, 0) + pads[:nsp] + (0, 0) + pads[nsp:])
     out = g.shape[2:]
     cg, mg = x.shape[1] // group, w.shape[0] // group
-    swap = (1, 0) + tuple(range(2, 2 + nsp))
+    rows = g.shape[0] * math.prod(out)
+    gl = reshape(call("transpose", g, perm=(0,) + tuple(range(2, 2 + nsp)) + (1,)),
+                 (rows, w.shape[0]))
     parts = []
     for j in range(group):
-        xj, gj = xp, g
+        xj, gj = xt, gl
         if group > 1:
-            xj = call("slice", xp, starts=(j * cg,), ends=((j + 1) * cg,), axes=(1,))
-            gj = call("slice", g, starts=(j * mg,), ends=((j + 1) * mg,), axes=(1,))
-        gm = reshape(call("transpose", gj, perm=swap), (mg, g.shape[0] * math.prod(out)))
-        dw = call("gemm", gm, _im2col(xj, k, s, d, out))
-        parts.append(reshape(dw, (mg, cg) + k))
+            xj = call("slice", xt, starts=(j * cg,), ends=((j + 1) * cg,), axes=(0,))
+            gj = call("slice", gl, starts=(j * mg,), ends=((j + 1) * mg,), axes=(1,))
+        dwt = call("gemm", _im2col_rows(xj, k, s, d, out), gj)
+        parts.append(reshape(call("transpose", dwt, perm=(1, 0)), (mg, cg) + k))
     return concat(parts, axis=0)
 
 
