@@ -93,7 +93,9 @@ def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtyp
              relu: bool) -> _e.PrimExpr:
     if dtype == "int32":
         return acc_ij + bias[j]   # the sums themselves (ONNX's MatMulInteger, ConvInteger)
-    v = _e.round(_e.cast("float32", acc_ij + bias[j]) * mult[j]) + float(y_zp)
+    v = _e.round(_e.cast("float32", acc_ij + bias[j]) * mult[j])
+    if y_zp:   # (+ 0.0 only turns -0.0 into 0.0, which the integer cast makes 0 anyway)
+        v = v + float(y_zp)
     if relu:
         v = _e.max(v, float(y_zp))
     return saturate(dtype, v)
