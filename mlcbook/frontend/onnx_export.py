@@ -33,17 +33,14 @@ def _since(op_type: str) -> int:
     except defs.SchemaError:
         return defs.get_schema(op_type).since_version
 
-_SAME = {"maximum": "Max", "minimum": "Min", "matmul": "MatMul"}
+_SAME = {"maximum": "Max", "minimum": "Min"}
 # op -> (ONNX op, {our attribute: ONNX attribute})
 _RENAMED = {
     "gemm": ("Gemm", {"alpha": "alpha", "beta": "beta", "trans_a": "transA",
                       "trans_b": "transB"}),
-    "conv": ("Conv", {"strides": "strides", "pads": "pads", "dilations": "dilations",
-                      "group": "group"}),
     "avg_pool": ("AveragePool", {"kernel_shape": "kernel_shape", "strides": "strides",
                                  "pads": "pads", "ceil_mode": "ceil_mode",
                                  "count_include_pad": "count_include_pad"}),
-    "batch_norm": ("BatchNormalization", {"epsilon": "epsilon"}),
 }
 
 

@@ -222,12 +222,6 @@ def _identity(cx, ins, attrs):
 
 
 # --- linear algebra and nn -------------------------------------------------------------------------
-@converter("MatMul")
-@guard_dtype
-def _matmul(cx, ins, attrs):
-    return cx.call("matmul", ins[0], ins[1])
-
-
 @converter("Gemm", attrs=("alpha", "beta", "transA", "transB"))
 @guard_dtype
 def _gemm(cx, ins, attrs):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import LegalizeError
 from ..ops.legalize import legalize_call
+from ..ops.registry import get as get_op
 from ..ops.types import Attrs, TensorType, TupleType
 from ..tir.function import IRModule, PrimFunc
 from ..tir.structural import structural_equal, structural_hash
@@ -34,18 +35,12 @@ def index_bounds(call: Call) -> tuple:
     axis of length ``n``. Out of ``[-n, n)`` is an error at graph level (the reference
     raises, and a compiled model checks these inputs before the kernel runs); the kernel
     itself clamps, so it never reads outside its buffers. The gathers and scatters are the
-    ops whose indices are data. ``coordinate`` is -1 when every element indexes ``axis``;
-    the last axis of gather_nd's and scatter_nd's indices holds coordinates into axes 0, 1,
-    ... (after gather_nd's batch axes), so each coordinate ``j`` gets a bound of its own."""
-    if call.op in ("gather", "gather_elements", "scatter_elements"):
-        data = call.args[0].type
-        axis = call.attrs["axis"] % data.ndim
-        return ((1, data.shape[axis], axis, -1),)
-    if call.op in ("gather_nd", "scatter_nd"):
-        data, q = call.args[0].type, call.args[1].type.shape[-1]
-        first = call.attrs.get("batch_dims", 0)
-        return tuple((1, data.shape[first + j], first + j, j) for j in range(q))
-    return ()
+    ops whose indices are data: their ``indices`` rule (``Op.indices``) says which inputs.
+    ``coordinate`` is -1 when every element indexes ``axis``; the last axis of gather_nd's
+    and scatter_nd's indices holds coordinates into axes 0, 1, ... (after gather_nd's batch
+    axes), so each coordinate ``j`` gets a bound of its own."""
+    rule = get_op(call.op).indices
+    return () if rule is None else tuple(rule([a.type for a in call.args], call.attrs))
 
 
 def func_name(call: Call) -> str:

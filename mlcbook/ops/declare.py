@@ -40,7 +40,7 @@ from ..te.ops.transform import reshape as te_reshape
 from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, store
 from ..tir.expr import PrimExpr
 from ._infer import FLOATS, broadcast_shapes, norm_axis, require_dtype, same_dtype
-from .registry import Op, OpKind, register, register_legalization
+from .registry import Op, OpKind, get, register, register_legalization
 from .types import LOWBIT_DTYPES, TensorType, TupleType, as_storage, storage_dtype
 
 #: a compute: te tensors and the op's attributes (and ``name=``, the stage's name) -> te
@@ -73,9 +73,10 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     have no empty dimensions. ``arrays`` are the inputs' values, None where only the type is
     asked (a concat of an empty tensor and another is the other). Without it such an op
     refuses empty inputs. ``indices(types, attrs)`` lists the inputs whose values index an
-    axis, as ``(input, n, coordinate)``: each value (or, for a coordinate ``j >= 0``, each
-    value at ``[..., j]``) must lie in ``[-n, n)``, which the reference checks, raising an
-    :class:`~mlcbook.errors.ArgumentError` (the compute clamps, to never read outside).
+    axis, as ``(input, n, axis, coordinate)``: each value (or, for a coordinate ``j >= 0``,
+    each value at ``[..., j]``) must lie in ``[-n, n)``, the length of the data's ``axis``,
+    which the reference checks, raising an :class:`~mlcbook.errors.ArgumentError`, and a
+    compiled model too (the compute clamps, to never read outside).
     """
     def run(types, attrs, arrays=None):
         """(the outputs' types, their values if ``arrays`` are given, whether they are a
@@ -125,8 +126,10 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
 
     def reference(*arrays, **attrs):
         attrs = declared.normalize_attrs(attrs)     # the defaults, as a call's attributes
+        while arrays and arrays[-1] is None:        # an optional input left out (a bias)
+            arrays = arrays[:-1]
         types = [TensorType(a.shape, a.dtype.name) for a in arrays]
-        for k, n, coordinate in (indices(types, attrs) if indices else ()):
+        for k, n, _, coordinate in (indices(types, attrs) if indices else ()):
             check_indices(name, arrays[k] if coordinate < 0 else arrays[k][..., coordinate], n)
         _, values, many = run(types, attrs, arrays)
         return values if many else values[0]
@@ -135,7 +138,7 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
                      for k, formula in enumerate(grad or ()))
     declared = register(name, kind=kind, infer=infer, reference=reference, attrs=attrs,
                         num_inputs=num_inputs, doc=doc, onnx=onnx, grad_ops=grad_ops,
-                        gradient_of=gradient_of)
+                        gradient_of=gradient_of, indices=indices)
     register_legalization(name)(lambda ins, attrs, out_type: compute(*ins, **attrs, name=name))
     return declared
 
@@ -153,7 +156,8 @@ def indices_on_axis(name: str) -> Callable:
     ``attrs["axis"]`` of input 0, as a gather's do."""
     def indices(types, attrs):
         data = types[0]
-        return ((1, data.shape[norm_axis(name, attrs["axis"], data.ndim)], -1),)
+        axis = norm_axis(name, attrs["axis"], data.ndim)
+        return ((1, data.shape[axis], axis, -1),)
     return indices
 
 
@@ -165,6 +169,18 @@ def empty_output(shape_of: Callable[[Sequence[TensorType], Mapping], tuple]) -> 
         if not any(0 in t.shape for t in types):
             return None
         return np.empty(shape_of(types, attrs), types[0].dtype)
+    return empty
+
+
+def empty_batch(name: str) -> Callable:
+    """An ``empty`` rule (:func:`op`) for an op computed per item of its first input's axis
+    0 (a convolution's batch): an empty batch gives no items, of the shape one item has."""
+    def empty(types, attrs, arrays):
+        x = types[0]
+        if x.ndim == 0 or x.shape[0] or 0 in x.shape[1:] or any(0 in t.shape for t in types[1:]):
+            return None
+        one = get(name).infer_type([TensorType((1,) + x.shape[1:], x.dtype), *types[1:]], attrs)
+        return np.empty((0,) + one.shape[1:], one.dtype)
     return empty
 
 
@@ -275,9 +291,9 @@ def onnx_name(op: Op) -> tuple[str, str]:
 
 def declared_onnx_ops() -> dict[str, Op]:
     """ONNX op type -> the declared op it maps to (both directions)."""
-    from .registry import get, list_ops
+    from .registry import list_ops
     return {onnx_name(op)[1]: op for op in map(get, list_ops()) if op.onnx is not None}
 
 
-__all__ = ["op", "view", "check_indices", "indices_on_axis", "empty_output", "unary", "binary",
-           "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]
+__all__ = ["op", "view", "check_indices", "indices_on_axis", "empty_output", "empty_batch",
+           "unary", "binary", "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]

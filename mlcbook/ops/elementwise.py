@@ -1,5 +1,6 @@
 """Broadcasting ops and conversions: arithmetic, comparisons, logic, bits, ``where``, ``cast``,
-``bitcast`` (the unary math and activations are declared in :mod:`.unary`).
+``bitcast`` (the unary math and activations are declared in :mod:`.unary`). All but
+``bitcast``, whose low-bit types move as bytes, are declared from their te computes.
 
     >>> get("add").reference(np.array([1.0, 2.0]), np.array(3.0))
     array([4., 5.])
@@ -44,22 +45,16 @@ register("bitcast", kind=OpKind.ELEMWISE, infer=_bitcast_infer,
          doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
 
 
-def _cast_infer(types, attrs):
-    dtype = check_graph_dtype(attrs["dtype"])
-    for d in (types[0].dtype, dtype):
+def _cast_check(types, attrs):
+    for d in (types[0].dtype, check_graph_dtype(attrs["dtype"])):
         if d in LOWBIT_DTYPES:
             raise OpDTypeError(f"cast does not convert the low-bit type {d}; Instead: use the "
                                "ops lowbit_decode (to float32) and lowbit_encode (from numbers)")
-    return TensorType(types[0].shape, dtype)
 
 
-def _cast_ref(x, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return x.astype(dtype)
-
-
-register("cast", kind=OpKind.ELEMWISE, infer=_cast_infer, reference=_cast_ref,
-         attrs={"dtype": None}, doc="convert to `dtype` (float -> int truncates toward zero)")
+# (ONNX's Cast names its type `to`, and converts the low-bit types: its converter is written out)
+declare.op("cast", T.cast, kind=OpKind.ELEMWISE, attrs={"dtype": REQUIRED}, check=_cast_check,
+           doc="convert to `dtype` (float -> int truncates toward zero)")
 
 
 # --- binary, broadcasting: declared with their te.ops computes --------------------------------

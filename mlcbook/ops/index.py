@@ -83,15 +83,16 @@ def _gather_nd_shape(types, attrs):
     return indices.shape[:-1] + data.shape[b + q:]
 
 
-def _gather_nd_indices(types, attrs):
-    """Coordinate j of the indices' last axis indexes axis batch_dims + j of the data."""
-    data, b = types[0], attrs["batch_dims"]
-    return tuple((1, data.shape[b + j], j) for j in range(types[1].shape[-1]))
+def _nd_indices(types, attrs):
+    """Coordinate j of the indices' last axis indexes axis batch_dims + j of the data (an
+    ``indices`` rule: :func:`.declare.op`)."""
+    data, b = types[0], attrs.get("batch_dims", 0)
+    return tuple((1, data.shape[b + j], b + j, j) for j in range(types[1].shape[-1]))
 
 
 declare.op("gather_nd", T.gather_nd, kind=OpKind.INJECTIVE, attrs={"batch_dims": 0},
            num_inputs=(2, 2), check=_gather_nd_shape, empty=declare.empty_output(_gather_nd_shape),
-           indices=_gather_nd_indices, onnx="GatherND",
+           indices=_nd_indices, onnx="GatherND",
            doc="data[indices[i]] for every i: the indices' last axis holds coordinates")
 
 
@@ -121,7 +122,7 @@ def _scatter_elements_ref(data, indices, updates, axis=0, reduction="none"):
 
 register("scatter_elements", kind=OpKind.OPAQUE, infer=_scatter_elements_infer,
          reference=_scatter_elements_ref, attrs={"axis": 0, "reduction": "none"},
-         num_inputs=(3, 3),
+         num_inputs=(3, 3), indices=declare.indices_on_axis("scatter_elements"),
          doc="data with data[k, with indices[k] on axis] = updates[k] (or combined by reduction)")
 
 
@@ -147,5 +148,5 @@ def _scatter_nd_ref(data, indices, updates, reduction="none"):
 
 
 register("scatter_nd", kind=OpKind.OPAQUE, infer=_scatter_nd_infer, reference=_scatter_nd_ref,
-         attrs={"reduction": "none"}, num_inputs=(3, 3),
+         attrs={"reduction": "none"}, num_inputs=(3, 3), indices=_nd_indices,
          doc="data with data[indices[u]] = updates[u] (or combined by reduction)")

@@ -4,7 +4,8 @@
 ``gemm`` has one attribute ONNX lacks: ``b_panel=p`` says B comes packed in panels of ``p``
 columns, ``B_packed[j // p, k, j % p] = B[k, j]``, so a kernel that computes ``p`` output
 columns at a time reads its part of B from consecutive memory. ``mb.compile`` packs constant
-weights that way (:mod:`mlcbook.graph.passes.weight_layout`).
+weights that way (:mod:`mlcbook.graph.passes.weight_layout`). Both are declared once from
+their te computes (:mod:`.declare`).
 
     >>> get("matmul").infer_type([TensorType((8, 1, 4, 5)), TensorType((3, 5, 6))], {})
     Tensor((8, 3, 4, 6), "float32")
@@ -15,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OpShapeError
+from ..te import ops as T
+from . import declare
 from ._infer import NUMBERS, broadcast_shapes, require_dtype, same_dtype
-from .registry import OpKind, register
-from .types import TensorType, is_float_dtype
+from .registry import OpKind
 
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -39,24 +41,27 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
-def _matmul_infer(types, attrs):
-    dtype = same_dtype("matmul", types)
+def _matmul_check(types, attrs):
+    same_dtype("matmul", types)
     require_dtype("matmul", types[0], NUMBERS)
-    return TensorType(matmul_shape(types[0].shape, types[1].shape), dtype)
+    matmul_shape(types[0].shape, types[1].shape)     # the graph's words for a mismatch
 
 
-def _matmul_ref(a, b):
-    if is_float_dtype(a.dtype):
-        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-    return np.matmul(a, b)
+def _matmul_empty(types, attrs, arrays):
+    """A product over no terms is 0; one with no rows or columns is empty."""
+    if not any(0 in t.shape for t in types):
+        return None
+    return np.zeros(matmul_shape(types[0].shape, types[1].shape), types[0].dtype)
 
 
-register("matmul", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_matmul_infer, reference=_matmul_ref,
-         num_inputs=(2, 2), doc="a @ b with numpy's rules (batched, broadcasting, 1-D promoted)")
+declare.op("matmul", T.matmul, kind=OpKind.OUT_ELEMWISE_FUSABLE, num_inputs=(2, 2),
+           check=_matmul_check, empty=_matmul_empty, onnx="MatMul",
+           doc="a @ b with numpy's rules (batched, broadcasting, 1-D promoted)")
 
 
-def _gemm_infer(types, attrs):
-    dtype = same_dtype("gemm", types)
+def _gemm_shape(types, attrs) -> tuple[int, int]:
+    """The output shape of gemm (the check of its declaration)."""
+    same_dtype("gemm", types)
     require_dtype("gemm", types[0], NUMBERS)
     a, b = types[0].shape, types[1].shape
     if attrs["b_panel"]:
@@ -73,7 +78,7 @@ def _gemm_infer(types, attrs):
         c = types[2].shape
         if broadcast_shapes("gemm", c, (m, n)) != (m, n):
             raise OpShapeError(f"gemm: C of shape {c} does not broadcast to the output ({m}, {n})")
-    return TensorType((m, n), dtype)
+    return m, n
 
 
 def _unpacked_shape(b: tuple[int, ...], attrs) -> tuple[int, int]:
@@ -98,19 +103,19 @@ def pack_panels(b: np.ndarray, p: int) -> np.ndarray:
     return np.ascontiguousarray(b.reshape(k, n // p, p).transpose(1, 0, 2))
 
 
-def _gemm_ref(a, b, c=None, alpha=1.0, beta=1.0, trans_a=0, trans_b=0, b_panel=0):
-    if b_panel:
-        b = b.transpose(1, 0, 2).reshape(b.shape[1], -1)
-    a64 = a.astype(np.float64)
-    b64 = b.astype(np.float64)
-    y = alpha * ((a64.T if trans_a else a64) @ (b64.T if trans_b else b64))
-    if c is not None:
-        y = y + beta * c.astype(np.float64)
-    return y.astype(a.dtype)
+def _gemm_empty(types, attrs, arrays):
+    """With no terms the product is 0, and the output is beta * C."""
+    if not any(0 in t.shape for t in types):
+        return None
+    y = np.zeros(_gemm_shape(types, attrs), types[0].dtype)
+    if arrays is not None and len(arrays) == 3:
+        y = (y + attrs["beta"] * arrays[2]).astype(y.dtype)
+    return y
 
 
-register("gemm", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_gemm_infer, reference=_gemm_ref,
-         attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0, "b_panel": 0},
-         num_inputs=(2, 3),
-         doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b; "
-             "b_panel=p: B packed as (N // p, K, p)")
+# (ONNX's Gemm names the flags transA and transB: its converter and export are written out)
+declare.op("gemm", T.gemm, kind=OpKind.OUT_ELEMWISE_FUSABLE,
+           attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0, "b_panel": 0},
+           num_inputs=(2, 3), check=_gemm_shape, empty=_gemm_empty,
+           doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b; "
+               "b_panel=p: B packed as (N // p, K, p)")

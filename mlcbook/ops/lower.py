@@ -1,7 +1,7 @@
 """The legalizations of the registered ops: each maps the graph op's inputs and ONNX-style
 attributes onto an operator of the library :mod:`mlcbook.te.ops`, which computes it.
 
-    >>> get("conv").legalize          # te.ops.conv(x, w, [b], strides=..., pads=..., ...)
+    >>> get("resize").legalize        # te.ops.resize(x, sizes=..., scales=..., mode=..., ...)
 
 Most ops are the te.ops operator of the same name, called with the op's inputs
 positionally and its attributes as keywords; the rest have an adapter of their own below.
@@ -14,8 +14,7 @@ from ..te import ops as T
 from .registry import register_legalization
 
 #: the ops computed by the te.ops operator of the same name from the same inputs and attributes
-_SAME = ("cast", "batch_norm", "matmul", "gemm", "conv", "conv_transpose", "scatter_elements",
-         "scatter_nd", "resize", "bitcast")
+_SAME = ("scatter_elements", "scatter_nd", "resize", "bitcast")
 
 
 def _same(op: str):
@@ -29,12 +28,6 @@ def _same(op: str):
 
 for _op in _SAME:
     _same(_op)
-
-
-@register_legalization("layer_norm")
-def _layer_norm(ins, attrs, out_type):
-    return T.layer_norm(*ins, axis=attrs["axis"], epsilon=attrs["epsilon"],
-                        return_stats=attrs["num_outputs"] == 3, name="layer_norm")
 
 
 @register_legalization("gather")

@@ -1,8 +1,7 @@
 """Neural-network ops: ``conv``, ``max_pool``, ``avg_pool``, ``global_avg_pool``,
 ``batch_norm`` (inference), ``layer_norm``, ``softmax``, ``log_softmax``.
 
-The pools and softmax are declared once from their te computes (:mod:`.declare`); conv
-and the normalizations keep their inference and numpy reference written out.
+Each is declared once from its te compute (:mod:`.declare`); ``conv_transpose`` too.
 
 Layouts are ONNX's: ``(N, C, *spatial)`` data, ``(M, C/group, *kernel)`` weights. ``pads``
 lists the padding before every spatial axis, then after every one:
@@ -15,8 +14,6 @@ lists the padding before every spatial axis, then after every one:
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
@@ -24,8 +21,7 @@ from ..te import ops as T
 from ..te.ops.nn import window_out_size as te_window_out_size
 from . import declare
 from ._infer import FLOATS, ints, norm_axis, require_dtype, same_dtype
-from .registry import REQUIRED, OpKind, register
-from .types import TensorType, TupleType
+from .registry import REQUIRED, OpKind
 
 
 def _spatial_attrs(op, attrs, nsp, kernel):
@@ -63,65 +59,30 @@ def auto_pads(mode: str, in_spatial, kernel, strides, dilations) -> tuple[int, .
 
 
 # --- conv --------------------------------------------------------------------------------------
-def _conv_infer(types, attrs):
-    x, w = types[0], types[1]
-    dtype = same_dtype("conv", types)
-    require_dtype("conv", x, FLOATS)
-    if x.ndim < 3 or w.ndim != x.ndim:
-        raise OpShapeError(
-            f"conv: data must be (N, C, *spatial) and weight (M, C/group, *kernel) of the same "
-            f"rank; got data {x.shape} and weight {w.shape}")
-    nsp = x.ndim - 2
-    group = attrs["group"]
-    strides, dilations, pads, kernel = _spatial_attrs("conv", attrs, nsp, w.shape[2:])
-    if attrs.get("kernel_shape") and tuple(attrs["kernel_shape"]) != w.shape[2:]:
-        raise OpShapeError(f"conv: kernel_shape={tuple(attrs['kernel_shape'])} disagrees "
-                           f"with the weight's spatial shape {w.shape[2:]}")
-    if x.shape[1] % group or w.shape[0] % group or x.shape[1] // group != w.shape[1]:
-        raise OpShapeError(
-            f"conv: data has {x.shape[1]} channels and group={group}, so the weight "
-            f"(shape {w.shape}) must have {x.shape[1] // max(group, 1)} input channels and a "
-            f"number of filters divisible by {group}")
-    if len(types) == 3 and types[2].shape != (w.shape[0],):
-        raise OpShapeError(f"conv: bias must have shape ({w.shape[0]},), got {types[2].shape}")
-    out = tuple(window_out_size("conv", x.shape[2 + i], pads[i], pads[nsp + i], kernel[i],
-                                strides[i], dilations[i]) for i in range(nsp))
-    return TensorType((x.shape[0], w.shape[0]) + out, dtype)
+def _conv_check(op: str, weight: str):
+    """The check of a convolution's declaration: the dtypes, the ranks and the attributes
+    in the graph's words (the compute checks the shapes)."""
+    def check(types, attrs):
+        x, w = types[0], types[1]
+        same_dtype(op, types)
+        require_dtype(op, x, FLOATS)
+        if x.ndim < 3 or w.ndim != x.ndim:
+            raise OpShapeError(
+                f"{op}: data must be (N, C, *spatial) and weight {weight} of the same rank; "
+                f"got data {x.shape} and weight {w.shape}")
+        _spatial_attrs(op, attrs, x.ndim - 2, w.shape[2:])
+        if op == "conv_transpose":
+            ints(op, "output_padding", attrs.get("output_padding") or (0,) * (x.ndim - 2),
+                 x.ndim - 2)
+    return check
 
 
-def _windows(xp, kernel, strides, dilations, out):
-    """Yield (kernel offset, strided view of xp under that offset) for every kernel offset."""
-    for off in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
-                   for o, d, s, n in zip(off, dilations, strides, out))
-        yield off, xp[(Ellipsis,) + sl]
-
-
-def _conv_ref(x, w, b=None, strides=None, pads=None, dilations=None, group=1, kernel_shape=None):
-    nsp = x.ndim - 2
-    strides, dilations, pads, kernel = _spatial_attrs(
-        "conv", {"strides": strides, "pads": pads, "dilations": dilations}, nsp, w.shape[2:])
-    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(pads[i], pads[nsp + i])
-                                                          for i in range(nsp)])
-    out = [window_out_size("conv", x.shape[2 + i], pads[i], pads[nsp + i], kernel[i], strides[i],
-                           dilations[i]) for i in range(nsp)]
-    y = np.zeros((x.shape[0], w.shape[0], *out))
-    cg, mg = x.shape[1] // group, w.shape[0] // group
-    w64 = w.astype(np.float64)
-    for g in range(group):
-        xg = xp[:, g * cg:(g + 1) * cg]
-        for off, patch in _windows(xg, kernel, strides, dilations, out):
-            wk = w64[(slice(g * mg, (g + 1) * mg), slice(None)) + off]
-            y[:, g * mg:(g + 1) * mg] += np.einsum("nc...,mc->nm...", patch, wk)
-    if b is not None:
-        y += b.astype(np.float64).reshape((1, -1) + (1,) * nsp)
-    return y.astype(x.dtype)
-
-
-register("conv", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_infer, reference=_conv_ref,
-         attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
-                "kernel_shape": None},
-         num_inputs=(2, 3), doc="N-d convolution (cross-correlation) with groups and bias")
+declare.op("conv", T.conv, kind=OpKind.OUT_ELEMWISE_FUSABLE,
+           attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
+                  "kernel_shape": None},
+           num_inputs=(2, 3), check=_conv_check("conv", "(M, C/group, *kernel)"),
+           empty=declare.empty_batch("conv"), onnx="Conv",
+           doc="N-d convolution (cross-correlation) with groups and bias")
 
 
 # --- pooling -----------------------------------------------------------------------------------
@@ -188,71 +149,33 @@ declare.op("global_avg_pool", T.global_avg_pool, kind=OpKind.REDUCTION, check=_g
 
 
 # --- normalization -----------------------------------------------------------------------------
-def _bn_infer(types, attrs):
-    x = types[0]
-    same_dtype("batch_norm", types)
-    require_dtype("batch_norm", x, FLOATS)
-    if x.ndim < 2:
-        raise OpShapeError(f"batch_norm: data must be (N, C, ...), got shape {x.shape}")
-    for name, t in zip(("scale", "bias", "mean", "var"), types[1:]):
-        if t.shape != (x.shape[1],):
-            raise OpShapeError(
-                f"batch_norm: {name} must have shape ({x.shape[1]},) (one per channel), got {t.shape}")
-    return x
+declare.op("batch_norm", T.batch_norm, kind=OpKind.BROADCAST, attrs={"epsilon": 1e-5},
+           num_inputs=(5, 5), check=declare.same_dtype_in("batch_norm", FLOATS),
+           onnx="BatchNormalization",
+           empty=declare.empty_output(lambda types, attrs: types[0].shape),
+           doc="(x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis 1)")
 
 
-def _bn_ref(x, scale, bias, mean, var, epsilon=1e-5):
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    f = [a.astype(np.float64).reshape(shape) for a in (scale, bias, mean, var)]
-    y = (x.astype(np.float64) - f[2]) / np.sqrt(f[3] + epsilon) * f[0] + f[1]
-    return y.astype(x.dtype)
-
-
-register("batch_norm", kind=OpKind.BROADCAST, infer=_bn_infer, reference=_bn_ref,
-         attrs={"epsilon": 1e-5}, num_inputs=(5, 5),
-         doc="(x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis 1)")
-
-
-def _ln_infer(types, attrs):
-    x = types[0]
+def _layer_norm_check(types, attrs):
     same_dtype("layer_norm", types)
-    require_dtype("layer_norm", x, FLOATS)
-    axis = norm_axis("layer_norm", attrs["axis"], x.ndim)
-    norm_shape = x.shape[axis:]
-    for name, t in zip(("scale", "bias"), types[1:]):
-        tail = norm_shape[len(norm_shape) - t.ndim:] if t.ndim <= len(norm_shape) else None
-        if tail is None or any(a not in (1, b) for a, b in zip(t.shape, tail)):
-            raise OpShapeError(
-                f"layer_norm: {name} of shape {t.shape} does not broadcast to the normalized "
-                f"shape {norm_shape} (axis={attrs['axis']})")
-    if attrs["num_outputs"] == 1:
-        return x
-    if attrs["num_outputs"] != 3:
-        raise OpAttributeError("layer_norm: num_outputs must be 1 (Y) or 3 (Y, mean, inv_std_dev)")
-    stat = TensorType(x.shape[:axis] + (1,) * (x.ndim - axis), "float32"
-                      if x.dtype != "float64" else "float64")
-    return TupleType((x, stat, stat))
+    require_dtype("layer_norm", types[0], FLOATS)
+    norm_axis("layer_norm", attrs["axis"], types[0].ndim)
+    if attrs["num_outputs"] not in (1, 3):
+        raise OpAttributeError("layer_norm: num_outputs must be 1 (Y) or 3 (Y, mean, "
+                               "inv_std_dev)")
 
 
-def _ln_ref(x, scale, bias=None, axis=-1, epsilon=1e-5, num_outputs=1):
-    axis = axis % x.ndim
-    red = tuple(range(axis, x.ndim))
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=red, keepdims=True)
-    inv = 1 / np.sqrt(((x64 - mean) ** 2).mean(axis=red, keepdims=True) + epsilon)
-    y = (x64 - mean) * inv * scale.astype(np.float64)
-    if bias is not None:
-        y = y + bias.astype(np.float64)
-    if num_outputs == 1:
-        return y.astype(x.dtype)
-    stat = np.float64 if x.dtype == np.float64 else np.float32
-    return y.astype(x.dtype), mean.astype(stat), inv.astype(stat)
+def _layer_norm(x, *scale_bias, axis, epsilon, num_outputs, name):
+    return T.layer_norm(x, *scale_bias, axis=axis, epsilon=epsilon,
+                        return_stats=num_outputs == 3, name=name)
 
 
-register("layer_norm", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_ln_infer, reference=_ln_ref,
-         attrs={"axis": -1, "epsilon": 1e-5, "num_outputs": 1}, num_inputs=(2, 3),
-         doc="normalize over the axes from `axis` on, then scale and shift; num_outputs=3 "
-             "also returns the mean and 1/std")
+# (ONNX's LayerNormalization has no num_outputs: its outputs used say it; written out)
+declare.op("layer_norm", _layer_norm, kind=OpKind.OUT_ELEMWISE_FUSABLE,
+           attrs={"axis": -1, "epsilon": 1e-5, "num_outputs": 1}, num_inputs=(2, 3),
+           check=_layer_norm_check,
+           doc="normalize over the axes from `axis` on, then scale and shift; num_outputs=3 "
+               "also returns the mean and 1/std (float32, or float64 for float64 data)")
 
 
 def _softmax_check(op):
@@ -271,65 +194,10 @@ declare.op("log_softmax", T.log_softmax, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs
            doc="log(softmax(x)) along `axis`")
 
 
-def conv_transpose_out(op, in_sizes, kernel, strides, dilations, pads, output_padding):
-    """The output spatial sizes of a transposed convolution."""
-    nsp = len(in_sizes)
-    return tuple(strides[d] * (in_sizes[d] - 1) + output_padding[d] + (kernel[d] - 1) *
-                 dilations[d] + 1 - pads[d] - pads[nsp + d] for d in range(nsp))
-
-
-def _conv_t_infer(types, attrs):
-    x, w = types[0], types[1]
-    dtype = same_dtype("conv_transpose", types)
-    require_dtype("conv_transpose", x, FLOATS)
-    if x.ndim < 3 or w.ndim != x.ndim:
-        raise OpShapeError(f"conv_transpose: data must be (N, C, *spatial) and weight "
-                           f"(C, M/group, *kernel) of the same rank; got {x.shape} and {w.shape}")
-    nsp, group = x.ndim - 2, attrs["group"]
-    strides, dilations, pads, kernel = _spatial_attrs("conv_transpose", attrs, nsp, w.shape[2:])
-    opad = ints("conv_transpose", "output_padding", attrs.get("output_padding") or (0,) * nsp,
-                nsp)
-    if x.shape[1] % group or w.shape[0] != x.shape[1]:
-        raise OpShapeError(f"conv_transpose: data has {x.shape[1]} channels and group={group}; "
-                           f"the weight {w.shape} must have as many rows, divisible by group")
-    m = w.shape[1] * group
-    if len(types) == 3 and types[2].shape != (m,):
-        raise OpShapeError(f"conv_transpose: bias must have shape ({m},), got {types[2].shape}")
-    out = conv_transpose_out("conv_transpose", x.shape[2:], kernel, strides, dilations, pads,
-                             opad)
-    if min(out) < 1:
-        raise OpShapeError(f"conv_transpose: pads={pads} leave an empty output {out}")
-    return TensorType((x.shape[0], m) + out, dtype)
-
-
-def _conv_t_ref(x, w, b=None, strides=None, pads=None, dilations=None, group=1,
-                output_padding=None):
-    nsp = x.ndim - 2
-    strides, dilations = strides or (1,) * nsp, dilations or (1,) * nsp
-    pads, opad = pads or (0,) * (2 * nsp), output_padding or (0,) * nsp
-    kernel, (n, c), mg = w.shape[2:], x.shape[:2], w.shape[1]
-    full = tuple(strides[d] * (x.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dilations[d] + 1
-                 for d in range(nsp))
-    y = np.zeros((n, mg * group) + full, np.float64)
-    cg = c // group
-    for g in range(group):
-        xs = x[:, g * cg:(g + 1) * cg].astype(np.float64)
-        ws = w[g * cg:(g + 1) * cg].astype(np.float64)
-        for off in itertools.product(*(range(k) for k in kernel)):
-            # every input position i lands at i*s + off*d
-            contrib = np.einsum("nc...,cm->nm...", xs, ws[(slice(None), slice(None)) + off])
-            sl = tuple(slice(o * d, o * d + s * (size - 1) + 1, s) for o, d, s, size in
-                       zip(off, dilations, strides, x.shape[2:]))
-            y[(slice(None), slice(g * mg, (g + 1) * mg)) + sl] += contrib
-    crop = tuple(slice(pads[d], full[d] - pads[nsp + d]) for d in range(nsp))
-    y = y[(slice(None), slice(None)) + crop]
-    if b is not None:
-        y = y + b.reshape((-1,) + (1,) * nsp)
-    return y.astype(x.dtype)
-
-
-register("conv_transpose", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_t_infer,
-         reference=_conv_t_ref, attrs={"strides": None, "pads": None, "dilations": None,
-                                       "group": 1, "output_padding": None},
-         num_inputs=(2, 3), doc="transposed convolution (ONNX ConvTranspose): data (N, C, ...), "
-                                "weight (C, M/group, *kernel)")
+declare.op("conv_transpose", T.conv_transpose, kind=OpKind.OUT_ELEMWISE_FUSABLE,
+           attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
+                  "output_padding": None},
+           num_inputs=(2, 3), check=_conv_check("conv_transpose", "(C, M/group, *kernel)"),
+           empty=declare.empty_batch("conv_transpose"), onnx="ConvTranspose",
+           doc="transposed convolution (ONNX ConvTranspose): data (N, C, ...), weight "
+               "(C, M/group, *kernel)")

@@ -65,6 +65,9 @@ class Op:
     grad_ops: tuple[str | None, ...] = ()
     #: the op whose input gradient this op computes (``relu`` for ``relu_grad``)
     gradient_of: str | None = None
+    #: ``indices(types, attrs)``: the inputs whose values index an axis, as ``(input, n,
+    #: axis, coordinate)`` (a gather's; :func:`mlcbook.ops.declare.op`), or None
+    indices: Callable | None = None
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
         """``attrs`` with defaults filled in; unknown or missing attributes raise."""
@@ -111,7 +114,7 @@ _REGISTRY: dict[str, Op] = {}
 def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
              doc: str = "", is_view: bool = False, reads_type_only: bool = False,
              onnx: str | None = None, grad_ops: tuple = (),
-             gradient_of: str | None = None) -> Op:
+             gradient_of: str | None = None, indices: Callable | None = None) -> Op:
     """Add an op to the registry (re-registering a name is an error: names are global).
 
     Most ops are declared with :mod:`mlcbook.ops.declare`, which derives ``infer`` and
@@ -121,7 +124,7 @@ def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_input
         raise GraphError(f"op {name!r} is already registered; pick another name")
     op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc,
             is_view=is_view, reads_type_only=reads_type_only, onnx=onnx, grad_ops=tuple(grad_ops),
-            gradient_of=gradient_of)
+            gradient_of=gradient_of, indices=indices)
     _REGISTRY[name] = op
     return op
 

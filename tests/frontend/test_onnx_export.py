@@ -81,3 +81,27 @@ def test_declared_gathers_concat_and_flatten_export_under_their_onnx_names():
                                                    "gather_nd", "flatten"}
     for got, w in zip(mb.compile(back)(xv, iv, jv), want):
         np.testing.assert_array_equal(got, w)
+
+
+def test_declared_convolutions_normalization_and_matmul_export_under_their_onnx_names():
+    x = Var("x", TensorType((1, 2, 5, 5)))
+    rng = np.random.default_rng(2)
+
+    def const(*shape, positive=False):
+        v = rng.standard_normal(shape).astype(np.float32)
+        return mb.graph.Constant(np.abs(v) + 0.5 if positive else v)
+
+    y = op.conv_transpose(x, const(2, 3, 3, 3), const(3), strides=(2, 2), pads=(1, 1, 0, 0),
+                          output_padding=(1, 1))
+    y = op.batch_norm(op.conv(y, const(4, 3, 2, 2), pads=(1, 0, 0, 1)), const(4), const(4),
+                      const(4), const(4, positive=True), epsilon=1e-3)
+    f = Function((x,), op.matmul(y, const(11, 3)))
+    model = mb.to_onnx(f)
+    assert [n.op_type for n in model.graph.node] == ["ConvTranspose", "Conv",
+                                                     "BatchNormalization", "MatMul"]
+    xv = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    want = mb.graph.interpret(f, xv)
+    (got,) = run_ort(model, xv)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    back = mb.from_onnx(model)
+    np.testing.assert_allclose(mb.compile(back)(xv), want, rtol=1e-4, atol=1e-4)

@@ -106,16 +106,19 @@ def test_a_compute_returning_a_tuple_of_one_tensor_gives_a_tuple(declared):
     assert isinstance(got, tuple) and got[0].tolist() == [0, 1, 2, 3]
 
 
-def test_declared_indices_out_of_range_raise_in_the_reference(declared):
+def test_declared_indices_out_of_range_raise_in_the_reference_and_compiled(declared):
     declared.append("pick")
     declare.op("pick", lambda x, i, name: T.gather(x, i, name=name), kind=OpKind.INJECTIVE,
-               num_inputs=(2, 2), indices=lambda types, attrs: ((1, types[0].shape[0], -1),))
+               num_inputs=(2, 2), indices=lambda types, attrs: ((1, types[0].shape[0], 0, -1),))
     x, i = np.arange(3, dtype="float32"), np.array([2, -3], "int64")
     assert ops.get("pick").reference(x, i).tolist() == [2, 0]
+    xv, iv = Var("x", TensorType((3,))), Var("i", TensorType((2,), "int64"))
+    f = Function([xv, iv], op.pick(xv, iv))     # compiled: checked before the kernel runs
     for bad in (3, -4):
-        with pytest.raises(ArgumentError, match=r"pick: an index is outside \[-3, 2\].*"
-                                                "Instead: give indices inside the data"):
-            ops.get("pick").reference(x, np.array([0, bad], "int64"))
+        for run in (ops.get("pick").reference, lambda *a: interpret(f, *a), mb.compile(f)):
+            with pytest.raises(ArgumentError, match=r"pick: an index is outside \[-3, 2\].*"
+                                                    "Instead: give indices inside the data"):
+                run(x, np.array([0, bad], "int64"))
 
 
 def test_a_declared_view_is_a_view_with_its_shape_checked(declared):

@@ -104,3 +104,22 @@ def test_bitwise_not_of_a_widened_unsigned_value_converts_all_64_bits(opt_level)
     xv = (np.arange(24) % 2).astype(bool).reshape(6, 2, 2)
     got = mb.compile(f, opt_level=opt_level).run({"x": xv})
     np.testing.assert_array_equal(got, (~xv.astype(np.uint64)).astype(np.float32))
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("float32", "uint8"),
+                                     ("float64", "float16"), ("int64", "int8"),
+                                     ("float32", "bool"), ("bool", "float32"),
+                                     ("float32", "bfloat16")], ids=str)
+def test_cast_is_numpys_astype(src, dst):
+    x = np.array([0, -0.0, 1.5, -2.7, 300.7, -300.2, 7e4, 1], np.float64)
+    x = (x != 0) if src == "bool" else x.astype(src)
+    got = get("cast").reference(x, dtype=dst)
+    assert got.dtype == np.dtype(dst)
+    with np.errstate(over="ignore", invalid="ignore"):   # 7e4 is past float16 and uint8
+        want = x.astype(dst)
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+def test_cast_needs_its_dtype():
+    with pytest.raises(MLCError, match="op 'cast' needs the attribute 'dtype'"):
+        get("cast").infer_type([TensorType((2,))], {})
