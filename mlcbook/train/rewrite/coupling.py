@@ -10,8 +10,9 @@ reshape that merges axes. The units live on one axis of each value (axis 1 after
 conv, the last after ``matmul(x, W)``); transposes, broadcasting and reshapes that keep the
 axis are followed, and so are a concat, expand or tile along another axis (a ViT's class
 token, whose weight joins the group), a gather along another axis (the class token taken
-back out) and fused ``attention``, whose heads (axis 1) are q's, k's and v's together. :func:`coupled_group` finds that set by walking the graph forward and,
-through residual adds, backward (DepGraph's groups).
+back out) and fused ``attention``, whose heads (axis 1) are q's, k's and v's together.
+:func:`coupled_group` finds that set by walking the graph forward and, through residual
+adds, backward (DepGraph's groups).
 
     >>> g = coupled_group(mb.train.cnn(channels=(4, 6)), "conv2")
     >>> [(s.param, s.axis, s.block, s.kind) for s in g.slices]
