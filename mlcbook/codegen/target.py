@@ -95,8 +95,8 @@ class Target:
             self.features = llvm.get_host_cpu_features().flatten()
         elif on_host and self.cpu == host_cpu:
             # a CPU standing for this one: its features spelt out, as the host's are
-            self.features = ",".join(f"+{f}" for f in sorted(feature_set(
-                host_cpu, self.arch, ",".join(X86_LEVELS.get(host_cpu, ())))))
+            self.features = ",".join(f"+{f}" for f in sorted(_named_features(host_cpu,
+                                                                             self.arch)))
         elif self.cpu in X86_LEVELS and self.arch == "x86_64":
             self.features = ",".join(X86_LEVELS[self.cpu])
         else:
@@ -251,8 +251,7 @@ def _host_cpu(llvm, triple: str) -> tuple[str, bool]:
     if not name or name == real:
         return real, True
     _check_cpu(name, triple)
-    arch = _arch(triple)
-    lacks = _lacking(feature_set(name, arch, ",".join(X86_LEVELS.get(name, ()))), arch)
+    lacks = _lacking(_named_features(name, _arch(triple)), _arch(triple))
     if lacks:
         raise TargetError(f"{HOST_CPU_ENV}={name!r} names a CPU with features this one "
                           f"({real}) lacks: {', '.join(lacks[:6])}; its code would stop with "
@@ -261,11 +260,21 @@ def _host_cpu(llvm, triple: str) -> tuple[str, bool]:
     return name, False
 
 
+def _named_features(cpu: str, arch: str) -> frozenset[str]:
+    """The features of ``-mcpu=cpu`` alone: its row of the table, or its x86-64 level's."""
+    return feature_set(cpu, arch, ",".join(X86_LEVELS.get(cpu, ())))
+
+
+@functools.lru_cache(maxsize=None)
+def _host_features(arch: str) -> frozenset[str]:
+    """This machine's CPU's features (it does not change while the process runs)."""
+    llvm = llvm_binding()
+    return feature_set(llvm.get_host_cpu_name(), arch, llvm.get_host_cpu_features().flatten())
+
+
 def _lacking(need: frozenset, arch: str) -> list[str]:
     """``+feature`` for each of ``need`` this machine's CPU lacks."""
-    llvm = llvm_binding()
-    have = feature_set(llvm.get_host_cpu_name(), arch, llvm.get_host_cpu_features().flatten())
-    return sorted(f"+{f}" for f in need - have)
+    return sorted(f"+{f}" for f in need - _host_features(arch))
 
 
 def _check_cpu(cpu: str, triple: str) -> None:

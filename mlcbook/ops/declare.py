@@ -129,8 +129,9 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
         while arrays and arrays[-1] is None:        # an optional input left out (a bias)
             arrays = arrays[:-1]
         types = [TensorType(a.shape, a.dtype.name) for a in arrays]
-        for k, n, _, coordinate in (indices(types, attrs) if indices else ()):
-            check_indices(name, arrays[k] if coordinate < 0 else arrays[k][..., coordinate], n)
+        for k, n, axis, coordinate in (indices(types, attrs) if indices else ()):
+            check_indices(name, arrays[k] if coordinate < 0 else arrays[k][..., coordinate], n,
+                          axis)
         _, values, many = run(types, attrs, arrays)
         return values if many else values[0]
 
@@ -143,12 +144,13 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     return declared
 
 
-def check_indices(name: str, values: np.ndarray, n: int) -> None:
+def check_indices(name: str, values: np.ndarray, n: int, axis: int) -> None:
     """Raise an :class:`~mlcbook.errors.ArgumentError` if an index of ``values`` is outside
-    ``[-n, n)``, the indices of an axis of length ``n``."""
+    ``[-n, n)``, the indices of ``axis``, of length ``n`` (the reference's check, and a
+    compiled model's before the kernel that would clamp it)."""
     if values.size and (values.min() < -n or values.max() >= n):
-        raise ArgumentError(f"{name}: an index is outside [-{n}, {n - 1}] for an axis of length "
-                            f"{n}; Instead: give indices inside the data")
+        raise ArgumentError(f"{name}: an index is outside [-{n}, {n - 1}] for axis {axis} of "
+                            f"length {n}; Instead: give indices inside the data")
 
 
 def indices_on_axis(name: str) -> Callable:

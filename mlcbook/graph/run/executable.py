@@ -25,6 +25,7 @@ import numpy as np
 from ...codegen.target import Target
 from ...errors import ArgumentError, ArtifactError, BuildError, ExportError
 from ...paths import output_file, output_folder
+from ...ops.declare import check_indices
 from ...runtime.c_export import ExportedModel, export_library
 from ...runtime.kernel import allocation_failed
 from ...runtime.native_pool import native_pool
@@ -209,10 +210,7 @@ class Executable:
             a = arrays[s.ref] if s.kind == "input" else buffers[root]
             if coord >= 0:   # one coordinate of gather_nd/scatter_nd's index tuples
                 a = a.reshape(self.plan.slots[slot].shape)[..., coord]
-            if a.size and (a.min() < -n or a.max() >= n):
-                raise ArgumentError(f"{kernel}: an index is outside [-{n}, {n - 1}] for axis "
-                                    f"{axis} of length {n}; Instead: give indices inside the "
-                                    "data")
+            check_indices(kernel, a, n, axis)
 
     def _execute(self, arrays, times: list | None = None, converted: bool = False):
         self._wake()   # sleeping workers start now, while this thread prepares the run
