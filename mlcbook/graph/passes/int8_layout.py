@@ -15,13 +15,23 @@ reshape when the input has one channel)::
 
     >>> [c.op for c in convert_int8_layout(func).calls()]
     ['quantize_linear', 'transpose', 'int8_conv2d', 'reshape', 'max_pool', 'reshape', ...]
+
+A conv with few filters leaves most of the product's 16 output lanes empty (8 filters: half).
+Such a conv computes ``P`` neighbouring output pixels as one "wide pixel" instead
+(:func:`group_pixels`): ``P * F`` filters over a window ``(P - 1) * stride`` wider, each
+copy of the filters shifted by a stride, at ``P`` times the stride. Its NHWC output
+``(N, OH, OW / P, P * F)`` is the same bytes as ``(N, OH, OW, F)``, a free view. When the
+window's terms grow less than ``P``-fold, fewer dot products make the same sums: a 3x3 conv
+of one channel sums 4 terms per window row for one pixel and for two.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...ops.int8_kernels import pack_int8, unpack_int8
+from ...ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
+from ...te.ops.int8_kernels import PACK_LANES, conv_row_terms
+from ...tir.x86_intrinsics import pairs_fit_int16
 from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
@@ -80,7 +90,7 @@ class _Int8Layout(ExprMutator):
         xl = src if src is not None else _to_channels_last(x)
         y = Call("int8_conv2d", (xl, *conv.args[1:]), Attrs(dict(conv.attrs, layout="NHWC")),
                  conv.name)
-        return _transpose(y, TO_NCHW)
+        return _transpose(group_pixels(y), TO_NCHW)
 
     def _pool(self, pool: Call, src: Expr) -> Call:
         # (N, H, W, C) viewed as (N, 1, H, W, C): a 3-D pool whose window is one channel
@@ -109,6 +119,48 @@ class _Int8Layout(ExprMutator):
         x = Call("reshape", (src,), Attrs(shape=(n, h * w * c)))
         return Call("int8_dense", (x, Constant(packed, wp.name, wp.owner), *dense.args[2:]),
                     dense.attrs, dense.name)
+
+
+def pixel_group(conv: Call) -> int:
+    """How many neighbouring output pixels the NHWC ``int8_conv2d`` ``conv`` should compute
+    as one (1: none): the most whose filters fit one packed tile of 16 columns, that divide
+    the output's width, and whose widened window rows sum fewer terms than the pixels did
+    one by one."""
+    a = conv.attrs
+    _, _, ow, f = conv.shape
+    c, kw, s = conv.args[0].shape[3], a["kernel_shape"][1], a["strides"][1]
+    if a["layout"] != "NHWC" or a["dilations"][1] != 1 or not all(
+            isinstance(e, Constant) for e in conv.args[1:]):
+        return 1
+    fits = [p for p in range(2, PACK_LANES // f + 1) if ow % p == 0 and
+            conv_row_terms(c, kw + (p - 1) * s) < p * conv_row_terms(c, kw)]
+    return max(fits, default=1)
+
+
+def group_pixels(conv: Call) -> Expr:
+    """``conv`` (an NHWC ``int8_conv2d``) computing :func:`pixel_group` pixels at once,
+    viewed back to its own shape (the module docstring says why)."""
+    p = pixel_group(conv)
+    if p == 1:
+        return conv
+    a = conv.attrs
+    x, wp, bias, mult = conv.args
+    (kh, kw), s, c, f = a["kernel_shape"], a["strides"][1], x.shape[3], a["channels"]
+    rows = unpack_int8(wp.data, f, kh * conv_row_terms(c, kw)).reshape(f, kh, -1)
+    w = rows[..., :kw * c].reshape(f, kh, kw, c).transpose(0, 3, 1, 2)
+    wide = np.zeros((p * f, c, kh, kw + (p - 1) * s), np.int8)
+    for k in range(p):   # the k-th pixel's filters, shifted k strides right
+        wide[k * f:(k + 1) * f, ..., k * s:k * s + kw] = w
+    n, oh, ow, _ = conv.shape
+    packed = pack_conv_int8(wide)
+    narrow = int(bool(a["narrow"]) and pairs_fit_int16(packed))   # new pairs of weights
+    args = (x, Constant(packed, f"{wp.name}_x{p}" if wp.name else "", wp.owner),
+            *(Constant(np.tile(e.data, p), f"{e.name}_x{p}" if e.name else "", e.owner)
+              for e in (bias, mult)))
+    y = Call("int8_conv2d", args, Attrs(dict(
+        a, channels=p * f, kernel_shape=(kh, kw + (p - 1) * s),
+        strides=(a["strides"][0], p * s), narrow=narrow)), conv.name)
+    return Call("reshape", (y,), Attrs(shape=(n, oh, ow, f)))
 
 
 def _is_flatten(e: Expr) -> bool:

@@ -88,3 +88,45 @@ def test_the_compiled_channels_last_model_matches_the_interpreter():
     a = np.random.default_rng(2).integers(0, 256, (2, 8, 9, 9), dtype=np.uint8)
     exe = mb.compile(f, opt_level=3)
     np.testing.assert_array_equal(exe(a), mb.graph.interpret(f, a))
+
+
+def _few_filters(c_out, width, strides=(1, 1), seed=7):
+    x = Var("x", mb.graph.TensorType((2, 1, 5, width), "uint8"))
+    return Function([x], _conv(x, 1, c_out, seed, pads=(1, 1, 1, 1), strides=strides))
+
+
+def _grouped(g):
+    (conv,) = [c for c in g.calls() if c.op == "int8_conv2d"]
+    return conv.attrs["channels"], conv.attrs["kernel_shape"], conv.attrs["strides"]
+
+
+def _same_compiled(f, g, width):
+    a = np.random.default_rng(4).integers(0, 256, (2, 1, 5, width), dtype=np.uint8)
+    want = mb.graph.interpret(f, a)
+    np.testing.assert_array_equal(mb.graph.interpret(g, a), want)
+    np.testing.assert_array_equal(mb.compile(f, opt_level=3)(a), want)
+
+
+def test_eight_filters_over_one_channel_compute_two_pixels_at_once():
+    f = _few_filters(8, width=8)
+    g = convert_int8_layout(f)
+    # 16 filters over a window one stride wider, at twice the stride
+    assert _grouped(g) == (16, (3, 4), (1, 2))
+    assert g.body.type == f.body.type
+    _same_compiled(f, g, width=8)
+
+
+def test_four_filters_compute_as_many_pixels_as_divide_the_width():
+    assert _grouped(convert_int8_layout(_few_filters(4, width=8)))[0] == 16
+    f = _few_filters(4, width=10)    # 4 and 3 pixels do not divide 10 outputs: 2 do
+    g = convert_int8_layout(f)
+    assert _grouped(g) == (8, (3, 4), (1, 2))
+    _same_compiled(f, g, width=10)
+
+
+def test_pixels_stay_apart_when_grouping_would_not_save_terms_or_lanes():
+    # stride 2: two pixels' window rows (5 taps) sum 8 terms, as many as one by one
+    assert _grouped(convert_int8_layout(_few_filters(8, 8, strides=(2, 2)))) == \
+        (8, (3, 3), (2, 2))
+    assert _grouped(convert_int8_layout(_few_filters(16, 8)))[0] == 16   # lanes already full
+    assert _grouped(convert_int8_layout(_few_filters(8, 7)))[0] == 8     # odd width
