@@ -108,7 +108,16 @@ def _conv_infer(types, attrs):
     _check("int8_conv2d", types, attrs["channels"], kh * conv_row_terms(nchw[1], kw))
     shape = get("conv").infer_type([TensorType(nchw), TensorType(
         (attrs["channels"], nchw[1], kh, kw))], _window(attrs)).shape
-    return TensorType(_from_nchw(shape, layout), attrs["dtype"])
+    (ph, pw), p = attrs["pool"], attrs["pixels"]
+    if (ph, pw, p) == (1, 1, 1):
+        return TensorType(_from_nchw(shape, layout), attrs["dtype"])
+    n, c, oh, ow = shape
+    if layout != "NHWC" or c % p or pw % p or min(ph, pw, p) < 1 or oh < ph or ow * p < pw:
+        raise OpShapeError(f"int8_conv2d: pool={(ph, pw)} over pixels={p} needs layout='NHWC', "
+                           f"channels in groups of {p} pixels, the pool's width a multiple of "
+                           f"{p} and a whole window in the {oh}x{ow * p} output pixels; got "
+                           f"layout={layout!r}, {c} channels. Instead: pool with max_pool")
+    return TensorType((n, oh // ph, ow * p // pw, c // p), attrs["dtype"])
 
 
 def _to_nchw(shape, layout: str) -> tuple:
@@ -119,12 +128,8 @@ def _from_nchw(shape, layout: str) -> tuple:
     return tuple(shape[k] for k in (0, 2, 3, 1)) if layout == "NHWC" else tuple(shape)
 
 
-def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
-              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0, layout="NCHW"):
-    if layout == "NHWC":
-        y = _conv_ref(x.transpose(0, 3, 1, 2), wp, bias, mult, channels, kernel_shape, strides,
-                      pads, dilations, x_zp, y_zp, dtype, relu, narrow)
-        return np.ascontiguousarray(y.transpose(0, 2, 3, 1))
+def _conv_sums(x, wp, channels, kernel_shape, strides, pads, dilations, x_zp):
+    """The int32 sums (N, F, OH, OW) of the NCHW ``x`` with the packed weights."""
     kh, kw = kernel_shape
     c = x.shape[1]
     row = conv_row_terms(c, kw)
@@ -134,13 +139,29 @@ def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0
     # the padding holds x_zp: conv of x - x_zp (zero padded) plus x_zp times the weights' sums
     acc = get("conv").reference(x.astype(np.float64) - x_zp, w64, strides=strides, pads=pads,
                                 dilations=dilations)
-    acc = acc + x_zp * w64.sum(axis=(1, 2, 3)).reshape(1, -1, 1, 1)
-    return _requant_ref(acc.astype(np.int32) + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype,
-                        relu, 1)
+    return (acc + x_zp * w64.sum(axis=(1, 2, 3)).reshape(1, -1, 1, 1)).astype(np.int32)
+
+
+def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
+              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0, layout="NCHW",
+              pool=(1, 1), pixels=1):
+    nchw = x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
+    acc = _conv_sums(nchw, wp, channels, kernel_shape, strides, pads, dilations, x_zp)
+    if layout == "NCHW":
+        return _requant_ref(acc + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype, relu, 1)
+    n, f, oh, ow = acc.shape
+    (ph, pw), f = pool, f // pixels
+    # each column's groups of channels are neighbouring pixels; then the largest sum of each
+    # window (the groups share the first's bias and multiplier)
+    acc = acc.transpose(0, 2, 3, 1).reshape(n, oh, ow * pixels, f)
+    acc = acc[:, :oh // ph * ph, :ow * pixels // pw * pw]
+    acc = acc.reshape(n, oh // ph, ph, ow * pixels // pw, pw, f).max(axis=(2, 4))
+    return np.ascontiguousarray(_requant_ref(acc + bias[:f], mult[:f], y_zp, dtype, relu, 3))
 
 
 register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_ref,
-         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE, "layout": "NCHW"},
+         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE, "layout": "NCHW",
+                "pool": (1, 1), "pixels": 1},
          num_inputs=(4, 4),
          doc="2-D conv of uint8 data (NCHW, or NHWC with layout='NHWC') with int8 weights "
              "packed by pack_conv_int8, int32 sums requantized")
@@ -158,4 +179,4 @@ def _legalize_conv(ins, attrs, out_type):
     return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
                           y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
                           narrow=bool(attrs["narrow"]), layout=attrs["layout"],
-                          **_window(attrs))
+                          pool=tuple(attrs["pool"]), pixels=attrs["pixels"], **_window(attrs))

@@ -233,12 +233,14 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
             continue
         variant = int8_tile_variant(t, name.endswith(NARROW_ACC_SUFFIX))
         after = names[k + 1] if k + 1 < len(names) else None
+        rows = None
         if after is not None:
-            fold = _tile_epilogue(sch.get(block), sch.get(sch.get_block(after)),
+            rows = _tile_epilogue(sch.get(block), sch.get(sch.get_block(after)),
                                   epilogue_tile_bytes, variant in VNNI_VARIANTS)
-            if not knobs.choice(f"{name}.epilogue", [0, 1], hint=int(fold)):
+            if not knobs.choice(f"{name}.epilogue", [0, 1], hint=int(rows is not None)) or \
+                    rows is None:
                 after = None
-        epilogue = sch.get_block(after) if after else None
+        epilogue = (sch.get_block(after), rows) if after else None
         if variant in VNNI_VARIANTS or variant in ARM_VARIANTS:
             _vnni_product(knobs, block, variant, t, parallel, epilogue)
         else:
@@ -246,19 +248,39 @@ def schedule_int8(knobs: Knobs, target: Target, parallel_work: int = PARALLEL_WO
         placed.update([after] if after else [])
 
 
-def _tile_epilogue(acc, epilogue, most_bytes: int, short_sums: bool) -> bool:
-    """Whether ``epilogue`` (the block after the product ``acc``) should requantize each
-    tile of sums as soon as it is done: a channels-last conv's (its output (N, OH, OW, F)
-    indexed like the sums (N, OH, OW, F16 // 16, 16)) whose sums take more than
+def _tile_epilogue(acc, epilogue, most_bytes: int, short_sums: bool) -> int | None:
+    """Where ``epilogue`` (the block after the product ``acc``) should requantize the sums:
+    0 under each row tile as soon as it is done, ``ph`` under every ``ph`` rows of sums, None
+    in a pass of its own. A channels-last conv's epilogue folds (its output (N, OH, OW, F)
+    indexed like the sums (N, OH, OW, F16 // 16, 16): under row tiles; pooled, each output row
+    reading the next ``ph`` rows of sums: under rows) when its sums take more than
     ``most_bytes``, so would not stay in cache, or, with ``short_sums``, are sums of fewer
     than :data:`SHORT_SUM_TERMS` terms each, which cost less to compute than to store and
     read again; the others run as fast as one pass over all the sums."""
     sums, out = acc.writes[0].buffer, epilogue.writes[0].buffer
     terms = math.prod(iv.extent.value for iv in acc.iter_vars if iv.kind == "reduce")
-    return len(sums.shape) == 5 and len(out.shape) == 4 and \
-        tuple(out.shape[:3]) == tuple(sums.shape[:3]) and \
-        out.shape[3] <= sums.shape[3] * sums.shape[4] and \
-        (math.prod(sums.shape) * 4 > most_bytes or (short_sums and terms < SHORT_SUM_TERMS))
+    if len(sums.shape) != 5 or len(out.shape) != 4 or out.shape[0] != sums.shape[0] or \
+            out.shape[3] > sums.shape[3] * sums.shape[4] or not (
+                math.prod(sums.shape) * 4 > most_bytes or
+                (short_sums and terms < SHORT_SUM_TERMS)):
+        return None
+    if tuple(out.shape[1:3]) == tuple(sums.shape[1:3]):
+        return 0
+    rows = _rows_per_output_row(epilogue, sums)
+    return rows if rows and out.shape[1] * rows == sums.shape[1] else None
+
+
+def _rows_per_output_row(epilogue, sums) -> int | None:
+    """The step of the sums' row index per output row in a pooling ``epilogue``."""
+    var, steps = epilogue.iter_vars[1].var, set()
+
+    def visit(n):
+        if isinstance(n, BufferLoad) and n.buffer.name == sums.name:
+            a = affine(n.indices[1])
+            steps.add(None if a is None else a.coeffs.get(var))
+
+    post_order_visit(epilogue.body, visit)
+    return steps.pop() if len(steps) == 1 else None
 
 
 def _product_loops(sch: Schedule, block):
@@ -280,12 +302,14 @@ def _tile_product(knobs: Knobs, block, variant: str, panel_bytes: int, parallel:
     loop (at most the variant's register budget; 1 when neighbouring rows' activations are
     not one row apart, which the tile cannot read) and the deepest ``ko`` tile up to
     ``MAX_TILE_DEPTH`` that divides it; ``jo_i`` the column tiles whose weights fit
-    ``panel_bytes``. An ``epilogue`` block goes under ``row_o`` (all columns inside it),
-    its channels vectorized: it requantizes each tile of sums while they are in cache."""
+    ``panel_bytes``. An ``epilogue`` ``(block, rows)`` goes under ``row_o`` (all columns
+    inside it), or under every ``rows`` rows of sums (:func:`_tile_epilogue`), its channels
+    vectorized: it requantizes each tile of sums while they are in cache."""
     sch = knobs.sch
     name = sch.get(block).name
     outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
     most = TILE_VARIANTS[variant] if _unit_row_step(sch.get(block), len(outer)) else 1
+    outer = _split_pool_rows(sch, outer, epilogue)
     options = [r for r in range(1, most + 1) if extent(sch, row) % r == 0]
     rows = knobs.choice(f"{name}.rows", options, hint=max(options))
     options = [d for d in range(1, MAX_TILE_DEPTH + 1) if extent(sch, ko) % d == 0]
@@ -300,11 +324,9 @@ def _tile_product(knobs: Knobs, block, variant: str, panel_bytes: int, parallel:
     jo_o, jo_i = sch.split(jo, [None, cols])
     sch.reorder(*outer, jo_o, row_o, jo_i, *window, ko_o, row_i, ji, ko_i, ki)
     sch.tensorize(row_i, u8i8_tile(variant, rows, depth).name)
-    if epilogue is not None:
-        sch.reverse_compute_at(epilogue, row_o)
-        sch.vectorize(sch.get_loops(epilogue)[-1])
+    _place_epilogue(sch, epilogue, outer, row_o)
     if parallel:
-        sch.parallel(sch.fuse(*outer, jo_o, row_o))
+        sch.parallel(sch.fuse(*_parallel_rows(outer, epilogue, (jo_o, row_o))))
 
 
 def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: bool,
@@ -317,11 +339,13 @@ def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: b
     then a smaller one for the rest; 1 row when neighbouring rows' activations are not one
     row apart). Rows run inside each group of column tiles, which keeps that group's
     weights in cache for all of them (rows outside: the 1024^3 product ran 10-15% slower on
-    Zen 5). With an ``epilogue``, which needs every column of a row tile before it
-    requantizes them, the column groups go inside ``row_o`` and the epilogue under it."""
+    Zen 5). With an ``epilogue`` ``(block, rows)``, which needs every column of a row tile
+    before it requantizes them, the column groups go inside ``row_o`` and the epilogue
+    under it (or under every ``rows`` rows of sums, :func:`_tile_epilogue`)."""
     sch = knobs.sch
     outer, row, jo, ji, window, ko, ki = _product_loops(sch, block)
     unit = _unit_row_step(sch.get(block), len(outer))
+    outer = _split_pool_rows(sch, outer, epilogue)
     most_rows = extent(sch, row) if unit else 1
     hint = int8_register_tile(target, extent(sch, jo), most_rows)
     m, arm = target.machine, variant in ARM_VARIANTS
@@ -334,11 +358,37 @@ def _vnni_product(knobs: Knobs, block, variant: str, target: Target, parallel: b
     first, second = (jo_o, row_o) if epilogue is None else (row_o, jo_o)
     sch.reorder(*outer, first, second, *window, row_i, jo_i, ji, ko, ki)
     sch.tensorize(row_i, u8i8_tile(variant, rows, extent(sch, ko), tile[1], tile).name)
-    if epilogue is not None:
-        sch.reverse_compute_at(epilogue, row_o)
-        sch.vectorize(sch.get_loops(epilogue)[-1])
+    _place_epilogue(sch, epilogue, outer, row_o)
     if parallel:   # not into the column loop the epilogue sits beside
-        sch.parallel(sch.fuse(*outer, first, *([second] if epilogue is None else [])))
+        sch.parallel(sch.fuse(*_parallel_rows(outer, epilogue, (first, second))))
+
+
+def _split_pool_rows(sch: Schedule, outer, epilogue) -> tuple:
+    """``outer`` with its last loop (the rows of sums) split by the rows of sums each row of
+    a pooling ``epilogue`` reads, ``(..., y_o, y_i)``; unchanged for any other."""
+    if epilogue is None or not epilogue[1]:
+        return tuple(outer)
+    return (*outer[:-1], *sch.split(outer[-1], [None, epilogue[1]]))
+
+
+def _place_epilogue(sch: Schedule, epilogue, outer, row_o) -> None:
+    """The ``epilogue`` under the product's row tile ``row_o``, or a pooling one under the
+    rows of sums it reads (:func:`_split_pool_rows`), its channels vectorized."""
+    if epilogue is None:
+        return
+    block, rows = epilogue
+    sch.reverse_compute_at(block, outer[-2] if rows else row_o)
+    sch.vectorize(sch.get_loops(block)[-1])
+
+
+def _parallel_rows(outer, epilogue, inner) -> tuple:
+    """The loops to run in parallel, fused: the outer ones, and with no epilogue both
+    ``inner`` loops, with one under row tiles the first (not into the column loop the
+    epilogue sits beside), with a pooling one none (each thread's rows of sums are the
+    ones its epilogue reads)."""
+    if epilogue is None:
+        return (*outer, *inner)
+    return (*outer, inner[0]) if not epilogue[1] else tuple(outer[:-1])
 
 
 def _unit_row_step(block, k: int) -> bool:

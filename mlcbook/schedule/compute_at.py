@@ -20,7 +20,7 @@ is needed.
 from __future__ import annotations
 
 from ..tir.analysis import collect_blocks, free_vars, loop_ranges
-from ..tir.arith import Atoms, Linear
+from ..tir.arith import Atoms, Linear, affine
 from ..tir.expr import Const, PrimExpr, Var
 from ..tir.functor import substitute
 from ..tir.names import numbered_names
@@ -334,6 +334,7 @@ def _require_read_dims(ctx: Context, realize: BlockRealize, loop: For, x0, writt
     ivs = {iv.var: iv for iv in C.iter_vars}
     dims: dict = {}
     for d, e in enumerate(load_indices(C, x0)[0]):
+        e, step, shift = _scaled_var(e)
         if isinstance(e, Var) and e in ivs and e not in dims and ivs[e].kind == "spatial":
             lo, hi = written[d]
             width = hi - lo
@@ -342,12 +343,28 @@ def _require_read_dims(ctx: Context, realize: BlockRealize, loop: For, x0, writt
                          "per iteration changes size between iterations.",
                          "pick a loop whose iterations write equal-sized parts.", loop,
                          f"loop {lname}")
-            dims[e] = (lo, width.const + 1)
+            # read at v * step + shift (a pooling window's first row: step rows apart): the
+            # instances whose first reads fall in the written part; the check after building
+            # proves the rest
+            first, rest = (lo - shift).split(step)
+            if rest.is_const() and rest.const == 0:
+                dims[e] = (first, -(-(width.const + 1) // step))
     if not dims:
         ctx.fail(UnsupportedError, f"block {name!r} does not read {x0.name} at its iteration "
                  "variables (as C[vi, vj] = f(Y[vi, vj]) does), so the part to compute cannot be "
                  "derived.", "move an elementwise consumer instead.", realize, f"block {name!r}")
     return dims
+
+
+def _scaled_var(e: PrimExpr) -> tuple[PrimExpr, int, int]:
+    """``(v, k, c)`` when ``e`` is ``v * k + c`` for a variable ``v`` and constants ``k`` > 1
+    and ``c``, else ``(e, 1, 0)``."""
+    a = affine(e)
+    if a is not None and len(a.terms) == 1:
+        ((k, v),) = a.terms.values()
+        if isinstance(v, Var) and k > 1:
+            return v, k, a.const
+    return e, 1, 0
 
 
 @schedule_primitive("reverse_compute_at")

@@ -107,3 +107,56 @@ def test_output_dtype_outside_int8_uint8_int32_is_an_error():
         get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
                                       TensorType((10,), "int32"), TensorType((10,))],
                                      {"units": 10, "dtype": "float32"})
+
+
+def _conv_epilogue(w):
+    f = w.shape[0]
+    return epilogue(w.reshape(f, -1), 5, np.linspace(0.01, 0.03, f).astype(np.float32), 0.02,
+                    0.1)
+
+
+def _nhwc_conv(x, w, **attrs):
+    f = w.shape[0]
+    bias, mult = _conv_epilogue(w)
+    return get("int8_conv2d").reference(x, pack_conv_int8(w), bias, mult, channels=f,
+                                        kernel_shape=w.shape[2:], pads=(1, 1, 1, 1), x_zp=5,
+                                        y_zp=3, relu=1, layout="NHWC", **attrs)
+
+
+def test_a_pooled_int8_conv2d_is_the_conv_then_a_max_pool():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (2, 6, 7, 3), dtype=np.uint8)
+    w = rng.integers(-60, 60, (4, 3, 3, 3), dtype=np.int8)
+    y = _nhwc_conv(x, w)                              # (2, 6, 7, 4)
+    want = y[:, :6, :6].reshape(2, 3, 2, 3, 2, 4).max(axis=(2, 4))   # the last column left out
+    np.testing.assert_array_equal(_nhwc_conv(x, w, pool=(2, 2)), want)
+
+
+def test_a_conv_of_grouped_pixels_pools_across_its_groups():
+    # two pixels of 2 filters per column: filters 2-3 are 0-1 shifted one pixel right
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (1, 4, 8, 1), dtype=np.uint8)
+    w = rng.integers(-60, 60, (2, 1, 3, 3), dtype=np.int8)
+    wide = np.zeros((4, 1, 3, 4), np.int8)
+    wide[:2, ..., :3], wide[2:, ..., 1:] = w, w
+    bias, mult = _conv_epilogue(w)
+    got = get("int8_conv2d").reference(
+        x, pack_conv_int8(wide), np.tile(bias, 2), np.tile(mult, 2), channels=4,
+        kernel_shape=(3, 4), strides=(1, 2), pads=(1, 1, 1, 1), x_zp=5, y_zp=3, relu=1,
+        layout="NHWC", pool=(2, 2), pixels=2)
+    want = _nhwc_conv(x, w).reshape(1, 2, 2, 4, 2, 2).max(axis=(2, 4))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pooling_needs_channels_last_and_whole_groups_of_pixels():
+    wp = pack_conv_int8(np.ones((4, 3, 3, 3), np.int8))
+    types = [TensorType((2, 3, 8, 8), "uint8"), type_of_array(wp), TensorType((4,), "int32"),
+             TensorType((4,), "float32")]
+    attrs = dict(channels=4, kernel_shape=(3, 3), pool=(2, 2))
+    with pytest.raises(OpShapeError, match=r"pool=\(2, 2\) over pixels=1 needs layout='NHWC'.*"
+                                           "layout='NCHW'.*Instead: pool with max_pool"):
+        get("int8_conv2d").infer_type(types, attrs)
+    types[0] = TensorType((2, 8, 8, 3), "uint8")
+    with pytest.raises(OpShapeError, match="pool's width a multiple of 4"):
+        get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC", pixels=4, pool=(2, 2)))
+    assert get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC")).shape == (2, 3, 3, 4)

@@ -149,6 +149,55 @@ def test_reverse_compute_at_refuses_reading_ahead():
         sch.reverse_compute_at(sch.get_block("C"), i)
 
 
+_POOLED = """
+@T.prim_func
+def pooled(A: T.Buffer((8, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    Y = T.alloc_buffer((8, 4), "float32")
+    for i, j in T.grid(8, 4):
+        with T.block("Y"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Y[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(4, 4):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi * 2, vj], Y[vi * 2 + 1, vj])
+"""
+
+
+def test_reverse_compute_at_runs_a_pooling_consumer_per_window_of_rows():
+    f = parse(_POOLED)
+    sch = Schedule(f)
+    i, j = sch.get_loops(sch.get_block("Y"))
+    i0, i1 = sch.split(i, [None, 2])
+    sch.reverse_compute_at(sch.get_block("C"), i0)
+    # one row of C after each two rows of Y
+    mb.tir.assert_structural_equal(sch.func, parse("""
+    @T.prim_func
+    def pooled(A: T.Buffer((8, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+        Y = T.alloc_buffer((8, 4), "float32")
+        for i_0 in range(4):
+            for i_1, j in T.grid(2, 4):
+                with T.block("Y"):
+                    vi = T.axis.spatial(8, i_0 * 2 + i_1)
+                    vj = T.axis.spatial(4, j)
+                    Y[vi, vj] = A[vi, vj] * T.float32(2)
+            for ax0 in range(4):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i_0, ax0])
+                    C[vi, vj] = T.max(Y[vi * 2, vj], Y[vi * 2 + 1, vj])
+    """))
+    assert_roundtrip(sch, f)
+    assert_same_result(f, sch.func)
+
+
+def test_reverse_compute_at_refuses_a_pooling_consumer_under_single_rows():
+    sch = Schedule(parse(_POOLED))
+    i, j = sch.get_loops(sch.get_block("Y"))
+    with pytest.raises(CoverageError, match="would read parts of Y that loop i's iteration has "
+                                            "not produced yet"):
+        sch.reverse_compute_at(sch.get_block("C"), i)
+
+
 def test_reverse_compute_at_refuses_a_loop_without_producers():
     sch = Schedule(mm_relu())
     i, j = sch.get_loops(sch.get_block("C"))

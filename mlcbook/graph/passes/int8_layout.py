@@ -30,11 +30,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
+from ...ops.types import Attrs
 from ...te.ops.int8_kernels import PACK_LANES, conv_row_terms
 from ...tir.x86_intrinsics import pairs_fit_int16
-from ...ops.types import Attrs
 from ..expr import Call, Constant, Expr, Function
 from ..functor import ExprMutator
+from .fold import use_counts
 
 #: transposes of a 4-D tensor: NCHW to channels-last (NHWC) and back
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
@@ -44,8 +45,9 @@ _INT_TYPES = ("uint8", "int8")
 
 def convert_int8_layout(func: Function) -> Function:
     """``func`` with its int8 convolutions on channels-last data and the layout kept between
-    them (see the module docstring)."""
-    return _Int8Layout().visit_function(func)
+    them, and the max pools that follow them folded in (see the module docstring)."""
+    g = _Int8Layout().visit_function(func)
+    return _FoldPools(use_counts(g)).visit_function(g)
 
 
 def _transpose(x: Expr, perm: tuple) -> Call:
@@ -161,6 +163,58 @@ def group_pixels(conv: Call) -> Expr:
         a, channels=p * f, kernel_shape=(kh, kw + (p - 1) * s),
         strides=(a["strides"][0], p * s), narrow=narrow)), conv.name)
     return Call("reshape", (y,), Attrs(shape=(n, oh, ow, f)))
+
+
+class _FoldPools(ExprMutator):
+    """``max_pool(view(int8_conv2d))`` -> ``view(int8_conv2d(pool=...))``: a max pool whose
+    windows lie side by side, after a channels-last conv that nothing else reads, whose
+    multipliers are all at least 0 (requantizing keeps the sums' order: the largest sum
+    requantizes to the largest output)."""
+
+    def __init__(self, uses: dict[int, int]):
+        super().__init__()
+        self.uses = uses
+
+    def visit_Call(self, call: Call):
+        new = self.generic_visit(call)
+        if new.op != "max_pool" or len(new.shape) != 5:
+            return new
+        chain, e = [], call.args[0]   # the pool's view of the conv, and a grouping's view
+        while isinstance(e, Call) and e.op == "reshape":
+            chain.append(e)
+            e = e.args[0]
+        if not (isinstance(e, Call) and e.op == "int8_conv2d") or \
+                any(self.uses.get(id(n), 0) != 1 for n in (*chain, e)):
+            return new
+        conv = self.visit(e)
+        window = _side_by_side(new.attrs, conv, new.args[0].shape)
+        if window is None:
+            return new
+        pixels = new.args[0].shape[3] // conv.shape[2]
+        pooled = Call("int8_conv2d", conv.args, Attrs(dict(
+            conv.attrs, pool=window, pixels=pixels)), conv.name)
+        return Call("reshape", (pooled,), Attrs(shape=new.shape))
+
+
+def _side_by_side(attrs, conv: Call, view: tuple) -> tuple | None:
+    """The pool window ``(ph, pw)`` of max pool ``attrs`` over ``view`` (the 5-D view
+    (N, 1, H, W, C) of NHWC data) when :class:`_FoldPools` may fold it into ``conv``: windows
+    side by side covering the pixels (no padding, dilation or partial window), the conv's
+    channel groups of whole pixels inside a window, requantized uint8/int8 with multipliers
+    of at least 0."""
+    a = conv.attrs
+    ks, st = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides") or (1, 1, 1))
+    (ph, pw, pc), (_, _, h, w, _) = ks, view
+    pixels = w // conv.shape[2]
+    mult = conv.args[3]
+    if a["layout"] != "NHWC" or tuple(a["pool"]) != (1, 1) or a["dtype"] == "int32" or \
+            ks != st or pc != 1 or any(attrs.get("pads") or ()) or \
+            any(d != 1 for d in attrs.get("dilations") or ()) or \
+            (attrs.get("ceil_mode") and (h % ph or w % pw)) or \
+            w != pixels * conv.shape[2] or pw % pixels or \
+            not isinstance(mult, Constant) or not np.all(mult.data >= 0):
+        return None
+    return ph, pw
 
 
 def _is_flatten(e: Expr) -> bool:

@@ -133,7 +133,7 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
                 kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                 x_zp: int = 0, y_zp: int = 0, dtype: str = "uint8", relu: bool = False,
                 name: str = "int8_conv2d", narrow: bool = False,
-                layout: str = "NCHW") -> Tensor:
+                layout: str = "NCHW", pool=(1, 1), pixels: int = 1) -> Tensor:
     """2-D convolution of ``x`` (N, C, H, W) uint8 with ``channels`` filters of
     ``kernel_shape`` packed by :func:`pack_conv_int8`, requantized to ``dtype``
     (N, channels, OH, OW). The data is copied once into ``<name>_pad``
@@ -146,7 +146,16 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
 
     ``layout="NHWC"`` takes ``x`` channels-last (N, H, W, C) and gives (N, OH, OW,
     channels), the layout the product's sums are in: the copy then reads whole runs of
-    channels and the requantizing epilogue reads and writes contiguous channels."""
+    channels and the requantizing epilogue reads and writes contiguous channels.
+
+    ``pool=(ph, pw)`` (NHWC only) requantizes the largest sum of each ``ph x pw`` window of
+    output pixels, windows side by side: a 2x2 max pool with stride 2 after the conv, when
+    every multiplier is positive (requantizing then keeps the order of the sums). Each
+    output column of a conv with ``pixels=P`` holds ``P`` neighbouring pixels of
+    ``channels // P`` channels each (see
+    :func:`mlcbook.graph.passes.int8_layout.group_pixels`; the groups share the bias and
+    multiplier of the first), so ``pw`` counts those pixels: the output is
+    ``(N, OH // ph, OW * P // pw, channels // P)``."""
     if layout not in CONV_LAYOUTS:
         raise TEShapeError(f"{name}: layout={layout!r} is not one of {CONV_LAYOUTS}")
     if layout == "NHWC":
@@ -188,10 +197,41 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
         return _requant(acc[b, y, z, f // PACK_LANES, f % PACK_LANES], f, bias, multiplier,
                         y_zp, dtype, relu)
 
+    if tuple(pool) != (1, 1) or pixels != 1:
+        return _pooled(name, acc, channels, tuple(pool), pixels, layout,
+                       lambda v, f: _requant(v, f, bias, multiplier, y_zp, dtype, relu))
     if layout == "NHWC":
         return compute_named((n, oh, ow, channels), ["n", "y", "x", "f"],
                              lambda b, y, z, f: out(b, f, y, z), name)
     return compute_named((n, channels, oh, ow), ["n", "f", "y", "x"], out, name)
+
+
+def _pooled(name: str, acc: Tensor, channels: int, pool, pixels: int, layout: str,
+            requant) -> Tensor:
+    """The epilogue of :func:`int8_conv2d` with ``pool`` and ``pixels``: the largest sum of
+    each window, requantized. The window's few sums are one expression (no reduce axes), so
+    the epilogue stays one spatial stage the schedule can place under the product's rows."""
+    n, oh, ow = acc.shape[:3]
+    (ph, pw), f = pool, channels // pixels
+    if layout != "NHWC" or channels % pixels or pw % pixels or ph < 1 or \
+            oh < ph or ow * pixels < pw:
+        raise TEShapeError(f"{name}: pool={pool} over pixels={pixels} needs NHWC sums, "
+                           f"{channels} channels in groups of {pixels} pixels, pw a multiple "
+                           f"of {pixels} and at least one window in {oh}x{ow * pixels} pixels")
+
+    def out(b, y, z, c):
+        sums = []
+        for dy in range(ph):
+            for dx in range(pw):   # the original pixel z * pw + dx, in its group's column
+                j = (dx % pixels) * f + c
+                sums.append(acc[b, y * ph + dy, z * (pw // pixels) + dx // pixels,
+                                j // PACK_LANES, j % PACK_LANES])
+        best = sums[0]
+        for v in sums[1:]:
+            best = _e.max(best, v)
+        return requant(best, c)
+
+    return compute_named((n, oh // ph, ow * pixels // pw, f), ["n", "y", "x", "f"], out, name)
 
 
 def conv_row_terms(c: int, kw: int) -> int:

@@ -144,16 +144,17 @@ def test_channels_last_int8_conv2d_compiled_matches_the_nchw_reference(c, stride
     np.testing.assert_array_equal(out, want)
 
 
-def _nhwc_conv_case(seed: int, shape, channels: int, wmax: int, narrow: int):
+def _nhwc_conv_case(seed: int, shape, channels: int, wmax: int, narrow: int, **extra):
     """A 3x3 padded int8 conv on NHWC uint8 input of ``shape`` (channels last) to ``channels``,
-    weights in [-wmax, wmax): its legalized function, arguments and reference output."""
+    weights in [-wmax, wmax) (``extra`` attributes: a pool): its legalized function,
+    arguments and reference output."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 256, shape, dtype=np.uint8)
     w = rng.integers(-wmax, wmax, (channels, shape[-1], 3, 3), dtype=np.int8)
     args = [x, pack_conv_int8(w), rng.integers(-500, 500, channels).astype(np.int32),
             np.full(channels, 2e-3, np.float32)]
     attrs = dict(channels=channels, kernel_shape=(3, 3), pads=(1, 1, 1, 1), x_zp=7, y_zp=3,
-                 narrow=narrow, layout="NHWC")
+                 narrow=narrow, layout="NHWC", **extra)
     func = legalize_call("int8_conv2d", [type_of_array(a) for a in args], attrs)
     return func, args, get("int8_conv2d").reference(*args, **attrs)
 
@@ -353,6 +354,20 @@ def test_vnni_conv_with_short_sums_requantizes_each_tile(channels_in, short):
         out = np.zeros_like(want)
         mb.build(sched, target=target)(*args, out)
         np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target, tile_bytes", [("znver5", None), ("avx2", 0)])
+def test_a_pooling_epilogue_runs_under_the_rows_of_sums_it_reads(target, tile_bytes):
+    """A conv pooled 2x2 in its epilogue (6 rows of sums, 3 of output): the epilogue sits
+    under each pair of rows of the product."""
+    func, args, want = _nhwc_conv_case(9, (2, 6, 8, 1), 16, 64, 1, pool=(2, 2))
+    sched = schedule_int8_kernel(func, TARGETS[target], epilogue_tile_bytes=tile_bytes)
+    assert not _one_pass_epilogue(sched)
+    assert "for n, y_0 in T.grid(2, 3):\n        for y_1, " in sched.script()
+    runnable(TARGETS[target])
+    out = np.zeros_like(want)
+    mb.build(sched, target=TARGETS[target])(*args, out)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_a_parallel_copy_runs_its_outer_loops_in_parallel_and_nests_the_rest():

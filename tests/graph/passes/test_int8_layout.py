@@ -130,3 +130,49 @@ def test_pixels_stay_apart_when_grouping_would_not_save_terms_or_lanes():
         (8, (3, 3), (2, 2))
     assert _grouped(convert_int8_layout(_few_filters(16, 8)))[0] == 16   # lanes already full
     assert _grouped(convert_int8_layout(_few_filters(8, 7)))[0] == 8     # odd width
+
+
+def _conv_pool(c_in=4, c_out=16, mult=1e-3, pool=None, also=False):
+    x = Var("x", mb.graph.TensorType((2, c_in, 8, 8), "uint8"))
+    conv = _conv(x, c_in, c_out, 6, pads=(1, 1, 1, 1))
+    if mult != 1e-3:
+        a = conv.args
+        conv = op.int8_conv2d(a[0], a[1], a[2], Constant(np.full(c_out, mult, np.float32)),
+                              **conv.attrs)
+    y = op.max_pool(conv, **(pool or dict(kernel_shape=(2, 2), strides=(2, 2))))
+    return Function([x], mb.graph.Tuple([y, conv]) if also else y)   # also: conv read twice
+
+
+def _folded(g):
+    (conv,) = [c for c in g.calls() if c.op == "int8_conv2d"]
+    return "max_pool" not in _ops(g), tuple(conv.attrs["pool"]), conv.attrs["pixels"]
+
+
+def _same_on(f, g, c_in):
+    a = np.random.default_rng(5).integers(0, 256, (2, c_in, 8, 8), dtype=np.uint8)
+    want = mb.graph.interpret(f, a)
+    for got in (mb.graph.interpret(g, a), mb.compile(f, opt_level=3)(a)):
+        for u, v in zip(*((t,) if isinstance(t, np.ndarray) else t for t in (got, want))):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_a_max_pool_of_side_by_side_windows_folds_into_the_conv():
+    f = _conv_pool()
+    g = convert_int8_layout(f)
+    assert _folded(g) == (True, (2, 2), 1)
+    _same_on(f, g, 4)
+
+
+def test_a_pool_after_grouped_pixels_takes_the_max_across_the_groups():
+    f = _conv_pool(c_in=1, c_out=8)
+    g = convert_int8_layout(f)
+    assert _folded(g) == (True, (2, 2), 2)
+    _same_on(f, g, 1)
+
+
+def test_pools_stay_apart_when_the_max_would_not_commute_or_the_sums_are_read_elsewhere():
+    overlapping = dict(kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
+    for f in (_conv_pool(mult=-1e-3), _conv_pool(also=True), _conv_pool(pool=overlapping)):
+        g = convert_int8_layout(f)
+        assert _folded(g) == (False, (1, 1), 1)
+        _same_on(f, g, 4)
