@@ -16,7 +16,8 @@ from the target's machine model, every decision a knob:
   ``cols`` (column tiles sharing a panel of weights from L2) of the ``pmaddubsw`` (a stage
   named ``*_w7_int8_acc``, whose weights fit int16 pair sums) or ``pmaddwd`` kernel;
 - knob ``epilogue``: a channels-last conv's requantizing epilogue under each row tile, while
-  its sums are in cache; knob ``parallel`` for each stage.
+  its sums are in cache (one that pools, under the rows of sums each output row reads);
+  knob ``parallel`` for each stage.
 
 The whole kernel (its padding and epilogue stages too) is the rule's: the dispatcher
 (:class:`~mlcbook.rules.Rules`) hands it any function with an int8 product stage.

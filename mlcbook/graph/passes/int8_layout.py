@@ -23,6 +23,11 @@ copy of the filters shifted by a stride, at ``P`` times the stride. Its NHWC out
 ``(N, OH, OW / P, P * F)`` is the same bytes as ``(N, OH, OW, F)``, a free view. When the
 window's terms grow less than ``P``-fold, fewer dot products make the same sums: a 3x3 conv
 of one channel sums 4 terms per window row for one pixel and for two.
+
+A max pool whose windows lie side by side (2x2, stride 2) then folds into the conv before
+it (``int8_conv2d(pool=(2, 2))``): the epilogue requantizes the largest sum of each window,
+which is the largest requantized value when no multiplier is negative, and the pool's
+kernel and the conv's full-size output are gone.
 """
 
 from __future__ import annotations
