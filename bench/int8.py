@@ -31,6 +31,10 @@ The ``bf16 vdpbf16ps`` row (CPUs with AVX-512 BF16 only, "-" elsewhere) is
 ``mlcbook.graph.kernels.bf16_matmul``: B packed in bf16 pairs, register tiles of float32 sums
 added by ``vdpbf16ps``, two products per lane per instruction.
 
+On a host with AVX-512 the quantized models are also compiled for ``-mcpu=x86-64-v3`` (the
+AVX2 code of a CPU without VNNI: the ``pmaddubsw`` kernels) and timed in the same rounds, fp32
+and int8; ``--no-avx2`` leaves them out.
+
 The issue's targets (int8 >= 2.5x fp32 with VNNI, bf16 >= 1.5x fp32) can only be judged on a
 CPU with VNNI / AVX-512 BF16. onnxruntime's MatMulInteger gets the 7-bit weights (its AVX2
 kernel saturates on full-range ones). Operations are counted as 2 n^3 (a multiply and an
@@ -45,8 +49,8 @@ import sys
 
 import numpy as np
 
-from _common import (Case, by_key, kernel_call, machine, measure, ort_session, table,
-                     write_results)
+from _common import (AVX2_TARGET, Case, add_avx2_argument, by_key, has_avx512, kernel_call,
+                     machine, measure, ort_session, table, write_results)
 
 SIZES = (1024,)
 MODELS = ("cnn", "mlp")
@@ -204,10 +208,11 @@ def _output_step(qmodel) -> float:
     return float(numpy_helper.to_array(next(i for i in g.initializer if i.name == last.input[1])))
 
 
-def model_cases(models=MODELS) -> tuple[list[Case], dict]:
+def model_cases(models=MODELS, avx2: bool = False) -> tuple[list[Case], dict]:
     """Each model in fp32 and QDQ int8, compiled by mlcbook and run by onnxruntime; the int8
-    outputs must agree within one quantization step of the output. Also returns each
-    model's int8 tensor calls."""
+    outputs must agree within one quantization step of the output. With ``avx2``, mlcbook's
+    also compiled for :data:`_common.AVX2_TARGET` (the code a CPU without AVX-512 runs).
+    Also returns each model's int8 tensor calls."""
     import logging
 
     import onnxruntime as ort
@@ -230,6 +235,15 @@ def model_cases(models=MODELS) -> tuple[list[Case], dict]:
                 calls[name] = ", ".join(sorted({tensor_calls(k) for k in exe.kernels.values()}
                                                - {"none"}))
             got = exe(x)
+            if avx2:
+                code = mb.compile(mb.from_onnx(m), target=AVX2_TARGET)
+                y = code(x)   # exact integer sums: the int8 code agrees to the bit
+                if not (np.array_equal(y, got) if kind == "int8" else
+                        np.allclose(y, got, rtol=1e-3, atol=1e-4)):
+                    raise SystemExit(f"{name} {kind}: the AVX2 code computes other values")
+                for t in THREADS:
+                    out.append(Case("model", (name, f"mlcbook AVX2 {kind}"), t,
+                                    lambda e=code, x=x: e(x)))
             for t in THREADS:
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads, opts.inter_op_num_threads = t, 1
@@ -247,21 +261,24 @@ def model_cases(models=MODELS) -> tuple[list[Case], dict]:
 
 def model_report(all_cases: list[Case], calls: dict) -> str:
     by = by_key(all_cases)
+    avx2 = any(c.key[1].startswith("mlcbook AVX2") for c in all_cases)
+    groups = ["mlcbook", "onnxruntime"] + (["mlcbook AVX2"] if avx2 else [])
     rows = []
     for name in sorted({c.key[0] for c in all_cases}):
         for t in THREADS:
-            ms = {p: by[((name, p), t)].median * 1e3 for p in (
-                "mlcbook fp32", "mlcbook int8", "onnxruntime fp32", "onnxruntime int8")}
-            rows.append([name, t] + [f"{ms[p]:.3f}" for p in ("mlcbook fp32", "mlcbook int8")] +
-                        [f"{ms['mlcbook fp32'] / ms['mlcbook int8']:.2f}x"] +
-                        [f"{ms[p]:.3f}" for p in ("onnxruntime fp32", "onnxruntime int8")] +
-                        [f"{ms['onnxruntime fp32'] / ms['onnxruntime int8']:.2f}x"])
+            row = [name, t]
+            for g in groups:
+                fp32, int8 = (by[((name, f"{g} {k}"), t)].median * 1e3 for k in ("fp32", "int8"))
+                row += [f"{fp32:.3f}", f"{int8:.3f}", f"{fp32 / int8:.2f}x"]
+            rows.append(row)
+    heads = ["model", "threads"]
+    for g in groups:
+        g = g.replace("AVX2", f"AVX2 code (`{AVX2_TARGET.split()[-1]}`)")
+        heads += [f"{g} fp32 ms", f"{g} int8 ms", f"{g} speed-up"]
     return ("Quantized models (QDQ, quantize_static: uint8 activations, int8 weights): "
             "speed-up = fp32 time / int8 time, higher is better; medians of interleaved "
             "repeats. The int8 tensor calls that ran: " + "; ".join(
-                f"{m}: `{c}`" for m, c in sorted(calls.items())) + ".\n\n" + table(
-                ["model", "threads", "mlcbook fp32 ms", "mlcbook int8 ms", "mlcbook speed-up",
-                 "onnxruntime fp32 ms", "onnxruntime int8 ms", "onnxruntime speed-up"], rows))
+                f"{m}: `{c}`" for m, c in sorted(calls.items())) + ".\n\n" + table(heads, rows))
 
 
 def _matmul_mlp(batch: int = 64, sizes=(784, 512, 256, 10)):
@@ -393,9 +410,10 @@ def main(argv=None) -> None:
                     help="write this CPU's section of bench/RESULTS_int8.md (other CPUs' "
                     "sections are kept)")
     ap.add_argument("--out", default=None, help="with --save: the results file to write")
+    add_avx2_argument(ap, "quantized models")
     args = ap.parse_args(argv)
     cs, calls = cases(args.sizes)
-    ms, model_calls = model_cases(args.models)
+    ms, model_calls = model_cases(args.models, avx2=has_avx512() and not args.no_avx2)
     ims, integer_calls = integer_model_cases(args.integer_models)
     measure(cs + ms + ims, args.rounds)
     text = report(cs, calls) + ("\n\n" + model_report(ms, model_calls) if ms else "") + (
