@@ -70,17 +70,19 @@ def dispatch(functor_cls: type, prefix: str, node_cls: type) -> Callable | None:
         >>> dispatch(Depth, "expr_", Binary) is Depth.expr_Binary
         True
     """
-    table = _TABLES.get((functor_cls, prefix))
+    # the table lives on the class itself (its own __dict__, never a base class's), so a
+    # functor class defined inside a function is freed with it: a module-level table keyed
+    # by class kept every such class alive, thousands per compiled model
+    attr = f"_dispatch_{prefix}"
+    table = functor_cls.__dict__.get(attr)
     if table is None:
-        table = _TABLES[(functor_cls, prefix)] = {}
+        table = {}
+        setattr(functor_cls, attr, table)
     try:
         return table[node_cls]
     except KeyError:
         fn = table[node_cls] = getattr(functor_cls, prefix + node_cls.__name__, None)
         return fn
-
-
-_TABLES: dict[tuple[type, str], dict[type, Callable | None]] = {}
 
 
 class Visitor:

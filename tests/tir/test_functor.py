@@ -72,3 +72,24 @@ def test_dispatch_finds_inherited_methods_and_none_for_others():
     assert dispatch(Deeper, "expr_", type(Var("i") + 1)) is Depth.expr_Binary
     assert dispatch(Deeper, "expr_", Buffer) is None
     assert dispatch(Visitor, "visit_", Var) is None
+
+
+def test_a_visitor_class_made_inside_a_function_is_freed_with_it():
+    """Dispatch tables live on the functor class: one defined per call (as free_vars does)
+    must not be kept alive by them (it once was, thousands per compiled model)."""
+    import gc
+    import weakref
+
+    def count_vars(node):
+        class _Count(Visitor):
+            n = 0
+
+            def visit_Var(self, v):
+                type(self).n += 1
+
+        _Count().visit(node)
+        return _Count.n, weakref.ref(_Count)
+
+    n, ref = count_vars(Var("i") + Var("j") * 2)
+    gc.collect()
+    assert n == 2 and ref() is None
