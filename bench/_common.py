@@ -233,20 +233,61 @@ def host_cpu() -> str:
     return f"{llvm.get_host_cpu_name()} / {model}" if model else llvm.get_host_cpu_name()
 
 
+#: below this, two threads did so much less than twice one thread's work that a figure at 2
+#: threads says more about the host than about the programs (on a shared Zen 5 the second
+#: vCPU ran slow for minutes at a time: 1.0x, where it gives 1.9x or more when well)
+TWO_THREADS_LEAST = 1.7
+
+
+def two_thread_scaling(calls: int = 300, repeats: int = 3) -> float:
+    """How much more work two threads did than one in the same time on this host now: two
+    Python threads each running ``calls`` 96x96 numpy matmuls (BLAS pinned to one thread;
+    the GIL is released inside them) against one thread running ``calls``; the median of
+    ``repeats`` interleaved tries. About 2 on two healthy cores."""
+    import threading
+
+    import numpy as np
+    a = np.random.default_rng(0).standard_normal((96, 96))
+
+    def work():
+        for _ in range(calls):
+            a @ a
+
+    def timed(threads: int) -> float:
+        ts = [threading.Thread(target=work) for _ in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return time.perf_counter() - t0
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        work()
+        ratios = [2 * timed(1) / timed(2) for _ in range(repeats)]
+    return statistics.median(ratios)
+
+
 def machine() -> str:
     """The machine a run measured, for under its tables: a line (CPU, cores, numpy's BLAS,
-    the load, the date; it ends in a full stop) and then, as a fenced block, the machine
-    model the schedules derive their choices from (``mb.Target().machine``: vector width,
-    registers, FMA, caches, cores, dot-product instructions)."""
+    the load, the date, how two threads scaled then; it ends in a full stop) and then, as a
+    fenced block, the machine model the schedules derive their choices from
+    (``mb.Target().machine``: vector width, registers, FMA, caches, cores, dot-product
+    instructions)."""
     import llvmlite.binding as llvm
     import numpy as np
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     model = cpu_model()
+    scaling = two_thread_scaling()
     line = (f"{platform.machine()} `{llvm.get_host_cpu_name()}`"
             f"{f' ({model})' if model else ''}, {os.cpu_count()} cores, "
             f"{platform.system()}, Python {platform.python_version()}, numpy {np.__version__} "
             f"with {blas_name()}, load average {load:.1f} (1 min) at the end, "
-            f"{datetime.date.today().isoformat()}.")
+            f"{datetime.date.today().isoformat()}; two threads then did {scaling:.2f}x one "
+            f"thread's work in the same time (numpy matmuls)" + (
+                "" if scaling >= TWO_THREADS_LEAST else
+                f", under {TWO_THREADS_LEAST}x: the 2-thread figures above say more about the "
+                "host's second core than about the programs; re-run them") + ".")
     return f"{line}\n\n```text\n{mb.Target().machine}\n```"
 
 

@@ -62,6 +62,23 @@ def test_machine_names_the_cpu_and_shows_the_machine_model():
     assert line.endswith(".") and "cores" in line and "load average" in line
     assert block.startswith("```") and block.endswith("```")
     assert str(mb.Target().machine) in block
+    assert "two threads then did" in line
+
+
+def test_machine_warns_when_two_threads_did_not_scale(monkeypatch):
+    import _common
+    monkeypatch.setattr(_common, "two_thread_scaling", lambda: 1.02)
+    line = machine().partition("\n\n")[0]
+    assert "two threads then did 1.02x one thread's work" in line
+    assert "the 2-thread figures above say more about the host's second core" in line
+    monkeypatch.setattr(_common, "two_thread_scaling", lambda: 1.95)
+    assert "second core" not in machine().partition("\n\n")[0]
+
+
+def test_two_thread_scaling_is_a_ratio_of_work_done():
+    from _common import two_thread_scaling
+    r = two_thread_scaling(calls=20, repeats=1)    # its value is the host's (not asserted)
+    assert isinstance(r, float) and math.isfinite(r) and r > 0
 
 
 LEGACY = """# Convolutions: mlcbook default schedules vs onnxruntime
