@@ -6,7 +6,9 @@
     array([-0.26894143,  0.        ,  1.7615942 ], dtype=float32)
 
 It has the semantics of :mod:`.scalar` (the reference evaluator's), one array at a time:
-float arithmetic in float64 rounded to the expression's type at every cast and at the end,
+float arithmetic rounded to the expression's type at every operation (float32 in float32,
+whose basic operations numpy rounds as IEEE does; math functions and narrower floats in
+float64, then rounded),
 integer arithmetic wrapping in the integer's own type, ``x // 0 == x % 0 == 0``, NaN-propagating
 min/max, IEEE results where Python would raise. This is how an operator's own compute runs
 in the graph interpreter and in constant folding (:mod:`mlcbook.ops.declare`).
@@ -50,16 +52,30 @@ _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
           "min": np.minimum, "max": np.maximum}
 
 
+def _held(dtype: str) -> type:
+    """How a float of ``dtype`` is held: float32 and float64 as themselves (numpy's +, -, *,
+    / and min/max of them are IEEE's, rounded once), the narrower floats in float64, rounded
+    to their type after each operation."""
+    return np.float32 if dtype == "float32" else np.float64
+
+
 def _rounded(value: np.ndarray, dtype: str) -> np.ndarray:
-    """A float value held in float64, rounded to ``dtype`` (float32, float16, bfloat16)."""
+    """A float value (held in float64, or float32) rounded to ``dtype`` and held as
+    :func:`_held` says."""
     if dtype == "float64":
         return value
-    return value.astype(dtype).astype(np.float64)
+    return value.astype(dtype, copy=False).astype(_held(dtype), copy=False)
+
+
+def _wide(value: np.ndarray) -> np.ndarray:
+    """A value with its float32 widened to float64 (math functions compute in float64, then
+    round: numpy's float32 exp and kin are not correctly rounded)."""
+    return value.astype(np.float64) if value.dtype == np.float32 else value
 
 
 class _ArrayEvaluator(ExprFunctor):
-    """``expr(e)``: the value of ``e``, floats as float64 arrays holding ``e.dtype``'s
-    values, integers and bools in their own numpy type."""
+    """``expr(e)``: the value of ``e``, floats as arrays of :func:`_held` holding
+    ``e.dtype``'s values, integers and bools in their own numpy type."""
 
     def __init__(self, env: Mapping[Var | Buffer, np.ndarray]):
         self.env = env
@@ -70,7 +86,7 @@ class _ArrayEvaluator(ExprFunctor):
         except KeyError:
             raise TIRError(f"evaluate_expr: the variable {e.name!r} has no value; bind it "
                            "in env") from None
-        return value.astype(np.float64) if is_float(e.dtype) else value.astype(e.dtype)
+        return value.astype(_held(e.dtype)) if is_float(e.dtype) else value.astype(e.dtype)
 
     def unhandled_expr(self, e):
         if isinstance(e, Var):   # a subclass of Var: a reduce axis of a tensor expression
@@ -89,7 +105,7 @@ class _ArrayEvaluator(ExprFunctor):
             index = tuple(np.clip(self.expr(i), 0, n - 1)
                           for i, n in zip(e.indices, data.shape))
             value = data[index]
-        return value.astype(np.float64) if is_float(e.dtype) else value
+        return value.astype(_held(e.dtype), copy=False) if is_float(e.dtype) else value
 
     def direct(self, e: BufferLoad, data: np.ndarray) -> np.ndarray | None:
         """``data`` itself, reshaped to broadcast, when the load reads it at index grids
@@ -140,13 +156,13 @@ class _ArrayEvaluator(ExprFunctor):
         return np.where(self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value))
 
     def expr_Call(self, e: Call):
-        out = ARRAY_IMPL[e.name](*(self.expr(a) for a in e.args))
+        out = ARRAY_IMPL[e.name](*(_wide(self.expr(a)) for a in e.args))
         return _rounded(out, e.dtype) if is_float(e.dtype) else out
 
     def expr_Reinterpret(self, e: Reinterpret):
-        value = self.expr(e.value).astype(e.value.dtype)
-        out = np.ascontiguousarray(value).view(e.dtype)
-        return out.astype(np.float64) if is_float(e.dtype) else out
+        # (a C-ordered copy: ascontiguousarray would make a 0-d value 1-d)
+        out = self.expr(e.value).astype(e.value.dtype, order="C").view(e.dtype)
+        return out.astype(_held(e.dtype)) if is_float(e.dtype) else out
 
     def expr_Cast(self, e: Cast):
         src, dst = e.value.dtype, e.dtype
