@@ -7,6 +7,8 @@ training forms export as ONNX's: ``batch_norm_train`` as BatchNormalization with
     >>> model = mb.to_onnx(trainer.model())          # a trained model, for deployment
     >>> onnx.save(model, "digits.onnx")
 
+A declared op exports as its ONNX op, its attributes as its declaration maps them
+(:class:`~mlcbook.ops.onnx_attrs.OnnxAttrs`), one ONNX output per item of a tuple it returns.
 Ops with no ONNX counterpart here (and gemm with panel-packed weights, a compiled layout)
 raise :class:`~mlcbook.errors.UnsupportedModelError` naming the op.
 """
@@ -17,31 +19,47 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from ..graph.expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
+from ..ops import TupleType
 from ..ops import get as get_op
 from ..ops.declare import declared_onnx_ops, onnx_name
+from ..ops.onnx_attrs import SAME_NAMES
+from .onnx_context import DTYPES
 
 #: the opset of an exported model, unless one of its ops is newer (Gelu: 20)
 OPSET = 17
 
 
-def _since(op_type: str) -> int:
-    """:data:`OPSET` if it has ``op_type``, else the first opset that has it."""
+def _since(op_type: str, attrs=()) -> int:
+    """:data:`OPSET` if its ``op_type`` has the attributes ``attrs``, else the first later
+    opset whose ``op_type`` has them (Gelu: 20; AveragePool with dilations: 19)."""
     from onnx import defs
-    try:
-        defs.get_schema(op_type, OPSET)
-        return OPSET
-    except defs.SchemaError:
-        return defs.get_schema(op_type).since_version
+    for opset in range(OPSET, defs.onnx_opset_version() + 1):
+        try:
+            schema = defs.get_schema(op_type, opset)
+        except defs.SchemaError:
+            continue
+        if set(attrs) <= set(schema.attributes):
+            return opset
+    return OPSET        # (the checker names what is wrong)
 
-_SAME = {"maximum": "Max", "minimum": "Min"}
-# op -> (ONNX op, {our attribute: ONNX attribute})
-_RENAMED = {
-    "gemm": ("Gemm", {"alpha": "alpha", "beta": "beta", "trans_a": "transA",
-                      "trans_b": "transB"}),
-    "avg_pool": ("AveragePool", {"kernel_shape": "kernel_shape", "strides": "strides",
-                                 "pads": "pads", "ceil_mode": "ceil_mode",
-                                 "count_include_pad": "count_include_pad"}),
-}
+
+#: mlcbook's dtypes -> ONNX's element type numbers
+_ELEMENT_TYPES = {dtype: number for number, dtype in DTYPES.items()}
+
+
+def _onnx_form(n: Call) -> tuple[dict, dict]:
+    """The attributes of the ONNX node of the declared op call ``n``, and the values of the
+    inputs its attributes become: input index -> (attribute, value)."""
+    op = get_op(n.op)
+    form, attrs = op.onnx_attrs or SAME_NAMES, dict(n.attrs)
+    for a, why in form.local.items():
+        value = attrs.pop(a, None)
+        if why is not None and value is not None and value != op.attrs[a]:
+            raise UnsupportedModelError(f"to_onnx: {n.op} {n.name!r} has {a}={value!r}, {why}")
+    for a in form.dtypes:
+        attrs[a] = _ELEMENT_TYPES[attrs[a]]
+    inputs = {k: (a, attrs.pop(a)) for a, k in form.inputs.items() if a in attrs}
+    return {form.onnx_name(k): v for k, v in attrs.items()}, inputs
 
 
 class _Exporter:
@@ -67,36 +85,31 @@ class _Exporter:
         self.inits.append(self.numpy_helper.from_array(np.asarray(data), name))
         return name
 
-    def node(self, op_type: str, inputs, name: str, domain: str = "", **attrs) -> str:
+    def node(self, op_type: str, inputs, name: str, domain: str = "", outputs: int = 1,
+             **attrs) -> str | list[str]:
+        """Add a node; its output's name (a list of ``outputs`` names if more than one)."""
         out = self.fresh(name or op_type.lower())
+        outs = [out] + [self.fresh(f"{out}_{k}") for k in range(1, outputs)]
         attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs.items()}
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), [out], name=out,
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), outs, name=out,
                                                 domain=domain or None, **attrs))
-        return out
+        return outs if outputs > 1 else out
 
     def call(self, n: Call) -> str:
         # (dropout's counter, its second input, is not exported)
         args = [self.names[id(a)] for a in (n.args[:1] if n.op == "dropout" else n.args)]
         if get_op(n.op).onnx is not None:
             domain, op_type = onnx_name(get_op(n.op))
+            attrs, inputs = _onnx_form(n)
+            for k, (a, value) in sorted(inputs.items()):   # (an input left out is named "")
+                args += [""] * (k - len(args)) + [
+                    self.const(np.array(value, np.int64), f"{n.name}_{a}")]
             if domain:
                 self.domains.add(domain)
             else:
-                self.opset = max(self.opset, _since(op_type))
-            return self.node(op_type, args, n.name, domain, **dict(n.attrs))
-        if n.op in _SAME:
-            return self.node(_SAME[n.op], args, n.name)
-        if n.op == "gemm" and n.attrs["b_panel"]:
-            raise UnsupportedModelError(
-                f"to_onnx: gemm {n.name!r} has panel-packed weights (b_panel), mlcbook's "
-                "compiled layout. Instead: export the graph before mb.compile packs it")
-        if n.op in _RENAMED:
-            op_type, names = _RENAMED[n.op]
-            attrs = {names[k]: v for k, v in n.attrs.items() if k in names}
-            return self.node(op_type, args, n.name, **attrs)
-        if n.op in ("reshape", "squeeze", "unsqueeze"):
-            shape = self.const(np.array(n.shape, np.int64), f"{n.name}_shape")
-            return self.node("Reshape", [args[0], shape], n.name)
+                self.opset = max(self.opset, _since(op_type, attrs))
+            outputs = len(n.type.fields) if isinstance(n.type, TupleType) else 1
+            return self.node(op_type, args, n.name, domain, outputs, **attrs)
         if n.op == "sum":
             extra = [] if n.attrs.get("axes") is None else \
                 [self.const(np.array(n.attrs["axes"], np.int64), f"{n.name}_axes")]
@@ -115,14 +128,10 @@ class _Exporter:
             training = self.const(np.array(True), f"{n.name}_training_mode")
             return self.node("Dropout", [args[0], ratio, training], n.name,
                              seed=int(n.attrs["seed"]))
-        if n.op == "cast":
-            from onnx import helper
-            return self.node("Cast", args, n.name,
-                             to=helper.np_dtype_to_tensor_dtype(np.dtype(n.attrs["dtype"])))
         raise UnsupportedModelError(f"to_onnx: the op {n.op!r} (call {n.name!r}) has no ONNX "
-                                    "export yet; supported: " +
-                                    ", ".join(sorted(set(_SAME) | set(_RENAMED)
-                                                     | {op.name for op in declared_onnx_ops().values()})))
+                                    "export yet; supported: " + ", ".join(sorted(
+                                        {"sum", "batch_norm_train", "dropout"}
+                                        | {op.name for op in declared_onnx_ops().values()})))
 
 
 def to_onnx(func: Function, name: str | None = None):
@@ -150,6 +159,8 @@ def to_onnx(func: Function, name: str | None = None):
             ex.names[id(n)] = ex.const(n.data, n.name or "const")
         elif isinstance(n, Call):
             ex.names[id(n)] = ex.call(n)
+        elif isinstance(n, TupleGetItem) and isinstance(ex.names.get(id(n.tuple_value)), list):
+            ex.names[id(n)] = ex.names[id(n.tuple_value)][n.index]   # an output of a node
         elif isinstance(n, (Tuple, TupleGetItem, Var)):
             if not isinstance(n, Tuple) or n is not func.body:
                 raise UnsupportedModelError(f"to_onnx: cannot export {n!r}; export functions "
@@ -158,7 +169,13 @@ def to_onnx(func: Function, name: str | None = None):
             raise UnsupportedModelError(f"to_onnx: cannot export {n!r} (legalized graphs "
                                         "call loop-level kernels; export before compiling)")
     outs = list(func.body.fields) if isinstance(func.body, Tuple) else [func.body]
-    outputs = [info(ex.names[id(o)], o.type) for o in outs]
+    outputs = []
+    for o in outs:
+        names, types = ex.names[id(o)], o.type
+        if isinstance(names, list):     # the outputs of one node
+            outputs += [info(name, t) for name, t in zip(names, types.fields)]
+        else:
+            outputs.append(info(names, types))
     graph = helper.make_graph(ex.nodes, name or func.name, inputs, outputs, ex.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ex.opset)] + [
         helper.make_opsetid(d, 1) for d in sorted(ex.domains)],

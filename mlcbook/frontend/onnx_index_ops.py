@@ -1,11 +1,10 @@
-"""Converters of ONNX's scatters, ``ScatterElements`` (and ``Scatter``, its name before
-opset 11) and ``ScatterND``, each onto the graph op of its name (the gathers are declared
-with their ONNX names in :mod:`mlcbook.ops`); and ``Compress``, a ``gather`` of the
+"""``Scatter``, ScatterElements' name before opset 11 (the gathers and scatters are declared
+with their ONNX names in :mod:`mlcbook.ops.index`), and ``Compress``, a ``gather`` of the
 positions its condition selects. Its output's shape depends on the condition's values, and
 mlcbook's graphs have static shapes, so the condition must be known at import.
 
-    >>> CONVERTERS["ScatterND"].attrs
-    frozenset({'reduction'})
+    >>> sorted(CONVERTERS["Scatter"].attrs)
+    ['axis', 'reduction']
 """
 
 from __future__ import annotations
@@ -16,19 +15,7 @@ from ..graph.expr import Constant
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
-
-@converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))
-@guard_dtype
-def _scatter_elements(cx, ins, attrs):
-    return cx.call("scatter_elements", ins[0], ins[1], ins[2], axis=attrs.get("axis", 0),
-                   reduction=attrs.get("reduction", "none"))
-
-
-@converter("ScatterND", attrs=("reduction",))
-@guard_dtype
-def _scatter_nd(cx, ins, attrs):
-    return cx.call("scatter_nd", ins[0], ins[1], ins[2],
-                   reduction=attrs.get("reduction", "none"))
+CONVERTERS["Scatter"] = CONVERTERS["ScatterElements"]
 
 
 @converter("Compress", attrs=("axis",), static=(1,))

@@ -20,7 +20,8 @@ import numpy as np
 from ..errors import OpAttributeError, OpDTypeError
 from ..graph.expr import Constant, Expr
 from ..ops.declare import declared_onnx_ops, onnx_name
-from ..ops.nn import auto_pads
+from ..ops.nn import check_auto_pad, onnx_window
+from ..ops.onnx_attrs import SAME_NAMES
 from ..ops.types import LOWBIT_DTYPES
 from ..tir.expr import FLOAT_DTYPES
 from .onnx_context import Context, Unsupported, onnx_dtype, tensor_array
@@ -134,18 +135,43 @@ def guard_dtype(fn):
     return wrapped
 
 
-# --- elementwise ---------------------------------------------------------------------------------
+# --- the declared ops -----------------------------------------------------------------------------
 def _declared(op) -> Converter:
-    """The converter of a declared op: the ONNX node's inputs and attributes are the op's,
-    under the same names."""
+    """The converter of a declared op: the ONNX node's inputs are the op's (one left out is
+    not passed), its attributes the op's as ``op.onnx_attrs`` maps them
+    (:class:`~mlcbook.ops.onnx_attrs.OnnxAttrs`; the same names where it is None)."""
+    form = op.onnx_attrs or SAME_NAMES
+    to_op = {form.onnx_name(a): a for a in op.attrs if a not in form.local and
+             a not in form.inputs}
+    static = tuple(sorted(form.inputs.values()))
+
     @guard_dtype
     def convert(cx, ins, attrs):
+        given = {to_op.get(k, k): v for k, v in attrs.items()}
+        for a in form.dtypes:
+            if a in given:
+                given[a] = onnx_dtype(given[a], f"the attribute {form.onnx_name(a)!r}")
+        for a, k in form.inputs.items():
+            given[a] = _ints(cx.static(k, form.onnx_name(a)))
+        args = [x for k, x in enumerate(ins) if x is not None and k not in static]
+        if form.derive is not None:
+            given.update(form.derive(given, [x.type for x in args],
+                                     tuple(bool(o) for o in cx.node.output)))
+        for k in form.onnx_only:
+            given.pop(k, None)
         try:
-            return cx.call(op.name, *ins, **attrs)
+            return cx.call(op.name, *args, **given)
         except OpAttributeError as e:   # a value mlcbook's op does not take
             raise Unsupported(e.message) from None
-    return Converter(convert, frozenset(op.attrs), (), 1, None)
+    return Converter(convert, frozenset(to_op) | frozenset(form.onnx_only), static,
+                     form.outputs, form.check)
 
+
+def _ints(v: np.ndarray | None):
+    return None if v is None else tuple(int(x) for x in np.asarray(v).reshape(-1))
+
+
+# --- elementwise ---------------------------------------------------------------------------------
 def _scalar(v: np.ndarray | None, what: str):
     if v is None:
         return None
@@ -209,72 +235,28 @@ def _cast(cx, ins, attrs):
     return cast_value(cx, ins[0], onnx_dtype(attrs["to"], "the target type 'to'"), attrs)
 
 
-@converter("BitCast", attrs=("to",))
-@guard_dtype
-def _bitcast(cx, ins, attrs):
-    dtype = onnx_dtype(attrs["to"], "the target type 'to'")
-    return ins[0] if ins[0].dtype == dtype else cx.call("bitcast", ins[0], dtype=dtype)
-
-
 @converter("Identity")
 def _identity(cx, ins, attrs):
     return ins[0]
 
 
-# --- linear algebra and nn -------------------------------------------------------------------------
-@converter("Gemm", attrs=("alpha", "beta", "transA", "transB"))
-@guard_dtype
-def _gemm(cx, ins, attrs):
-    args = [a for a in ins[:3] if a is not None]
-    return cx.call("gemm", *args, alpha=attrs.get("alpha", 1.0), beta=attrs.get("beta", 1.0),
-                   trans_a=attrs.get("transA", 0), trans_b=attrs.get("transB", 0))
-
-
-_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
-
-
-def _check_auto_pad(attrs):
-    a = attrs.get("auto_pad", "NOTSET")
-    return [] if a in _AUTO_PADS else [f"auto_pad={a!r} is not one of {_AUTO_PADS}"]
-
-
-def _window(x: Expr, attrs: dict, kernel) -> dict:
-    nsp = x.type.ndim - 2
-    strides = tuple(attrs.get("strides") or (1,) * nsp)
-    dilations = tuple(attrs.get("dilations") or (1,) * nsp)
-    mode = attrs.get("auto_pad", "NOTSET")
-    if mode == "NOTSET":
-        pads = tuple(attrs.get("pads") or (0,) * (2 * nsp))
-    else:
-        pads = auto_pads(mode, x.shape[2:], kernel, strides, dilations)
-    return {"strides": strides, "dilations": dilations, "pads": pads}
-
-
-#: public name of the window attributes' reading, for the converter modules beside this one
-pool_window = _window
-
-
-@converter("Conv", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
-           check=_check_auto_pad)
-@guard_dtype
-def _conv(cx, ins, attrs):
-    x, w = ins[0], ins[1]
-    kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
-    args = [a for a in ins[:3] if a is not None]
-    return cx.call("conv", *args, group=attrs.get("group", 1), kernel_shape=kernel,
-                   **_window(x, attrs, kernel))
+# --- nn (Gemm, Conv, AveragePool, BatchNormalization, LayerNormalization: declared) -------------
+def pool_window(x: Expr, attrs: dict, kernel) -> dict:
+    """The strides, dilations and pads of the ONNX conv or pool node ``attrs`` over ``x``
+    (:func:`mlcbook.ops.nn.onnx_window`), for the converters that are written out."""
+    return onnx_window(attrs, x.shape, kernel)
 
 
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 
 
-@converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=_check_auto_pad,
+@converter("MaxPool", attrs=_POOL_ATTRS + ("storage_order",), check=check_auto_pad,
            outputs=2)
 @guard_dtype
 def _max_pool(cx, ins, attrs):
     kernel = tuple(attrs["kernel_shape"])
     window = dict(kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
-                  **_window(ins[0], attrs, kernel))
+                  **pool_window(ins[0], attrs, kernel))
     y = cx.call("max_pool", ins[0], **window)
     if len(cx.node.output) < 2 or not cx.node.output[1]:
         return y
@@ -283,49 +265,7 @@ def _max_pool(cx, ins, attrs):
                       suffix="_indices", **window)
 
 
-@converter("AveragePool", attrs=_POOL_ATTRS + ("count_include_pad",), check=_check_auto_pad)
-@guard_dtype
-def _avg_pool(cx, ins, attrs):
-    kernel = tuple(attrs["kernel_shape"])
-    return cx.call("avg_pool", ins[0], kernel_shape=kernel, ceil_mode=attrs.get("ceil_mode", 0),
-                   count_include_pad=attrs.get("count_include_pad", 0),
-                   **_window(ins[0], attrs, kernel))
-
-
-def _check_bn(attrs):
-    # (chapter 5's exercise 4 repairs a model that uses training_mode=1: supporting it here
-    # would take that exercise away)
-    if attrs.get("training_mode", 0):
-        return ["training_mode=1 is not supported (models are imported for inference)"]
-    return []
-
-
-@converter("BatchNormalization", attrs=("epsilon", "momentum", "training_mode"), check=_check_bn)
-@guard_dtype
-def _batch_norm(cx, ins, attrs):
-    return cx.call("batch_norm", *ins[:5], epsilon=attrs.get("epsilon", 1e-5))
-
-
-@converter("LayerNormalization", attrs=("axis", "epsilon", "stash_type"), outputs=3)
-@guard_dtype
-def _layer_norm(cx, ins, attrs):
-    stats = any(cx.node.output[1:])
-    args = [a for a in ins[:3] if a is not None]
-    return cx.call("layer_norm", *args, axis=attrs.get("axis", -1),
-                   epsilon=attrs.get("epsilon", 1e-5), num_outputs=3 if stats else 1)
-
-
-# --- data movement ---------------------------------------------------------------------------------
-def _ints(v: np.ndarray | None):
-    return None if v is None else tuple(int(x) for x in np.asarray(v).reshape(-1))
-
-
-@converter("Reshape", attrs=("allowzero",), static=(1,))
-def _reshape(cx, ins, attrs):
-    return cx.call("reshape", ins[0], shape=_ints(cx.static(1, "shape")),
-                   allowzero=attrs.get("allowzero", 0))
-
-
+# --- data movement (Reshape, Squeeze, Unsqueeze, Slice: declared) -------------------------------
 @converter("Split", attrs=("axis", "num_outputs", "split"), static=(1,), outputs=1 << 20)
 def _split(cx, ins, attrs):
     x, axis = ins[0], attrs.get("axis", 0)
@@ -341,25 +281,6 @@ def _split(cx, ins, attrs):
                 raise Unsupported(f"cannot split {dim} evenly into {n} outputs; give 'split'")
             sizes = (dim // n,) * n
     return cx.call("split", x, axis=axis, sizes=sizes)
-
-
-@converter("Slice", static=(1, 2, 3, 4))
-def _slice(cx, ins, attrs):
-    return cx.call("slice", ins[0], starts=_ints(cx.static(1, "starts")),
-                   ends=_ints(cx.static(2, "ends")), axes=_ints(cx.static(3, "axes")),
-                   steps=_ints(cx.static(4, "steps")))
-
-
-@converter("Squeeze", attrs=("axes",), static=(1,))
-def _squeeze(cx, ins, attrs):
-    axes = _ints(cx.static(1, "axes")) or attrs.get("axes")
-    return cx.call("squeeze", ins[0], axes=axes)
-
-
-@converter("Unsqueeze", attrs=("axes",), static=(1,))
-def _unsqueeze(cx, ins, attrs):
-    axes = _ints(cx.static(1, "axes")) or attrs.get("axes")
-    return cx.call("unsqueeze", ins[0], axes=axes)
 
 
 def _check_pad(attrs):

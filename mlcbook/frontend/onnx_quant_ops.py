@@ -1,8 +1,8 @@
-"""Converters of ONNX's quantization ops: ``QuantizeLinear``, ``DequantizeLinear``,
-``MatMulInteger``, ``ConvInteger``, ``QLinearMatMul`` and ``QLinearConv``, onto the ops of
-:mod:`mlcbook.ops.quant`. When their weights are constants, ``mb.compile`` (opt_level >= 1)
-runs the four integer products on the int8 kernels of quantized models
-(:mod:`mlcbook.graph.passes.integer_ops`).
+"""Converters of ONNX's quantization ops that need more than their declaration
+(:mod:`mlcbook.ops.quant`, which gives ``QLinearMatMul``'s and ``QLinearConv``'s):
+``QuantizeLinear``, ``DequantizeLinear``, ``MatMulInteger`` and ``ConvInteger``. When their
+weights are constants, ``mb.compile`` (opt_level >= 1) runs the four integer products on the
+int8 kernels of quantized models (:mod:`mlcbook.graph.passes.integer_ops`).
 
 An absent zero point is a constant 0 (of ``uint8`` for QuantizeLinear, as ONNX says, or of
 its operand's dtype), so every graph op takes all of its inputs. The low-bit types (float8,
@@ -20,10 +20,12 @@ import numpy as np
 
 from ..errors import InvalidModelError
 from ..graph.expr import Constant
+from ..ops import get as get_op
+from ..ops.nn import check_auto_pad
 from ..ops.types import LOWBIT_DTYPES
 from ..te.ops.lowbit import FORMATS
 from .onnx_context import Unsupported, onnx_dtype
-from .onnx_ops import converter, guard_dtype, pool_window
+from .onnx_ops import converter, guard_dtype
 
 
 def _check_block(attrs):
@@ -153,34 +155,15 @@ def _matmul_integer(cx, ins, attrs):
                    _or_zero(_input(ins, 3), b.dtype))
 
 
-_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
-
-
-def _conv_attrs(x, w, attrs) -> dict:
-    kernel = tuple(attrs.get("kernel_shape") or w.shape[2:])
-    return dict(group=attrs.get("group", 1), kernel_shape=kernel,
-                **pool_window(x, attrs, kernel))
-
-
-@converter("ConvInteger", attrs=_CONV_ATTRS)
+@converter("ConvInteger", attrs=("auto_pad", "dilations", "group", "kernel_shape", "pads",
+                                 "strides"), check=check_auto_pad)
 @guard_dtype
 def _conv_integer(cx, ins, attrs):
+    # the window attributes are Conv's (auto_pad made pads; kernel_shape the weight's)
     x, w = ins[0], ins[1]
+    window = get_op("conv").onnx_attrs.derive(attrs, [x.type, w.type], ())
     return cx.call("conv_integer", x, w, _or_zero(_input(ins, 2), x.dtype),
-                   _or_zero(_input(ins, 3), w.dtype), **_conv_attrs(x, w, attrs))
-
-
-@converter("QLinearMatMul")
-@guard_dtype
-def _qlinear_matmul(cx, ins, attrs):
-    return cx.call("qlinear_matmul", *ins[:8])
-
-
-@converter("QLinearConv", attrs=_CONV_ATTRS)
-@guard_dtype
-def _qlinear_conv(cx, ins, attrs):
-    args = [a for a in ins[:9] if a is not None]
-    return cx.call("qlinear_conv", *args, **_conv_attrs(ins[0], ins[3], attrs))
+                   _or_zero(_input(ins, 3), w.dtype), group=attrs.get("group", 1), **window)
 
 
 @converter("DynamicQuantizeLinear", outputs=3)

@@ -1,9 +1,10 @@
 """Converters of ONNX's further reductions, normalizations and tensor ops (beside the core
 set of :mod:`.onnx_ops`). Ops with a graph op of their own (``ReduceProd``, ``CumSum``,
-``Expand``, ``Tile``, ``Trilu``) map onto it; the rest are the compositions
-their ONNX definitions give (``ReduceL2`` is ``sqrt(sum(x * x))``, ``DepthToSpace`` a
-reshape, transpose and reshape, ``InstanceNormalization`` a layer norm over the spatial
-axes then a per-channel scale and shift, ...), so they fuse and compile like any graph.
+``Trilu``; ``Expand`` and ``Tile`` are declared with their ONNX names) map onto it; the rest
+are the compositions their ONNX definitions give (``ReduceL2`` is ``sqrt(sum(x * x))``,
+``DepthToSpace`` a reshape, transpose and reshape, ``InstanceNormalization`` a layer norm
+over the spatial axes then a per-channel scale and shift, ...), so they fuse and compile
+like any graph.
 
     >>> CONVERTERS["DepthToSpace"].attrs
     frozenset({'blocksize', 'mode'})
@@ -329,18 +330,6 @@ def _one_hot(cx, ins, attrs):
     hit = cx.call("equal", idx, _positions(depth, axis, nd), suffix="_hit")
     return cx.call("where", hit, Constant(values[1:2].reshape(())),
                    Constant(values[0:1].reshape(())))
-
-
-@converter("Expand", static=(1,))
-@guard_dtype
-def _expand(cx, ins, attrs):
-    return cx.call("expand", ins[0], shape=_static_ints(cx, 1, "shape"))
-
-
-@converter("Tile", static=(1,))
-@guard_dtype
-def _tile(cx, ins, attrs):
-    return cx.call("tile", ins[0], repeats=_static_ints(cx, 1, "repeats"))
 
 
 @converter("Trilu", attrs=("upper",), static=(1,))

@@ -1,11 +1,12 @@
 """Converters for the ops real exported models lean on beyond the core set: inference-time
-``Dropout``, variadic ``Sum``, ``LRN``, and the constant-producing and
-shape-reading ops ``ConstantOfShape``, ``Shape``, ``Size`` and ``Range``.
+``Dropout``, variadic ``Sum`` (``LRN`` is declared with its ONNX name), and the
+constant-producing ops ``ConstantOfShape`` and ``Range``, whose inputs are their attributes.
 
-The last four become calls of the graph ops of :mod:`mlcbook.ops.shape`; the importer folds
-them with the graph's constant folding as it binds each value, so a ``Reshape`` whose target
-shape is computed by ``Shape -> Gather -> Concat`` sees a constant, and weights produced by
-``ConstantOfShape`` (as in onnx's model-zoo test models) are constants.
+Those two, like ``Shape`` and ``Size`` (declared with their ONNX names), become calls of the
+graph ops of :mod:`mlcbook.ops.shape`; the importer folds them with the graph's constant
+folding as it binds each value, so a ``Reshape`` whose target shape is computed by
+``Shape -> Gather -> Concat`` sees a constant, and weights produced by ``ConstantOfShape``
+(as in onnx's model-zoo test models) are constants.
 
     >>> CONVERTERS["ConstantOfShape"].static_inputs
     (0,)
@@ -48,12 +49,6 @@ def _sum(cx, ins, attrs):
     return acc
 
 
-@converter("LRN", attrs=("alpha", "beta", "bias", "size"))
-def _lrn(cx, ins, attrs):
-    return cx.call("lrn", ins[0], size=attrs["size"], alpha=attrs.get("alpha", 1e-4),
-                   beta=attrs.get("beta", 0.75), bias=attrs.get("bias", 1.0))
-
-
 @converter("ConstantOfShape", attrs=("value",), static=(0,))
 def _constant_of_shape(cx, ins, attrs):
     from onnx import numpy_helper
@@ -64,16 +59,6 @@ def _constant_of_shape(cx, ins, attrs):
     else:
         dtype, value = "float32", 0.0
     return cx.call("constant_of_shape", shape=shape, value=value, dtype=dtype)
-
-
-@converter("Shape", attrs=("start", "end"))
-def _shape(cx, ins, attrs):
-    return cx.call("shape", ins[0], start=attrs.get("start", 0), end=attrs.get("end"))
-
-
-@converter("Size")
-def _size(cx, ins, attrs):
-    return cx.call("size", ins[0])
 
 
 def _scalar(cx, index: int, what: str):

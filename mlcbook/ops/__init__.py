@@ -19,10 +19,10 @@ from . import elementwise, index, linalg, nn, reduce, resize, transform  # noqa:
 from . import lower  # noqa: F401 - and their legalizations
 from . import layout  # noqa: F401 - blocked layouts (registers its ops and legalizations)
 from . import winograd  # noqa: F401 - the three stages of a Winograd convolution
-from . import lrn, shape  # noqa: F401 - LRN (and its legalization); ops folded at compile time
-from . import grid_sample, recurrent  # noqa: F401 - GridSample/AffineGrid; RNN, GRU, LSTM
+from . import lrn, shape  # noqa: F401 - LRN; ops folded at compile time
+from . import recurrent  # noqa: F401 - RNN, GRU, LSTM
 from . import int8_kernels, quant  # noqa: F401 - quantization ops and the int8 kernels
-from . import attention, rotary  # noqa: F401 - transformer ops: attention, rotary embedding
+from . import attention  # noqa: F401 - transformer ops: attention, rotary embedding
 from . import lowbit  # noqa: F401 - conversions of the float8/float4/int4/int2 types
 from . import training  # noqa: F401 - batch_norm_train and dropout, the training forms
 from .legalize import legalize_call

@@ -1,5 +1,9 @@
-"""Scaled dot-product attention, the graph op ``attention`` (ONNX's ``Attention`` on
-``(batch, heads, sequence, head size)`` tensors), legalized to :func:`te.ops.attention`.
+"""The transformer ops, declared once from their te computes: scaled dot-product attention,
+``attention`` (ONNX's ``Attention`` on ``(batch, heads, sequence, head size)`` tensors,
+:func:`te.ops.attention`), and rotary position embedding, ``rotary_embedding`` (ONNX's
+``RotaryEmbedding`` on such tensors with the cosines and sines already looked up per token,
+:func:`te.ops.rotary_embedding`; it exports as ONNX's 4-D form without positions, which it
+is).
 
     >>> get("attention").infer_type([TensorType((2, 8, 4, 16)), TensorType((2, 2, 6, 16)),
     ...                              TensorType((2, 2, 6, 32))], {"is_causal": 1})
@@ -34,14 +38,12 @@ probabilities ``p``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ..te.ops.attention import attention as te_attention
-from ..te.ops.attention import scale_root
-from ._infer import FLOATS, broadcast_shapes, require_dtype, same_dtype
-from .registry import OpKind, register, register_legalization
-from .types import TensorType, TupleType
+from ..te.ops.attention import rotary_embedding as te_rotary_embedding
+from . import declare
+from ._infer import FLOATS, require_dtype, same_dtype
+from .registry import OpKind
 
 _ATTRS = {"scale": None, "is_causal": 0, "past_length": 0, "softcap": 0.0, "has_mask": 0,
           "softmax_precision": None, "left_window_size": -1, "right_window_size": -1,
@@ -51,14 +53,6 @@ _ATTRS = {"scale": None, "is_causal": 0, "past_length": 0, "softcap": 0.0, "has_
 _QK_OUTPUT = {0: "scores", 1: "scores", 2: "biased", 3: "probs"}
 
 
-def _parts(types_or_values, has_mask: int):
-    """(q, k, v, mask or None, valid-key counts or None) from the op's inputs."""
-    q, k, v, *rest = types_or_values
-    mask = rest.pop(0) if has_mask and rest else None
-    return q, k, v, mask, (rest[0] if rest else None)
-
-
-# --- shape and dtype inference ------------------------------------------------------------------
 def _check_attrs(attrs) -> None:
     for name in ("left_window_size", "right_window_size"):
         if attrs[name] < -1:
@@ -77,131 +71,66 @@ def _check_attrs(attrs) -> None:
                                f" give one of {', '.join(FLOATS)}")
 
 
-def _infer(types, attrs):
+def _attention_check(types, attrs):
+    """The attributes, the number of inputs and the dtypes, in the graph's words (the compute
+    checks the shapes)."""
     _check_attrs(attrs)
     n_in = 3 + attrs["has_mask"]
     if len(types) not in (n_in, n_in + 1):
         raise OpShapeError(f"attention: {len(types)} inputs with has_mask={attrs['has_mask']};"
                            f" give q, k, v{', the mask' if attrs['has_mask'] else ''} and "
                            "optionally the valid-key counts")
-    q, k, v, mask, counts = _parts(types, attrs["has_mask"])
-    dtype = same_dtype("attention", (q, k, v))
-    require_dtype("attention", q, FLOATS, "query")
-    if not q.ndim == k.ndim == v.ndim == 4:
-        raise OpShapeError(f"attention: q, k and v must be 4-D (batch, heads, sequence, head "
-                           f"size); got {q.shape}, {k.shape} and {v.shape}")
-    (b, hq, s, d), (_, hkv, t, _), dv = q.shape, k.shape, v.shape[3]
-    if k.shape[0] != b or v.shape[0] != b or v.shape[1:3] != (hkv, t) or k.shape[3] != d:
-        raise OpShapeError(f"attention: q {q.shape}, k {k.shape} and v {v.shape} disagree: they "
-                           "need the same batch, k and v the same heads and sequence, q and k "
-                           "the same head size")
-    if hq % hkv:
-        raise OpShapeError(f"attention: {hq} query heads do not group evenly onto {hkv} "
-                           "key/value heads. Instead: give a multiple of the key/value heads "
-                           "as query heads")
-    if mask is not None:
+    dtype = same_dtype("attention", types[:3])
+    require_dtype("attention", types[0], FLOATS, "query")
+    if attrs["has_mask"]:
+        mask = types[3]
         if mask.dtype not in ("bool", dtype) or not 1 <= mask.ndim <= 4:
             raise OpDTypeError(f"attention: the mask {mask} must be bool or {dtype} (q's dtype)"
                                " with 1 to 4 axes")
-        if mask.shape[-1] > t:
-            raise OpShapeError(f"attention: the mask covers {mask.shape[-1]} keys but there "
-                               f"are only {t}. Instead: give a mask of at most {t} keys (the "
-                               "keys after its end are masked)")
-        broadcast_shapes("attention (the mask's leading axes)", mask.shape[:-1], (b, hq, s))
-    if counts is not None:
-        if counts.dtype != "int64" or counts.shape != (b,):
-            raise OpShapeError(f"attention: the valid-key counts must be int64 of shape ({b},)"
-                               f" (one per batch row); got {counts}")
-        if attrs["past_length"]:
-            raise OpAttributeError("attention: valid-key counts and past_length do not combine"
-                                   " (ONNX allows nonpad_kv_seqlen only without past_key). "
-                                   "Instead: count the cached keys in the valid-key counts")
-    y = TensorType((b, hq, s, dv), dtype)
-    if attrs["num_outputs"] == 1:
-        return y
-    return TupleType((y, TensorType((b, hq, s, t), dtype)))
+    if len(types) > n_in and attrs["past_length"]:
+        raise OpAttributeError("attention: valid-key counts and past_length do not combine"
+                               " (ONNX allows nonpad_kv_seqlen only without past_key). "
+                               "Instead: count the cached keys in the valid-key counts")
 
 
-# --- numpy reference ----------------------------------------------------------------------------
-def _allowed(shape, counts, attrs):
-    """Where query i may attend key j by the causal, window and padding rules: (B, 1, S, T)."""
-    b, _, s, t = shape
-    offset = (attrs["past_length"] if counts is None
-              else counts.astype(np.int64).reshape(b, 1, 1, 1) - s)
-    pos = np.arange(s).reshape(1, 1, s, 1) + offset
-    j = np.arange(t)
-    ok = np.ones((b, 1, s, t), bool)
-    if attrs["is_causal"]:
-        ok &= j <= pos
-    if attrs["left_window_size"] >= 0:
-        ok &= pos - j <= attrs["left_window_size"]
-    if attrs["right_window_size"] >= 0:
-        ok &= j - pos <= attrs["right_window_size"]
-    if counts is not None:
-        ok &= j < counts.reshape(b, 1, 1, 1)
-    return ok
-
-
-def _bias_ref(shape, dtype, mask, counts, attrs):
-    neg_inf = np.array(-np.inf, dtype)
-    bias = np.where(_allowed(shape, counts, attrs), np.array(0, dtype), neg_inf)
-    if mask is not None:
-        widths = [(0, 0)] * (mask.ndim - 1) + [(0, shape[3] - mask.shape[-1])]
-        if mask.dtype == np.bool_:
-            mask = np.where(np.pad(mask, widths), np.array(0, dtype), neg_inf)
-        else:
-            mask = np.pad(mask, widths, constant_values=-np.inf)
-        bias = mask + bias
-    return np.broadcast_to(bias, shape)
-
-
-def _softmax_ref(x):
-    top = x.max(axis=-1, keepdims=True)
-    e = np.exp(x - np.where(np.isneginf(top), 0, top).astype(x.dtype))
-    total = e.sum(axis=-1, keepdims=True)
-    return e / np.where(total == 0, 1, total).astype(x.dtype)
-
-
-def _attention_ref(*args, **attrs):
-    attrs = dict(_ATTRS, **attrs)
-    q, k, v, mask, counts = _parts(args, attrs["has_mask"])
-    dtype, rep = q.dtype, q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-    root = dtype.type(scale_root(attrs["scale"], q.shape[3], dtype.name))
-    # ml_dtypes' bfloat16 matmul returns float32: round products back as the graph does
-    scores = ((q * root) @ (np.swapaxes(k, 2, 3) * root)).astype(dtype)
-    if attrs["softcap"] > 0:
-        cap = dtype.type(attrs["softcap"])
-        scores = np.tanh(scores / cap) * cap
-    bias = _bias_ref(scores.shape, dtype, mask, counts, attrs)
-    biased = scores + bias
-    p = _softmax_ref(biased.astype(attrs["softmax_precision"] or dtype))
-    p = np.where(np.isneginf(bias.max(axis=-1, keepdims=True)), np.zeros((), p.dtype), p)
-    p = p.astype(dtype)
-    y = (p @ v).astype(dtype)
-    if attrs["num_outputs"] == 1:
-        return y
-    return y, {"scores": scores, "biased": biased, "probs": p}[
-        _QK_OUTPUT[attrs["qk_matmul_output_mode"]]]
-
-
-register("attention", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_infer, reference=_attention_ref,
-         attrs=_ATTRS, num_inputs=(3, 5),
-         doc="softmax((q s)(k s)^T + bias) v on (batch, heads, sequence, head size) tensors, "
-             "with masks, causal and window limits, softcap and grouped-query heads (ONNX "
-             "Attention)")
-
-
-# --- legalization -------------------------------------------------------------------------------
-
-
-@register_legalization("attention")
-def _legalize(ins, attrs, out_type):
-    q, k, v, mask, counts = _parts(ins, attrs["has_mask"])
+def _attention(q, k, v, *rest, has_mask, scale=None, is_causal, past_length, softcap,
+               softmax_precision=None, left_window_size, right_window_size, num_outputs,
+               qk_matmul_output_mode, name):
+    mask = rest[0] if has_mask else None
+    counts = rest[has_mask] if len(rest) > has_mask else None
     return te_attention(
-        q, k, v, mask, counts, scale=attrs.get("scale"), is_causal=bool(attrs["is_causal"]),
-        past_length=attrs["past_length"], softcap=attrs["softcap"],
-        softmax_precision=attrs.get("softmax_precision"),
-        left_window_size=attrs["left_window_size"], right_window_size=attrs["right_window_size"],
-        qk_output=_QK_OUTPUT[attrs["qk_matmul_output_mode"]] if attrs["num_outputs"] == 2
-        else None)
+        q, k, v, mask, counts, scale=scale, is_causal=bool(is_causal), past_length=past_length,
+        softcap=softcap, softmax_precision=softmax_precision, left_window_size=left_window_size,
+        right_window_size=right_window_size, name=name,
+        qk_output=_QK_OUTPUT[qk_matmul_output_mode] if num_outputs == 2 else None)
+
+
+declare.op("attention", _attention, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=_ATTRS,
+           num_inputs=(3, 5), check=_attention_check,
+           doc="softmax((q s)(k s)^T + bias) v on (batch, heads, sequence, head size) tensors, "
+               "with masks, causal and window limits, softcap and grouped-query heads (ONNX "
+               "Attention)")
+
+
+# --- rotary embedding ---------------------------------------------------------------------------
+def _rotary_check(types, attrs):
+    declare.same_dtype_in("rotary_embedding", FLOATS)(types, attrs)
+    x = types[0]
+    r = attrs["rotary_embedding_dim"]
+    if x.ndim == 4 and (r % 2 or not 0 <= r <= x.shape[3]):
+        raise OpAttributeError(f"rotary_embedding: rotary_embedding_dim={r} must be even and "
+                               f"at most the head size {x.shape[3]} (0: all of it)")
+
+
+def _rotary(x, cos, sin, *, interleaved, rotary_embedding_dim, name):
+    return te_rotary_embedding(x, cos, sin, bool(interleaved), rotary_embedding_dim, name=name)
+
+
+# ONNX's node also takes 3-D inputs and position ids: its converter handles those
+# (mlcbook.frontend.onnx_attention)
+declare.op("rotary_embedding", _rotary, kind=OpKind.OUT_ELEMWISE_FUSABLE,
+           attrs={"interleaved": 0, "rotary_embedding_dim": 0}, num_inputs=(3, 3),
+           check=_rotary_check, onnx="RotaryEmbedding",
+           empty=declare.empty_output(lambda types, attrs: types[0].shape),
+           doc="rotate feature pairs of each head by the angles whose cos and sin (B, S, R/2) "
+               "are given (RoPE); interleaved pairs (2e, 2e+1), else (d, d + R/2)")

@@ -15,7 +15,8 @@ From that one call:
 - legalization hands the compute to the kernel generator;
 - ``onnx`` names the ONNX op (``"Relu"``, or ``"com.microsoft:QuickGelu"`` for an op of
   another domain): the importer and the exporter both map it to this op, with the attributes
-  under the same names (:mod:`mlcbook.frontend.onnx_ops`);
+  under the same names (:mod:`mlcbook.frontend.onnx_ops`), or as ``onnx_attrs`` maps them
+  (:class:`~mlcbook.ops.onnx_attrs.OnnxAttrs`: Gemm's ``transA`` is gemm's ``trans_a``);
 - ``grad``, a scalar formula of the input ``x``, the output ``y`` and the incoming gradient
   ``g``, declares the op ``<name>_grad`` that computes ``dL/dx`` elementwise, and
   :mod:`mlcbook.train.autodiff` uses it (an elementwise gradient fuses into one kernel);
@@ -40,6 +41,7 @@ from ..te.ops.transform import reshape as te_reshape
 from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, store
 from ..tir.expr import PrimExpr
 from ._infer import FLOATS, broadcast_shapes, norm_axis, require_dtype, same_dtype
+from .onnx_attrs import OnnxAttrs
 from .registry import Op, OpKind, get, register, register_legalization
 from .types import LOWBIT_DTYPES, TensorType, TupleType, as_storage, storage_dtype
 
@@ -57,13 +59,16 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
        check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
        onnx: str | None = None, grad: Sequence | None = None, doc: str = "",
        gradient_of: str | None = None, empty: Callable | None = None,
-       indices: Callable[[Sequence[TensorType], Mapping], tuple] | None = None) -> Op:
+       indices: Callable[[Sequence[TensorType], Mapping], tuple] | None = None,
+       onnx_attrs: OnnxAttrs | None = None, dtype_attr: str | None = None,
+       reads_type_only: bool = False) -> Op:
     """Register the op ``name`` whose meaning is ``compute(*te_tensors, **attrs, name=...)``.
 
     ``check(types, attrs)`` rejects inputs with an :class:`~mlcbook.errors.OpDTypeError` (or
     another graph error) before the compute sees them: the compute's own errors speak of
     tensors, the check's of the op. ``onnx`` is the ONNX op with the same inputs and
-    attributes. ``grad``, for an elementwise or broadcasting op, has one formula per input
+    attributes (``onnx_attrs``: where they differ, how they map). ``grad``, for an
+    elementwise or broadcasting op, has one formula per input
     (None: no gradient) of one element of each input, the output ``y`` and its gradient
     ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
     autodiff sums its result over the axes the input was broadcast along. ``gradient_of``
@@ -76,7 +81,11 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     axis, as ``(input, n, axis, coordinate)``: each value (or, for a coordinate ``j >= 0``,
     each value at ``[..., j]``) must lie in ``[-n, n)``, the length of the data's ``axis``,
     which the reference checks, raising an :class:`~mlcbook.errors.ArgumentError`, and a
-    compiled model too (the compute clamps, to never read outside).
+    compiled model too (the compute clamps, to never read outside). ``dtype_attr`` names
+    the attribute that is the output's dtype, for an op that may write a low-bit type, whose
+    bytes leave the compute as uint8 (``bitcast``'s ``dtype``, ``lowbit_encode``'s
+    ``format``); without it, an op's uint8 output is of its one low-bit input type, if any.
+    ``reads_type_only``: the compute reads its input's shape, never its values (``shape``).
     """
     def run(types, attrs, arrays=None):
         """(the outputs' types, their values if ``arrays`` are given, whether they are a
@@ -106,7 +115,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
         # bytes are of its input's low-bit type again
         lowbit = {t.dtype for t in types} & set(LOWBIT_DTYPES)
         moved = lowbit.pop() if len(lowbit) == 1 else None
-        dtypes = [moved if moved and t.dtype == "uint8" else t.dtype for t in outs]
+        dtypes = [attrs[dtype_attr] if dtype_attr else
+                  moved if moved and t.dtype == "uint8" else t.dtype for t in outs]
         if no_elements:
             shape = broadcast_shapes(name, *(t.shape for t in types))
             fields = tuple(TensorType(shape, d) for d in dtypes)
@@ -139,7 +149,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
                      for k, formula in enumerate(grad or ()))
     declared = register(name, kind=kind, infer=infer, reference=reference, attrs=attrs,
                         num_inputs=num_inputs, doc=doc, onnx=onnx, grad_ops=grad_ops,
-                        gradient_of=gradient_of, indices=indices)
+                        gradient_of=gradient_of, indices=indices, onnx_attrs=onnx_attrs,
+                        reads_type_only=reads_type_only)
     register_legalization(name)(lambda ins, attrs, out_type: compute(*ins, **attrs, name=name))
     return declared
 
@@ -187,7 +198,8 @@ def empty_batch(name: str) -> Callable:
 
 
 def view(name: str, shape_of: Callable[[TensorType, Mapping], tuple], *,
-         attrs: Mapping | None = None, onnx: str | None = None, doc: str = "") -> Op:
+         attrs: Mapping | None = None, onnx: str | None = None,
+         onnx_attrs: OnnxAttrs | None = None, doc: str = "") -> Op:
     """Declare the view ``name``: its output is its input's elements in row-major order
     under the shape ``shape_of(x_type, attrs)``, which also checks the attributes. A plan
     gives it no kernel, only its input's memory (``Op.is_view``); its reference and its
@@ -203,7 +215,7 @@ def view(name: str, shape_of: Callable[[TensorType, Mapping], tuple], *,
         return x.reshape(declared.infer_type([TensorType(x.shape, x.dtype.name)], attrs).shape)
 
     declared = register(name, kind=OpKind.INJECTIVE, infer=infer, reference=reference,
-                        attrs=attrs, doc=doc, onnx=onnx, is_view=True)
+                        attrs=attrs, doc=doc, onnx=onnx, onnx_attrs=onnx_attrs, is_view=True)
     # the output type has resolved the attributes; a 0-d input arrives as a (1,)-tensor
     register_legalization(name)(
         lambda ins, attrs, out_type: te_reshape(ins[0], out_type.shape, name=name))
@@ -297,5 +309,6 @@ def declared_onnx_ops() -> dict[str, Op]:
     return {onnx_name(op)[1]: op for op in map(get, list_ops()) if op.onnx is not None}
 
 
-__all__ = ["op", "view", "check_indices", "indices_on_axis", "empty_output", "empty_batch",
-           "unary", "binary", "same_dtype_in", "one_of", "onnx_name", "declared_onnx_ops"]
+__all__ = ["OnnxAttrs", "op", "view", "check_indices", "indices_on_axis", "empty_output",
+           "empty_batch", "unary", "binary", "same_dtype_in", "one_of", "onnx_name",
+           "declared_onnx_ops"]

@@ -1,6 +1,6 @@
 """Broadcasting ops and conversions: arithmetic, comparisons, logic, bits, ``where``, ``cast``,
-``bitcast`` (the unary math and activations are declared in :mod:`.unary`). All but
-``bitcast``, whose low-bit types move as bytes, are declared from their te computes.
+``bitcast`` (the unary math and activations are declared in :mod:`.unary`), all declared
+from their te computes.
 
     >>> get("add").reference(np.array([1.0, 2.0]), np.array(3.0))
     array([4., 5.])
@@ -11,38 +11,38 @@ is C's), unlike numpy's ``//``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import OpDTypeError, OpShapeError
 from ..te import ops as T
 from ..tir import expr as E
 from ..tir.expr import bits
 from . import declare
 from ._infer import INTS, NUMBERS, broadcast_shapes, require_dtype, same_dtype
-from .registry import REQUIRED, OpKind, register
-from .types import LOWBIT_DTYPES, TensorType, check_graph_dtype
+from .registry import REQUIRED, OpKind
+from .types import FORMATS, LOWBIT_DTYPES, check_graph_dtype, storage_dtype
 
 
-def _storage_bits(dtype: str) -> int:
-    return 8 if dtype == "bool" else bits(dtype)   # a bool is stored as a byte
+def _width(dtype: str) -> int:
+    """The bits of one element: a bool is stored as a byte, a low-bit type has its own."""
+    return 8 if dtype == "bool" else FORMATS[dtype].bits if dtype in FORMATS else bits(dtype)
 
 
-def _bitcast_infer(types, attrs):
+def _bitcast_check(types, attrs):
     x, dtype = types[0], check_graph_dtype(attrs["dtype"])
-    if dtype == "bool" or _storage_bits(x.dtype) != bits(dtype):
+    if dtype == "bool" or _width(x.dtype) != _width(dtype):
         raise OpDTypeError(f"bitcast: a {x.dtype} tensor cannot be read as {dtype}; the two "
                            "types must have the same width (bool only as the source). "
                            "Instead: cast it to convert the values")
     if "bfloat16" in (x.dtype, dtype) and {x.dtype, dtype} != {"bfloat16"}:
         raise OpDTypeError(f"bitcast: mlcbook does not read bfloat16 bits as {dtype} or "
                            f"other bits as bfloat16 ({x.dtype} -> {dtype})")
-    return TensorType(x.shape, dtype)
 
 
-register("bitcast", kind=OpKind.ELEMWISE, infer=_bitcast_infer,
-         reference=lambda x, dtype: np.array(x, order="C").view(dtype),
-         attrs={"dtype": REQUIRED},
-         doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
+# a low-bit type is read and written as its bytes, the low bits of a uint8
+declare.op("bitcast", lambda x, dtype, name: T.bitcast(x, storage_dtype(dtype), name=name),
+           kind=OpKind.ELEMWISE, attrs={"dtype": REQUIRED}, check=_bitcast_check,
+           dtype_attr="dtype", onnx="BitCast",
+           onnx_attrs=declare.OnnxAttrs(names={"dtype": "to"}, dtypes=("dtype",)),
+           doc="each element's bits read as `dtype`, a type of the same width (numpy's view)")
 
 
 def _cast_check(types, attrs):
@@ -52,8 +52,9 @@ def _cast_check(types, attrs):
                                "ops lowbit_decode (to float32) and lowbit_encode (from numbers)")
 
 
-# (ONNX's Cast names its type `to`, and converts the low-bit types: its converter is written out)
+# (ONNX's Cast also converts the low-bit types, in two ops: its import is written out)
 declare.op("cast", T.cast, kind=OpKind.ELEMWISE, attrs={"dtype": REQUIRED}, check=_cast_check,
+           onnx="Cast", onnx_attrs=declare.OnnxAttrs(names={"dtype": "to"}, dtypes=("dtype",)),
            doc="convert to `dtype` (float -> int truncates toward zero)")
 
 
@@ -74,12 +75,12 @@ _broadcast("mul", onnx="Mul", doc="x * y",
            grad=(lambda a, b, y, g: g * b, lambda a, b, y, g: g * a))
 _broadcast("div", onnx="Div", doc="x / y (integers: truncated toward zero)",
            grad=(lambda a, b, y, g: g / b, lambda a, b, y, g: -(g * y) / b))
-# ONNX's Max and Min take any number of inputs: their converter folds them pairwise. Ties
-# send the gradient to the first input.
-_broadcast("maximum", doc="elementwise max",
+# ONNX's Max and Min take any number of inputs: their import is written out, folding them
+# pairwise. Ties send the gradient to the first input.
+_broadcast("maximum", onnx="Max", doc="elementwise max",
            grad=(lambda a, b, y, g: E.select(a < b, 0.0, g),
                  lambda a, b, y, g: E.select(a < b, g, 0.0)))
-_broadcast("minimum", doc="elementwise min",
+_broadcast("minimum", onnx="Min", doc="elementwise min",
            grad=(lambda a, b, y, g: E.select(a > b, 0.0, g),
                  lambda a, b, y, g: E.select(a > b, g, 0.0)))
 _broadcast("equal", NUMBERS + ("bool",), onnx="Equal", doc="x == y")

@@ -1,7 +1,6 @@
 """Ops whose indices are data, beside ``gather``: ``gather_elements``, ``gather_nd``,
-``scatter_elements`` and ``scatter_nd`` (ONNX's ops of those names). The gathers are
-declared once from their te computes (:mod:`.declare`); the scatters keep their inference
-and numpy reference written out.
+``scatter_elements`` and ``scatter_nd`` (ONNX's ops of those names), each declared once
+from its te compute (:mod:`.declare`).
 
     >>> get("gather_elements").infer_type([TensorType((3, 4)), TensorType((3, 2), "int64")],
     ...                                   {"axis": 1})
@@ -17,25 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentError, OpAttributeError, OpShapeError
+from ..errors import OpAttributeError, OpShapeError
 from ..te import ops as T
 from ..te.ops.index import REDUCTIONS
 from . import declare
 from ._infer import norm_axis, require_dtype
-from .registry import OpKind, register
+from .registry import OpKind
 from .types import TensorType
 
 _INDEX_DTYPES = ("int32", "int64")
-
-
-def _normalized(op: str, indices: np.ndarray, n) -> np.ndarray:
-    """``indices`` with negatives counted from the end; raises if one is outside [-n, n)
-    (``n`` an int, or one length per coordinate along the last axis)."""
-    n = np.asarray(n)
-    if indices.size and ((indices < -n).any() or (indices >= n).any()):
-        raise ArgumentError(f"{op}: an index is outside [-n, n) for an axis of length n "
-                            f"({n.tolist()}); Instead: give indices inside the data")
-    return np.where(indices < 0, indices + n, indices)
 
 
 def _check_reduction(op: str, reduction: str) -> None:
@@ -96,57 +85,30 @@ declare.op("gather_nd", T.gather_nd, kind=OpKind.INJECTIVE, attrs={"batch_dims":
            doc="data[indices[i]] for every i: the indices' last axis holds coordinates")
 
 
-_NP_REDUCE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+def _scatter_empty(types, attrs, arrays):
+    """A scatter with no updates is its data; one into empty data is empty data."""
+    if not any(0 in t.shape for t in types):
+        return None
+    data = types[0]
+    return np.empty(data.shape, data.dtype) if arrays is None else np.array(arrays[0])
 
 
-def _scatter_elements_infer(types, attrs):
-    data, indices, updates = types
-    _elements_infer("scatter_elements", data, indices, attrs["axis"])
-    _check_reduction("scatter_elements", attrs["reduction"])
-    if updates.shape != indices.shape or updates.dtype != data.dtype:
-        raise OpShapeError(f"scatter_elements: updates {updates} must have the indices' shape "
-                           f"{indices.shape} and the data's dtype {data.dtype}")
-    return data
+def _scatter(name: str, address, indices, onnx: str, attrs, doc: str) -> None:
+    """Declare the scatter ``name``; ``address(types, attrs)`` checks, in the graph's words,
+    that the indices address the data (the compute checks the updates' shape and dtype)."""
+    def check(types, attrs):
+        address(types, attrs)
+        _check_reduction(name, attrs["reduction"])
+    declare.op(name, getattr(T, name), kind=OpKind.OPAQUE, attrs=attrs, num_inputs=(3, 3),
+               check=check, empty=_scatter_empty, indices=indices, onnx=onnx, doc=doc)
 
 
-def _scatter_elements_ref(data, indices, updates, axis=0, reduction="none"):
-    axis %= max(data.ndim, 1)       # ONNX allows a negative axis
-    idx = _normalized("scatter_elements", indices, data.shape[axis])
-    out = data.copy()
-    for k in np.ndindex(*indices.shape):  # in order: the last of duplicate indices wins
-        at = k[:axis] + (idx[k],) + k[axis + 1:]
-        out[at] = updates[k] if reduction == "none" else _NP_REDUCE[reduction](out[at],
-                                                                               updates[k])
-    return out
-
-
-register("scatter_elements", kind=OpKind.OPAQUE, infer=_scatter_elements_infer,
-         reference=_scatter_elements_ref, attrs={"axis": 0, "reduction": "none"},
-         num_inputs=(3, 3), indices=declare.indices_on_axis("scatter_elements"),
-         doc="data with data[k, with indices[k] on axis] = updates[k] (or combined by reduction)")
-
-
-def _scatter_nd_infer(types, attrs):
-    data, indices, updates = types
-    q = _nd_infer("scatter_nd", data, indices, 0)
-    _check_reduction("scatter_nd", attrs["reduction"])
-    if updates.shape != indices.shape[:-1] + data.shape[q:] or updates.dtype != data.dtype:
-        raise OpShapeError(f"scatter_nd: updates {updates} must have the shape "
-                           f"{indices.shape[:-1] + data.shape[q:]} and the data's dtype")
-    return data
-
-
-def _scatter_nd_ref(data, indices, updates, reduction="none"):
-    q = indices.shape[-1]
-    idx = _normalized("scatter_nd", indices, data.shape[:q])
-    out = data.copy()
-    for k in np.ndindex(*indices.shape[:-1]):
-        at = tuple(idx[k])
-        out[at] = updates[k] if reduction == "none" else _NP_REDUCE[reduction](out[at],
-                                                                               updates[k])
-    return out
-
-
-register("scatter_nd", kind=OpKind.OPAQUE, infer=_scatter_nd_infer, reference=_scatter_nd_ref,
-         attrs={"reduction": "none"}, num_inputs=(3, 3), indices=_nd_indices,
-         doc="data with data[indices[u]] = updates[u] (or combined by reduction)")
+# with reduction "none", the last of duplicate indices wins (numpy's assignment order)
+_scatter("scatter_elements", lambda types, attrs: _elements_infer(
+             "scatter_elements", types[0], types[1], attrs["axis"]),
+         declare.indices_on_axis("scatter_elements"), "ScatterElements",
+         {"axis": 0, "reduction": "none"},
+         "data with data[k, with indices[k] on axis] = updates[k] (or combined by reduction)")
+_scatter("scatter_nd", lambda types, attrs: _nd_infer("scatter_nd", types[0], types[1], 0),
+         _nd_indices, "ScatterND", {"reduction": "none"},
+         "data with data[indices[u]] = updates[u] (or combined by reduction)")

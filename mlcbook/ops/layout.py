@@ -5,6 +5,9 @@
 
     >>> get("to_blocked").infer_type([TensorType((1, 64, 56, 56))], {"block": 16})
     Tensor((1, 4, 56, 56, 16), "float32")
+
+Each is declared once from its te compute (:mod:`.declare`); :func:`blocked`,
+:func:`blocked_weight` and :func:`depthwise_weight` lay out weights in numpy at compile time.
 """
 
 from __future__ import annotations
@@ -13,19 +16,16 @@ import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
 from ..te.ops import layout as te_layout
+from . import declare
 from ._infer import FLOATS, ints, require_dtype, same_dtype
-from .nn import window_out_size
-from .registry import REQUIRED, OpKind, register, register_legalization
-from .types import TensorType
+from .registry import REQUIRED, OpKind
 
 
-def _to_blocked_infer(types, attrs):
-    x, b, g = types[0], attrs["block"], attrs.get("groups", 1)
+def _to_blocked_check(types, attrs):
+    x, b, g = types[0], attrs["block"], attrs["groups"]
     if x.ndim < 3 or b < 1 or g < 1 or x.shape[1] % g:
         raise OpShapeError(f"to_blocked: groups={g} must divide the channels (axis 1) of "
                            f"{x.shape} and block={b} be positive")
-    per = -(-(x.shape[1] // g) // b)
-    return TensorType((x.shape[0], g * per, *x.shape[2:], b), x.dtype)
 
 
 def _per_group(c: int, groups: int, block: int) -> tuple[int, int]:
@@ -76,91 +76,50 @@ def blocked_weight(w: np.ndarray, cin_block: int, cout_block: int,
     return np.ascontiguousarray(y.transpose(0, 2, 4, 5, 3, 1))
 
 
-register("to_blocked", kind=OpKind.INJECTIVE, infer=_to_blocked_infer,
-         reference=lambda x, block, groups=1: blocked(x, block, groups),
-         attrs={"block": REQUIRED, "groups": 1},
-         doc="NCHW -> NCHW[block]c: channels in blocks of `block`, innermost; each of "
-             "`groups` groups padded with zeros to whole blocks")
+declare.op("to_blocked", te_layout.to_blocked, kind=OpKind.INJECTIVE,
+           attrs={"block": REQUIRED, "groups": 1}, check=_to_blocked_check,
+           empty=declare.empty_batch("to_blocked"),
+           doc="NCHW -> NCHW[block]c: channels in blocks of `block`, innermost; each of "
+               "`groups` groups padded with zeros to whole blocks")
 
 
-def _from_blocked_infer(types, attrs):
+def _from_blocked_check(types, attrs):
     x = types[0]
     if x.ndim < 4:
         raise OpShapeError(f"from_blocked: the input must be (N, C/b, ..., b), got {x.shape}")
-    lanes, g = x.shape[1] * x.shape[-1], attrs.get("groups", 1)
-    c = attrs.get("channels") or lanes
-    if g < 1 or c % g or x.shape[1] % g or c // g > lanes // g:
-        raise OpShapeError(f"from_blocked: {x.shape[1]} blocks of {x.shape[-1]} in {g} groups "
-                           f"cannot hold {c} channels")
-    return TensorType((x.shape[0], c, *x.shape[2:-1]), x.dtype)
 
 
-register("from_blocked", kind=OpKind.INJECTIVE, infer=_from_blocked_infer,
-         reference=lambda x, channels=None, groups=1: unblocked(x, channels, groups),
-         attrs={"channels": None, "groups": 1},
-         doc="NCHW[b]c -> NCHW: `channels` of `groups` groups (default: every lane), each "
-             "group's padding dropped")
+declare.op("from_blocked", te_layout.from_blocked, kind=OpKind.INJECTIVE,
+           attrs={"channels": None, "groups": 1}, check=_from_blocked_check,
+           empty=declare.empty_batch("from_blocked"),
+           doc="NCHW[b]c -> NCHW: `channels` of `groups` groups (default: every lane), each "
+               "group's padding dropped")
 
 
-def _geometry(attrs, kernel):
-    strides = ints("conv_nchwc", "strides", attrs.get("strides") or (1, 1), 2)
-    dilations = ints("conv_nchwc", "dilations", attrs.get("dilations") or (1, 1), 2)
-    pads = ints("conv_nchwc", "pads", attrs.get("pads") or (0, 0, 0, 0), 4)
-    return strides, dilations, pads
+def _blocked_conv(op: str, weight: str, kernel_axis: int, compute, doc: str):
+    """Declare the blocked convolution ``op`` of weights of the form ``weight`` whose kernel
+    is on the axes from ``kernel_axis``: ``compute(x, w, strides, pads, dilations, name=,
+    **attrs)`` with the window's attributes filled in (the te compute checks the shapes)."""
+    def check(types, attrs):
+        x, w = types
+        same_dtype(op, types)
+        require_dtype(op, x, FLOATS)
+        if x.ndim != 5 or w.ndim != weight.count(",") + 1:
+            raise OpShapeError(f"{op}: data must be (N, C/c, H, W, c) and weight ({weight}); "
+                               f"got {x.shape} and {w.shape}")
 
+    def blocked_compute(x, w, *, strides=None, pads=None, dilations=None, name, **attrs):
+        strides = ints(op, "strides", strides or (1, 1), 2)
+        pads = ints(op, "pads", pads or (0, 0, 0, 0), 4)
+        dilations = ints(op, "dilations", dilations or (1, 1), 2)
+        if not nchwc_takes_pads(pads, w.shape[kernel_axis:kernel_axis + 2], dilations):
+            raise OpAttributeError(f"{op}: padding wider than the kernel is not supported")
+        return compute(x, w, strides, pads, dilations, name=name, **attrs)
 
-def _conv_infer(types, attrs):
-    x, w = types
-    same_dtype("conv_nchwc", types)
-    require_dtype("conv_nchwc", x, FLOATS)
-    g = attrs.get("group", 1)
-    if x.ndim != 5 or w.ndim != 6 or g < 1 or x.shape[1] % g or w.shape[0] % g or (
-            w.shape[1] * g, w.shape[4]) != (x.shape[1], x.shape[4]):
-        raise OpShapeError(f"conv_nchwc: data must be (N, C/c, H, W, c) and weight "
-                           f"(K/k, C/c/group, KH, KW, c, k) with group={g} dividing C/c and "
-                           f"K/k; got {x.shape} and {w.shape}")
-    strides, dil, pads = _geometry(attrs, w.shape[2:4])
-    out = [window_out_size("conv_nchwc", x.shape[2 + d], pads[d], pads[2 + d], w.shape[2 + d],
-                           strides[d], dil[d]) for d in range(2)]
-    return TensorType((x.shape[0], w.shape[0], *out, w.shape[5]), x.dtype)
-
-
-def _conv_ref(x, w, strides=None, pads=None, dilations=None, group=1):
-    from .registry import get
-    kb, cb, kh, kw, ci, k = w.shape
-    w_oihw = w.transpose(0, 5, 1, 4, 2, 3).reshape(kb * k, cb * ci, kh, kw)
-    y = get("conv").reference(unblocked(x), w_oihw, strides=strides, pads=pads,
-                              dilations=dilations, group=group)
-    return blocked(y, k)
-
-
-register("conv_nchwc", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_conv_infer, reference=_conv_ref,
-         attrs={"strides": None, "pads": None, "dilations": None, "group": 1},
-         num_inputs=(2, 2),
-         doc="2-D convolution on NCHW[c]c data with (K/k, C/c/group, KH, KW, c, k) weights")
-
-
-def _depthwise_infer(types, attrs):
-    x, w = types
-    same_dtype("depthwise_nchwc", types)
-    require_dtype("depthwise_nchwc", x, FLOATS)
-    if x.ndim != 5 or w.ndim != 4 or (w.shape[0], w.shape[3]) != (x.shape[1], x.shape[4]):
-        raise OpShapeError(f"depthwise_nchwc: data must be (N, C/c, H, W, c) and weight "
-                           f"(C/c, KH, KW, c) with the same C/c and c; got {x.shape} and "
-                           f"{w.shape}")
-    strides, dil, pads = _geometry(attrs, w.shape[1:3])
-    out = [window_out_size("depthwise_nchwc", x.shape[2 + d], pads[d], pads[2 + d],
-                           w.shape[1 + d], strides[d], dil[d]) for d in range(2)]
-    return TensorType((x.shape[0], x.shape[1], *out, x.shape[4]), x.dtype)
-
-
-def _depthwise_ref(x, w, strides=None, pads=None, dilations=None):
-    from .registry import get
-    cb, kh, kw, c = w.shape
-    w_oihw = w.transpose(0, 3, 1, 2).reshape(cb * c, 1, kh, kw)
-    y = get("conv").reference(unblocked(x), w_oihw, strides=strides, pads=pads,
-                              dilations=dilations, group=cb * c)
-    return blocked(y, c)
+    attrs = {"strides": None, "pads": None, "dilations": None}
+    declare.op(op, blocked_compute, kind=OpKind.OUT_ELEMWISE_FUSABLE, num_inputs=(2, 2),
+               attrs=dict(attrs, group=1) if op == "conv_nchwc" else attrs, check=check,
+               empty=declare.empty_batch(op), doc=f"{doc} on NCHW[c]c data with ({weight}) weights")
 
 
 def depthwise_weight(w: np.ndarray, block: int) -> np.ndarray:
@@ -168,24 +127,6 @@ def depthwise_weight(w: np.ndarray, block: int) -> np.ndarray:
     weights of ``depthwise_nchwc``, each channel's taps in its vector lane."""
     c, _, kh, kw = w.shape
     return np.ascontiguousarray(w.reshape(c // block, block, kh, kw).transpose(0, 2, 3, 1))
-
-
-register("depthwise_nchwc", kind=OpKind.OUT_ELEMWISE_FUSABLE, infer=_depthwise_infer,
-         reference=_depthwise_ref, attrs={"strides": None, "pads": None, "dilations": None},
-         num_inputs=(2, 2),
-         doc="depthwise 2-D convolution on NCHW[c]c data with (C/c, KH, KW, c) weights")
-
-
-@register_legalization("to_blocked")
-def _lower_to_blocked(ins, attrs, out_type):
-    return te_layout.to_blocked(ins[0], attrs["block"], name="to_blocked",
-                                groups=attrs.get("groups", 1))
-
-
-@register_legalization("from_blocked")
-def _lower_from_blocked(ins, attrs, out_type):
-    return te_layout.from_blocked(ins[0], name="from_blocked", channels=attrs.get("channels"),
-                                  groups=attrs.get("groups", 1))
 
 
 def nchwc_takes_pads(pads, kernel, dilations=None) -> bool:
@@ -201,18 +142,8 @@ def nchwc_takes_pads(pads, kernel, dilations=None) -> bool:
     return not any(pads[d] > 0 and pads[d] >= kernel[d] * dil[d] + 1 for d in range(2))
 
 
-@register_legalization("conv_nchwc")
-def _lower_conv_nchwc(ins, attrs, out_type):
-    strides, dil, pads = _geometry(attrs, ins[1].shape[2:4])
-    if not nchwc_takes_pads(pads, ins[1].shape[2:4], dil):
-        raise OpAttributeError("conv_nchwc: padding wider than the kernel is not supported")
-    return te_layout.conv2d_nchwc(ins[0], ins[1], strides, pads, dil, name="conv_nchwc",
-                                  groups=attrs.get("group", 1))
-
-
-@register_legalization("depthwise_nchwc")
-def _lower_depthwise_nchwc(ins, attrs, out_type):
-    strides, dil, pads = _geometry(attrs, ins[1].shape[1:3])
-    if not nchwc_takes_pads(pads, ins[1].shape[1:3], dil):
-        raise OpAttributeError("depthwise_nchwc: padding wider than the kernel is not supported")
-    return te_layout.depthwise_nchwc(ins[0], ins[1], strides, pads, dil, name="depthwise_nchwc")
+_blocked_conv("conv_nchwc", "K/k, C/c/group, KH, KW, c, k", 2,
+              lambda x, w, *geometry, name, group=1: te_layout.conv2d_nchwc(
+                  x, w, *geometry, name=name, groups=group), "2-D convolution")
+_blocked_conv("depthwise_nchwc", "C/c, KH, KW, c", 1, te_layout.depthwise_nchwc,
+              "depthwise 2-D convolution")

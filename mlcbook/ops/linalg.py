@@ -113,9 +113,12 @@ def _gemm_empty(types, attrs, arrays):
     return y
 
 
-# (ONNX's Gemm names the flags transA and transB: its converter and export are written out)
 declare.op("gemm", T.gemm, kind=OpKind.OUT_ELEMWISE_FUSABLE,
            attrs={"alpha": 1.0, "beta": 1.0, "trans_a": 0, "trans_b": 0, "b_panel": 0},
-           num_inputs=(2, 3), check=_gemm_shape, empty=_gemm_empty,
+           num_inputs=(2, 3), check=_gemm_shape, empty=_gemm_empty, onnx="Gemm",
+           onnx_attrs=declare.OnnxAttrs(
+               names={"trans_a": "transA", "trans_b": "transB"},
+               local={"b_panel": "panel-packed weights, mlcbook's compiled layout. Instead: "
+                                 "export the graph before mb.compile packs it"}),
            doc="alpha * op(A) @ op(B) + beta * C, op = transpose if trans_a / trans_b; "
                "b_panel=p: B packed as (N // p, K, p)")

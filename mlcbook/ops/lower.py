@@ -1,33 +1,13 @@
-"""The legalizations of the registered ops: each maps the graph op's inputs and ONNX-style
-attributes onto an operator of the library :mod:`mlcbook.te.ops`, which computes it.
+"""The legalizations written by hand: a declared op's legalization is its compute
+(:mod:`.declare`); the ops below adapt their inputs first.
 
-    >>> get("resize").legalize        # te.ops.resize(x, sizes=..., scales=..., mode=..., ...)
-
-Most ops are the te.ops operator of the same name, called with the op's inputs
-positionally and its attributes as keywords; the rest have an adapter of their own below.
-(A declared op's legalization is its compute: :mod:`.declare`.)
+    >>> get("gather").legalize        # a 0-d index read as 0-d, then te.ops.gather
 """
 
 from __future__ import annotations
 
 from ..te import ops as T
 from .registry import register_legalization
-
-#: the ops computed by the te.ops operator of the same name from the same inputs and attributes
-_SAME = ("scatter_elements", "scatter_nd", "resize", "bitcast")
-
-
-def _same(op: str):
-    fn = getattr(T, op)
-
-    @register_legalization(op)
-    def legalize(ins, attrs, out_type):
-        return fn(*ins, **attrs, name=op)
-    return legalize
-
-
-for _op in _SAME:
-    _same(_op)
 
 
 @register_legalization("gather")

@@ -58,6 +58,47 @@ def auto_pads(mode: str, in_spatial, kernel, strides, dilations) -> tuple[int, .
     return tuple(lo + hi)
 
 
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def check_auto_pad(attrs) -> list[str]:
+    """The problem of an ONNX conv or pool node's ``auto_pad``, if it has one."""
+    a = attrs.get("auto_pad", "NOTSET")
+    return [] if a in _AUTO_PADS else [f"auto_pad={a!r} is not one of {_AUTO_PADS}"]
+
+
+def onnx_window(attrs, x_shape: tuple[int, ...], kernel) -> dict:
+    """The strides, dilations and pads of an ONNX conv or pool node's ``attrs`` over data of
+    ``x_shape``: ONNX's defaults filled in, ``auto_pad`` made explicit pads.
+
+        >>> onnx_window({"auto_pad": "SAME_UPPER"}, (1, 1, 5, 5), (2, 2))["pads"]
+        (0, 0, 1, 1)
+    """
+    nsp = len(x_shape) - 2
+    strides = tuple(attrs.get("strides") or (1,) * nsp)
+    dilations = tuple(attrs.get("dilations") or (1,) * nsp)
+    mode = attrs.get("auto_pad", "NOTSET")
+    if mode == "NOTSET":
+        pads = tuple(attrs.get("pads") or (0,) * (2 * nsp))
+    else:
+        pads = auto_pads(mode, x_shape[2:], kernel, strides, dilations)
+    return {"strides": strides, "dilations": dilations, "pads": pads}
+
+
+def _onnx_window_attrs(attrs, types, used):
+    # a Conv node may leave its kernel_shape to the weight's shape (a pool without one is
+    # refused by the op, which names it)
+    kernel = attrs.get("kernel_shape") or (types[1].shape[2:] if len(types) > 1 else None)
+    if kernel is None:
+        return {}
+    return dict(onnx_window(attrs, types[0].shape, tuple(kernel)), kernel_shape=tuple(kernel))
+
+
+#: a conv's or pool's ONNX attributes: its own, and auto_pad made pads
+_ONNX_WINDOW = declare.OnnxAttrs(onnx_only=("auto_pad",), derive=_onnx_window_attrs,
+                                 check=check_auto_pad)
+
+
 # --- conv --------------------------------------------------------------------------------------
 def _conv_check(op: str, weight: str):
     """The check of a convolution's declaration: the dtypes, the ranks and the attributes
@@ -81,7 +122,7 @@ declare.op("conv", T.conv, kind=OpKind.OUT_ELEMWISE_FUSABLE,
            attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
                   "kernel_shape": None},
            num_inputs=(2, 3), check=_conv_check("conv", "(M, C/group, *kernel)"),
-           empty=declare.empty_batch("conv"), onnx="Conv",
+           empty=declare.empty_batch("conv"), onnx="Conv", onnx_attrs=_ONNX_WINDOW,
            doc="N-d convolution (cross-correlation) with groups and bias")
 
 
@@ -112,7 +153,8 @@ def _pool_shape(op):
 def _pool(name: str, op: str, attrs, onnx: str | None, doc: str):
     shape_of = _pool_shape(op)
     declare.op(name, getattr(T, name), kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=attrs,
-               check=shape_of, empty=declare.empty_output(shape_of), onnx=onnx, doc=doc)
+               check=shape_of, empty=declare.empty_output(shape_of), onnx=onnx,
+               onnx_attrs=_ONNX_WINDOW, doc=doc)
 
 
 _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilations": None,
@@ -124,8 +166,7 @@ _pool("max_pool_indices", "max_pool", dict(_POOL_ATTRS, storage_order=0), None,
       "where max_pool's max of each window is (ONNX MaxPool's Indices): the int64 offset in "
       "the whole tensor, its spatial part row-major (storage_order 0) or column-major (1); "
       "the first of equal maxima")
-# (AveragePool's dilations came in opset 19, after the exporter's 17: its export is written out)
-_pool("avg_pool", "avg_pool", dict(_POOL_ATTRS, count_include_pad=0), None,
+_pool("avg_pool", "avg_pool", dict(_POOL_ATTRS, count_include_pad=0), "AveragePool",
       "mean over each window; count_include_pad=1 counts padded zeros")
 
 
@@ -149,9 +190,19 @@ declare.op("global_avg_pool", T.global_avg_pool, kind=OpKind.REDUCTION, check=_g
 
 
 # --- normalization -----------------------------------------------------------------------------
+def _check_bn(attrs):
+    # (chapter 5's exercise 4 repairs a model that uses training_mode=1: supporting it here
+    # would take that exercise away; a training import has a converter of its own)
+    if attrs.get("training_mode", 0):
+        return ["training_mode=1 is not supported (models are imported for inference)"]
+    return []
+
+
 declare.op("batch_norm", T.batch_norm, kind=OpKind.BROADCAST, attrs={"epsilon": 1e-5},
            num_inputs=(5, 5), check=declare.same_dtype_in("batch_norm", FLOATS),
            onnx="BatchNormalization",
+           onnx_attrs=declare.OnnxAttrs(onnx_only=("momentum", "training_mode"),
+                                        check=_check_bn),
            empty=declare.empty_output(lambda types, attrs: types[0].shape),
            doc="(x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis 1)")
 
@@ -170,10 +221,14 @@ def _layer_norm(x, *scale_bias, axis, epsilon, num_outputs, name):
                         return_stats=num_outputs == 3, name=name)
 
 
-# (ONNX's LayerNormalization has no num_outputs: its outputs used say it; written out)
+# ONNX's LayerNormalization has no num_outputs: the outputs a node uses say it (its
+# stash_type, the statistics' precision, is not read: they are float32, float64 for float64)
 declare.op("layer_norm", _layer_norm, kind=OpKind.OUT_ELEMWISE_FUSABLE,
            attrs={"axis": -1, "epsilon": 1e-5, "num_outputs": 1}, num_inputs=(2, 3),
-           check=_layer_norm_check,
+           check=_layer_norm_check, onnx="LayerNormalization",
+           onnx_attrs=declare.OnnxAttrs(
+               onnx_only=("stash_type",), local={"num_outputs": None}, outputs=3,
+               derive=lambda attrs, types, used: {"num_outputs": 3 if any(used[1:]) else 1}),
            doc="normalize over the axes from `axis` on, then scale and shift; num_outputs=3 "
                "also returns the mean and 1/std (float32, or float64 for float64 data)")
 

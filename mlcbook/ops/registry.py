@@ -68,6 +68,9 @@ class Op:
     #: ``indices(types, attrs)``: the inputs whose values index an axis, as ``(input, n,
     #: axis, coordinate)`` (a gather's; :func:`mlcbook.ops.declare.op`), or None
     indices: Callable | None = None
+    #: how the attributes map to the ONNX op's where they differ
+    #: (:class:`mlcbook.ops.onnx_attrs.OnnxAttrs`; None: the same names and values)
+    onnx_attrs: Any = None
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
         """``attrs`` with defaults filled in; unknown or missing attributes raise."""
@@ -114,7 +117,8 @@ _REGISTRY: dict[str, Op] = {}
 def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_inputs=(1, 1),
              doc: str = "", is_view: bool = False, reads_type_only: bool = False,
              onnx: str | None = None, grad_ops: tuple = (),
-             gradient_of: str | None = None, indices: Callable | None = None) -> Op:
+             gradient_of: str | None = None, indices: Callable | None = None,
+             onnx_attrs: Any = None) -> Op:
     """Add an op to the registry (re-registering a name is an error: names are global).
 
     Most ops are declared with :mod:`mlcbook.ops.declare`, which derives ``infer`` and
@@ -124,7 +128,7 @@ def register(name: str, *, kind: OpKind, infer, reference, attrs=None, num_input
         raise GraphError(f"op {name!r} is already registered; pick another name")
     op = Op(name, OpKind(kind), infer, reference, dict(attrs or {}), tuple(num_inputs), doc,
             is_view=is_view, reads_type_only=reads_type_only, onnx=onnx, grad_ops=tuple(grad_ops),
-            gradient_of=gradient_of, indices=indices)
+            gradient_of=gradient_of, indices=indices, onnx_attrs=onnx_attrs)
     _REGISTRY[name] = op
     return op
 

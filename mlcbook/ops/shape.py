@@ -5,8 +5,8 @@
 the other two have no inputs at all, so :func:`mlcbook.graph.passes.fold_constants`
 turns every call of them into a constant: the ONNX importer folds them as it builds the
 graph, which is how a ``Reshape`` whose target shape is computed from ``Shape`` sees a
-constant. Their legalizations write the same constants, for a graph compiled without
-folding (``opt_level=0``).
+constant. Each is declared once (:mod:`.declare`): its compute writes the same constants,
+for a graph compiled without folding (``opt_level=0``).
 
     >>> get("shape").infer_type([TensorType((2, 3, 4))], {"start": 1})
     Tensor((2,), "int64")
@@ -23,9 +23,10 @@ import numpy as np
 from ..errors import OpAttributeError
 from ..te.ops.util import compute_named
 from ..tir import expr as _e
+from . import declare
 from ._infer import ints
-from .registry import REQUIRED, OpKind, register, register_legalization
-from .types import TensorType, check_graph_dtype
+from .registry import REQUIRED, OpKind
+from .types import check_graph_dtype, storage_dtype
 
 
 def _shape_bounds(ndim: int, start, end) -> tuple[int, int]:
@@ -36,38 +37,71 @@ def _shape_bounds(ndim: int, start, end) -> tuple[int, int]:
     return clamp(start), clamp(ndim if end is None else end)
 
 
-def _shape_infer(types, attrs):
-    lo, hi = _shape_bounds(types[0].ndim, attrs["start"], attrs.get("end"))
-    return TensorType((max(hi - lo, 0),), "int64")
+def _table(values, shape: tuple, dtype: str, name: str):
+    """A tensor of ``shape`` (``(len(values),)``, or ``()`` for one value) holding ``values``
+    (a select chain on the index: these are short)."""
+    def body(*i):
+        out = _e.const(values[-1], dtype)
+        for k in range(len(values) - 2, -1, -1):
+            out = _e.select(i[0] == k, _e.const(values[k], dtype), out)
+        return out
+    return compute_named(shape, ["i"][:len(shape)], body, name)
 
 
-def _shape_ref(x, start=0, end=None):
+def _shape(x, *, start, end=None, name):
     lo, hi = _shape_bounds(x.ndim, start, end)
-    return np.asarray(x.shape[lo:hi], np.int64).reshape(-1)
+    return _table(x.shape[lo:hi], (hi - lo,), "int64", name)
 
 
-register("shape", kind=OpKind.OPAQUE, infer=_shape_infer, reference=_shape_ref,
-         attrs={"start": 0, "end": None}, reads_type_only=True,
-         doc="the input's shape as an int64 vector (dimensions start..end)")
-register("size", kind=OpKind.OPAQUE, infer=lambda t, a: TensorType((), "int64"),
-         reference=lambda x: np.asarray(x.size, np.int64), reads_type_only=True,
-         doc="the input's number of elements as an int64 scalar")
+def _known(out_shape, value_of):
+    """An ``empty`` rule (:func:`.declare.op`) giving ``value_of(types, attrs)`` where the
+    output, of ``out_shape(types, attrs)``, or an input has no elements (te tensors cannot
+    hold them; the values are known from the types and attributes alone)."""
+    def empty(types, attrs, arrays):
+        if 0 in out_shape(types, attrs) or any(0 in t.shape for t in types):
+            return value_of(types, attrs)
+        return None
+    return empty
 
 
-def _fill_infer(types, attrs):
+def _shape_of(types, attrs):
+    lo, hi = _shape_bounds(types[0].ndim, attrs["start"], attrs.get("end"))
+    return np.asarray(types[0].shape[lo:hi], np.int64).reshape(-1)
+
+
+declare.op("shape", _shape, kind=OpKind.OPAQUE, attrs={"start": 0, "end": None},
+           reads_type_only=True, empty=_known(lambda t, a: _shape_of(t, a).shape, _shape_of),
+           onnx="Shape",
+           doc="the input's shape as an int64 vector (dimensions start..end)")
+declare.op("size", lambda x, *, name: _table([math.prod(x.shape)], (), "int64", name),
+           kind=OpKind.OPAQUE, reads_type_only=True, onnx="Size",
+           empty=_known(lambda t, a: (), lambda t, a: np.asarray(math.prod(t[0].shape),
+                                                                  np.int64)),
+           doc="the input's number of elements as an int64 scalar")
+
+
+def _fill_check(types, attrs):
     shape = ints("constant_of_shape", "shape", attrs["shape"])
     if min(shape, default=0) < 0:
         raise OpAttributeError(f"constant_of_shape: shape={shape} has a negative dimension")
-    return TensorType(shape, check_graph_dtype(attrs["dtype"]))
+    check_graph_dtype(attrs["dtype"])
 
 
-def _fill_ref(shape, value=0.0, dtype="float32"):
-    return np.full(tuple(shape), value, dtype=dtype)
+def _fill(*, shape, value, dtype, name):
+    # a low-bit value is written as its byte (the op's dtype_attr says what the bytes are)
+    stored = storage_dtype(dtype)
+    if stored != dtype:
+        value = np.asarray(value, dtype).view(stored).item()
+    return compute_named(tuple(shape), [f"i{d}" for d in range(len(shape))],
+                         lambda *i: _e.const(value, stored), name)
 
 
-register("constant_of_shape", kind=OpKind.OPAQUE, infer=_fill_infer, reference=_fill_ref,
-         attrs={"shape": REQUIRED, "value": 0.0, "dtype": "float32"}, num_inputs=(0, 0),
-         doc="a tensor of `shape` filled with `value`")
+declare.op("constant_of_shape", _fill, kind=OpKind.OPAQUE, num_inputs=(0, 0),
+           attrs={"shape": REQUIRED, "value": 0.0, "dtype": "float32"}, check=_fill_check,
+           dtype_attr="dtype",
+           empty=_known(lambda t, a: tuple(a["shape"]),
+                        lambda t, a: np.full(tuple(a["shape"]), a["value"], a["dtype"])),
+           doc="a tensor of `shape` filled with `value`")
 
 
 def _range_len(start, limit, delta) -> int:
@@ -76,55 +110,16 @@ def _range_len(start, limit, delta) -> int:
     return max(int(math.ceil((limit - start) / delta)), 0)
 
 
-def _range_infer(types, attrs):
-    n = _range_len(attrs["start"], attrs["limit"], attrs["delta"])
-    return TensorType((n,), check_graph_dtype(attrs["dtype"]))
-
-
-def _range_ref(start, limit, delta, dtype):
-    n = _range_len(start, limit, delta)
+def _range(*, start, limit, delta, dtype, name):
     # ONNX defines element i as start + i * delta, computed in the output dtype
-    return (np.asarray(start, dtype) + np.arange(n).astype(dtype) * np.asarray(delta, dtype)
-            ).astype(dtype)
+    n = _range_len(start, limit, delta)
+    start, delta = _e.const(start, dtype), _e.const(delta, dtype)
+    return compute_named((n,), ["i"], lambda i: start + _e.cast(dtype, i) * delta, name)
 
 
-register("range", kind=OpKind.OPAQUE, infer=_range_infer, reference=_range_ref,
-         attrs={"start": REQUIRED, "limit": REQUIRED, "delta": REQUIRED, "dtype": REQUIRED},
-         num_inputs=(0, 0), doc="start, start + delta, ... up to (not including) limit")
-
-
-# --- legalizations: every element is known, so each is a compute of constants -------------------
-def _table(values, out_type, name: str):
-    """A 1-D tensor holding ``values`` (a select chain on the index: these are short)."""
-    def body(i):
-        out = _e.const(values[-1], out_type.dtype) if values else _e.const(0, out_type.dtype)
-        for k in range(len(values) - 2, -1, -1):
-            out = _e.select(i == k, _e.const(values[k], out_type.dtype), out)
-        return out
-    return compute_named(out_type.shape, ["i"], body, name)
-
-
-@register_legalization("shape")
-def _legalize_shape(ins, attrs, out_type):
-    values = [int(v) for v in _shape_ref(np.broadcast_to(np.zeros(()), ins[0].shape),
-                                         attrs["start"], attrs.get("end"))]
-    return _table(values, out_type, "shape")
-
-
-@register_legalization("size")
-def _legalize_size(ins, attrs, out_type):
-    return _table([int(np.prod(ins[0].shape))], out_type, "size")
-
-
-@register_legalization("constant_of_shape")
-def _legalize_fill(ins, attrs, out_type):
-    names = [f"i{d}" for d in range(len(out_type.shape))]
-    return compute_named(out_type.shape, names,
-                         lambda *i: _e.const(attrs["value"], out_type.dtype), "constant_of_shape")
-
-
-@register_legalization("range")
-def _legalize_range(ins, attrs, out_type):
-    dt = out_type.dtype
-    start, delta = _e.const(attrs["start"], dt), _e.const(attrs["delta"], dt)
-    return compute_named(out_type.shape, ["i"], lambda i: start + _e.cast(dt, i) * delta, "range")
+declare.op("range", _range, kind=OpKind.OPAQUE, num_inputs=(0, 0),
+           attrs={"start": REQUIRED, "limit": REQUIRED, "delta": REQUIRED, "dtype": REQUIRED},
+           check=lambda types, attrs: check_graph_dtype(attrs["dtype"]),
+           empty=_known(lambda t, a: (_range_len(a["start"], a["limit"], a["delta"]),),
+                        lambda t, a: np.empty(0, a["dtype"])),
+           doc="start, start + delta, ... up to (not including) limit")

@@ -87,15 +87,20 @@ def _unsqueeze_shape(shape, axes):
     return tuple(1 if i in axes else next(it) for i in range(out_rank))
 
 
+# ONNX gives the shape, the axes and the slice's bounds as inputs known at import
 declare.view("reshape", lambda x, a: resolve_reshape(x.shape, a["shape"], a["allowzero"]),
-             attrs={"shape": REQUIRED, "allowzero": 0},
+             attrs={"shape": REQUIRED, "allowzero": 0}, onnx="Reshape",
+             onnx_attrs=declare.OnnxAttrs(inputs={"shape": 1}),
              doc="same elements, new shape; 0 copies a dimension, -1 is inferred")
 declare.view("flatten", lambda x, a: _flatten_shape(x.shape, a["axis"]), attrs={"axis": 1},
              onnx="Flatten", doc="2-D view: dimensions before `axis` x dimensions from `axis` on")
 declare.view("squeeze", lambda x, a: _squeeze_shape(x.shape, a.get("axes")), attrs={"axes": None},
+             onnx="Squeeze", onnx_attrs=declare.OnnxAttrs(inputs={"axes": 1}),
              doc="remove size-1 axes (all of them if `axes` is not given)")
 declare.view("unsqueeze", lambda x, a: _unsqueeze_shape(x.shape, a["axes"]),
-             attrs={"axes": REQUIRED}, doc="insert size-1 axes at `axes` (positions in the output)")
+             attrs={"axes": REQUIRED}, onnx="Unsqueeze",
+             onnx_attrs=declare.OnnxAttrs(inputs={"axes": 1}),
+             doc="insert size-1 axes at `axes` (positions in the output)")
 
 
 def _perm(ndim, perm):
@@ -107,7 +112,8 @@ def _perm(ndim, perm):
     return perm
 
 
-def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 0):
+def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 0,
+             onnx_attrs=None):
     """Declare the injective op ``name`` of one tensor from its te compute. ``shape_of(x_type,
     attrs)``, the output's shape, checks the attributes with the graph's errors; where the
     input or the output has no elements, the op's value is ``fill(attrs)`` in that shape."""
@@ -119,7 +125,7 @@ def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 
 
     declare.op(name, compute, kind=OpKind.INJECTIVE, attrs=attrs,
                check=lambda types, attrs: shape_of(types[0], attrs), empty=empty, onnx=onnx,
-               doc=doc)
+               onnx_attrs=onnx_attrs, doc=doc)
 
 
 def _transposed(x, attrs):
@@ -208,7 +214,9 @@ def _sliced(x, attrs):
 
 _data_op("slice", T.slice, _sliced,
          {"starts": REQUIRED, "ends": REQUIRED, "axes": None, "steps": None},
-         "x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)")
+         "x[starts:ends:steps] along `axes` (ONNX's clamping of out-of-range bounds)",
+         onnx="Slice", onnx_attrs=declare.OnnxAttrs(
+             inputs={"starts": 1, "ends": 2, "axes": 3, "steps": 4}))
 
 
 def _gathered(types, attrs):
@@ -260,7 +268,8 @@ def _expanded(x, attrs):
 
 
 _data_op("expand", T.expand, _expanded, {"shape": REQUIRED},
-         "x broadcast with `shape` (numpy rules)")
+         "x broadcast with `shape` (numpy rules)", onnx="Expand",
+         onnx_attrs=declare.OnnxAttrs(inputs={"shape": 1}))
 
 
 def _tiled(x, attrs):
@@ -272,7 +281,8 @@ def _tiled(x, attrs):
 
 
 _data_op("tile", T.tile, _tiled, {"repeats": REQUIRED},
-         "numpy.tile(x, repeats), one count per dimension")
+         "numpy.tile(x, repeats), one count per dimension", onnx="Tile",
+         onnx_attrs=declare.OnnxAttrs(inputs={"repeats": 1}))
 
 
 def _trilu_shape(x, attrs):

@@ -3,9 +3,9 @@
 :func:`~mlcbook.train.autodiff.backward`.
 
 The sampling helpers of :mod:`mlcbook.te.ops.grid_sample` (coordinates, padding modes,
-taps) are written once for numpy arrays and loop-IR expressions; here they run on
-:class:`_Dual` values: a graph expression of the grid that is differentiated beside the
-same expression of a copy of the grid that is not. Floor, rounding, comparisons and
+taps) are written once for any math ``m`` (loop-IR expressions in the op's compute); here
+they run on :class:`_Dual` values: a graph expression of the grid that is differentiated
+beside the same expression of a copy of the grid that is not. Floor, rounding, comparisons and
 indices read the copy, so they pass no gradient (their derivative is 0 almost
 everywhere), while a tap's weight keeps its derivative in the grid:
 
@@ -98,7 +98,7 @@ DUAL_MATH = SimpleNamespace(
 
 
 def sample(x: Expr, grid: _Dual, attrs) -> Expr:
-    """``grid_sample(x, grid)`` in graph ops (its numpy reference, step by step): for each
+    """``grid_sample(x, grid)`` in graph ops (its compute, step by step): for each
     combination of taps, ``x`` gathered at the taps' flat index times their weights."""
     mode, padding, align = attrs["mode"], attrs["padding_mode"], bool(attrs["align_corners"])
     n, ch, sizes = x.shape[0], x.shape[1], x.shape[2:]

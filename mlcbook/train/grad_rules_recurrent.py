@@ -1,6 +1,6 @@
 """Gradient rules of the recurrent layers ``rnn``, ``gru`` and ``lstm``: the layer unrolled
-over its static sequence into graph ops (the same steps as the op's reference in
-:mod:`mlcbook.ops.recurrent`), differentiated by :func:`~mlcbook.train.autodiff.backward`
+over its static sequence into graph ops (the same steps as the op's compute in
+:mod:`mlcbook.te.ops.recurrent`), differentiated by :func:`~mlcbook.train.autodiff.backward`
 like any graph: backpropagation through time.
 
     >>> dx, dw, dr, db, dh0, *_ = gradient_rule("gru")(gru_call, (g_y, g_h))

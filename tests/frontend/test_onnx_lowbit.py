@@ -110,3 +110,16 @@ def test_a_float8_zero_point_that_is_not_0_is_refused(op):
 def test_a_float8_zero_point_of_0_is_accepted():
     x = np.array([[1, -2, 448], [0.5, 0, -0.25]], "float8_e4m3fn")
     _check(_float8_dq([0.0, -0.0]), {"x": x})
+
+
+@pytest.mark.parametrize("src,dst,values", [
+    ("uint8", "float8_e4m3fn", np.array([1, 2, 0x38, 0xC0, 0x7F, 0xFE], np.uint8)),
+    ("float8_e5m2", "int8", np.array([0.5, -3.0, 57344, -0.0, 1e-5, 2.0], "float8_e5m2")),
+    ("int4", "uint4", np.array([-8, -1, 0, 3, 7, -2], "int4"))])
+def test_bitcast_of_low_bit_types_imports_and_exports(src, dst, values):
+    onnx_type = {v: k for k, v in mb.frontend.onnx_context.DTYPES.items()}
+    nodes = [helper.make_node("BitCast", ["x"], ["y"], to=onnx_type[dst])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", onnx_type[src], [6])],
+                   [helper.make_tensor_value_info("y", onnx_type[dst], [6])], opset=26)
+    _check(model, {"x": values})
+    _check(mb.to_onnx(mb.from_onnx(model)), {"x": values})

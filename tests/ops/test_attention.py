@@ -1,7 +1,7 @@
-"""The graph op ``attention``: its numpy reference against onnx's reference implementation,
-its legalization (run by the loop-IR interpreter) against the reference, and its errors.
-The compiled kernel is checked by onnx's node suite (tests/frontend/test_conformance.py
-compiles an Attention case)."""
+"""The graph op ``attention``: its reference (its te compute run with numpy) against onnx's
+reference implementation, the oracle; its legalization (run by the loop-IR interpreter)
+against the reference, and its errors. The compiled kernel is checked by onnx's node suite
+(tests/frontend/test_conformance.py compiles an Attention case)."""
 import numpy as np
 import pytest
 
@@ -122,7 +122,7 @@ def test_query_heads_must_group_onto_key_heads():
 
 
 def test_mask_longer_than_the_keys_is_an_error():
-    with pytest.raises(OpShapeError, match="the mask covers 6 keys but there are only 5. "
+    with pytest.raises(OpShapeError, match="the mask .*covers 6 keys but there are only 5. "
                        "Instead: give a mask of at most 5"):
         _infer([T((1, 2, 2, 4)), T((1, 2, 5, 4)), T((1, 2, 5, 4)), T((2, 6), "bool")],
                has_mask=1)
@@ -149,3 +149,15 @@ def test_valid_key_counts_do_not_combine_with_a_cache():
 def test_bad_attributes_name_themselves(attrs, match):
     with pytest.raises(OpAttributeError, match=match):
         _infer([T((1, 2, 2, 4)), T((1, 2, 5, 4)), T((1, 2, 5, 4))], **attrs)
+
+
+def test_valid_key_counts_must_be_int64_one_per_batch_row():
+    with pytest.raises(OpShapeError, match=r"valid-key counts are \(2,\) int32; give int64 of "
+                       r"shape \(2,\)"):
+        _infer([T((2, 2, 2, 4)), T((2, 2, 5, 4)), T((2, 2, 5, 4)), T((2,), "int32")])
+
+
+def test_mask_whose_leading_axes_do_not_broadcast_is_an_error():
+    with pytest.raises(OpShapeError, match="the mask's leading axes"):
+        _infer([T((1, 2, 2, 4)), T((1, 2, 5, 4)), T((1, 2, 5, 4)), T((3, 5), "bool")],
+               has_mask=1)

@@ -139,3 +139,20 @@ def test_a_declared_view_is_a_view_with_its_shape_checked(declared):
     np.testing.assert_array_equal(interpret(f, xv), np.maximum(xv.reshape(3, 2), 0))
     with pytest.raises(OpShapeError, match="odd number"):
         op.rows_of_two(Var("y", TensorType((3,))))
+
+
+def test_dtype_attr_types_the_bytes_a_compute_writes_as_a_low_bit_type(declared):
+    declared.append("low_nibble")
+
+    def low_nibble(x, dtype, name):
+        return mb.te.compute(x.shape, lambda i: E.cast("uint8", E.cast("int32", x[i]) % 16),
+                             name=name)
+
+    declare.op("low_nibble", low_nibble, kind=OpKind.ELEMWISE, attrs={"dtype": "uint4"},
+               dtype_attr="dtype")
+    x = Var("x", TensorType((4,), "uint8"))
+    f = Function([x], op.low_nibble(x))
+    assert f.body.type == TensorType((4,), "uint4")
+    xv = np.array([0x00, 0x17, 0xA5, 0xFF], np.uint8)
+    for got in (ops.get("low_nibble").reference(xv), interpret(f, xv), mb.compile(f)(xv)):
+        assert got.dtype == np.dtype("uint4") and got.astype(int).tolist() == [0, 7, 5, 15]

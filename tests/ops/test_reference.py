@@ -143,8 +143,13 @@ def test_lrn_matches_the_onnx_formula_at_the_channel_edges():
     np.testing.assert_allclose(got[0, 3], want3, rtol=1e-6)
 
 
+def test_lrn_of_an_empty_batch_is_empty():
+    x = np.zeros((0, 4, 2, 2), "float32")
+    assert get("lrn").reference(x, size=3).shape == (0, 4, 2, 2)
+
+
 def test_range_counts_up_and_down_and_rejects_a_zero_step():
-    assert get("range").reference(10, 4, -3, "int32").tolist() == [10, 7]
+    assert get("range").reference(start=10, limit=4, delta=-3, dtype="int32").tolist() == [10, 7]
     assert get("range").infer_type([], {"start": 0, "limit": 5, "delta": 2,
                                             "dtype": "int64"}).shape == (3,)
     with pytest.raises(OpAttributeError, match="delta=0"):

@@ -1,5 +1,6 @@
-"""The graph op ``rotary_embedding``: its numpy reference against onnx's reference, its
-legalization (run by the loop-IR interpreter) against the reference, and its errors."""
+"""The graph op ``rotary_embedding``: its reference (its te compute run with numpy) against
+onnx's reference implementation, the oracle; its legalization (run by the loop-IR
+interpreter) against the reference, and its errors."""
 import numpy as np
 import pytest
 
@@ -62,3 +63,8 @@ def test_cos_of_the_wrong_shape_is_an_error():
     with pytest.raises(OpShapeError, match=r"must be \(1, 3, 4\)"):
         ops.get("rotary_embedding").infer_type(
             [T((1, 2, 3, 8)), T((3, 4)), T((3, 4))], {})
+
+
+def test_rotary_embedding_of_an_empty_sequence_is_empty():
+    x, cs = np.zeros((1, 2, 0, 8), "float32"), np.zeros((1, 0, 4), "float32")
+    assert ops.get("rotary_embedding").reference(x, cs, cs).shape == (1, 2, 0, 8)

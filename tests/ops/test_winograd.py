@@ -1,5 +1,7 @@
-"""The three Winograd ops: their numpy references compose to the direct convolution, their
-compiled kernels (default schedules) match the references, and bad shapes are named."""
+"""The three Winograd ops, declared from their te computes: numpy oracles (the transforms as
+``einsum`` over the matrices) compose to the direct convolution, and so do the ops'
+references; their compiled kernels (default schedules) match the oracles; bad shapes are
+named."""
 import numpy as np
 import pytest
 
@@ -9,9 +11,34 @@ from mlcbook.graph.kernels.default_schedule import default_schedule
 from mlcbook.ops import TensorType as T
 from mlcbook.ops import get, legalize_call
 from mlcbook.ops.layout import blocked, blocked_weight
-from mlcbook.te.ops.winograd import winograd_weight
+from mlcbook.te.ops.winograd import ALPHA, AT, BT, M, R, tiles, winograd_weight
 
 rng = np.random.default_rng(0)
+
+
+def input_oracle(x, pads):
+    pt, pl, pb, pr = pads
+    n, cb, h, w, c = x.shape
+    th, tw = tiles(h + pt + pb - R + 1), tiles(w + pl + pr - R + 1)
+    rows, cols = M * th + ALPHA - M, M * tw + ALPHA - M
+    xp = np.zeros((n, cb, rows, cols, c), x.dtype)   # the tiles cover pt + h + pb rows or more
+    xp[:, :, pt:pt + h, pl:pl + w] = x
+    d = np.stack([np.stack([xp[:, :, i:i + M * th:M, j:j + M * tw:M] for j in range(ALPHA)], -1)
+                  for i in range(ALPHA)], -2)                      # (n, cb, th, tw, c, 4, 4)
+    v = np.einsum("ei,fj,nbyxcij->efnbyxc", BT, BT, d.astype(np.float64))
+    return v.reshape(ALPHA * ALPHA, *v.shape[2:]).astype(x.dtype)
+
+
+def product_oracle(v, u):
+    return np.einsum("pnbyxc,pkbco->pnkyxo", v, u)
+
+
+def output_oracle(m, out_hw):
+    _, n, kb, th, tw, k = m.shape
+    y = np.einsum("ye,xf,efnbstk->nbsytxk", AT, AT,
+                  m.reshape(ALPHA, ALPHA, n, kb, th, tw, k).astype(np.float64))
+    y = y.reshape(n, kb, M * th, M * tw, k)
+    return np.ascontiguousarray(y[:, :, :out_hw[0], :out_hw[1]]).astype(m.dtype)
 
 
 def _conv_case(c, k, h, w, pads, cb=8, kb=8):
@@ -21,17 +48,22 @@ def _conv_case(c, k, h, w, pads, cb=8, kb=8):
     return blocked(x, cb), blocked_weight(wt, cb, kb), blocked(direct, kb)
 
 
-def _winograd_ref(xb, wb, pads, out_hw):
+def _references(xb, wb, pads, out_hw):
     v = get("winograd_input").reference(xb, pads=pads)
     m = get("winograd_product").reference(v, winograd_weight(wb))
     return get("winograd_output").reference(m, out_hw=out_hw)
 
 
+def _oracles(xb, wb, pads, out_hw):
+    return output_oracle(product_oracle(input_oracle(xb, pads), winograd_weight(wb)), out_hw)
+
+
+@pytest.mark.parametrize("compose", [_oracles, _references])
 @pytest.mark.parametrize("h,w,pads", [(6, 6, (1, 1, 1, 1)), (7, 5, (1, 1, 1, 1)),
                                       (6, 9, (0, 2, 1, 0)), (4, 4, (0, 0, 0, 0))])
-def test_the_references_compose_to_the_direct_convolution(h, w, pads):
+def test_the_transforms_compose_to_the_direct_convolution(compose, h, w, pads):
     xb, wb, want = _conv_case(16, 8, h, w, pads)
-    np.testing.assert_allclose(_winograd_ref(xb, wb, pads, want.shape[2:4]), want,
+    np.testing.assert_allclose(compose(xb, wb, pads, want.shape[2:4]), want,
                                rtol=1e-4, atol=1e-4)
 
 
@@ -44,14 +76,12 @@ def _run(op, arrays, attrs):
 
 @pytest.mark.parametrize("h,w,pads", [(8, 8, (1, 1, 1, 1)), (7, 9, (1, 1, 1, 1)),
                                       (6, 5, (2, 0, 0, 1))])
-def test_compiled_kernels_match_the_references(h, w, pads):
+def test_compiled_kernels_match_the_oracles(h, w, pads):
     xb, wb, want = _conv_case(16, 16, h, w, pads)
     v = _run("winograd_input", [xb], {"pads": pads})
-    np.testing.assert_allclose(v, get("winograd_input").reference(xb, pads=pads), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(v, input_oracle(xb, pads), rtol=1e-5, atol=1e-5)
     m = _run("winograd_product", [v, winograd_weight(wb)], {})
-    np.testing.assert_allclose(m, get("winograd_product").reference(v, winograd_weight(wb)),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(m, product_oracle(v, winograd_weight(wb)), rtol=1e-4, atol=1e-4)
     y = _run("winograd_output", [m], {"out_hw": want.shape[2:4]})
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 

@@ -1,7 +1,7 @@
 """te.ops.lowbit: every bit pattern of every low-bit format decoded, and a grid of floats
 (ties, subnormals, the largest value, overflow, NaN, Inf, -0) encoded, by the loop-IR
-interpreter and by native code, compared with ml_dtypes and onnx's reference conversions
-(through the graph ops' numpy references, which call them)."""
+interpreter, by native code and by numpy (:mod:`mlcbook.te.evaluate`, the graph ops'
+reference), compared with ml_dtypes and onnx's reference conversions (``onnx_cast``)."""
 import ml_dtypes  # noqa: F401 - numpy knows the low-bit dtypes by name
 import numpy as np
 import pytest
@@ -11,6 +11,7 @@ import mlcbook as mb
 from mlcbook import te
 from mlcbook.errors import TEError
 from mlcbook.ops import get
+from mlcbook.te.evaluate import evaluate
 from mlcbook.te.ops.lowbit import FORMATS, decode, encode
 
 NAMES = list(FORMATS)
@@ -38,11 +39,33 @@ def _grid(fmt: str) -> np.ndarray:
     return g.astype(np.float32)
 
 
-def _run(func, arrays, native: bool):
-    if native:
-        mb.build(func, target="llvm")(*arrays)
+def onnx_cast(x: np.ndarray, fmt: str, saturate: bool = True) -> np.ndarray:
+    """The oracle: ONNX's Cast of ``x`` to ``fmt`` by ml_dtypes' conversions, clamped first
+    where ``saturate`` says so, and by onnx's own for E8M0."""
+    f = FORMATS[fmt]
+    with np.errstate(invalid="ignore", over="ignore"):
+        if f.kind == "e8m0":
+            return to_float8e8m0(x.astype(np.float32), saturate)
+        if f.kind == "int":
+            # a C cast to int32 truncates; ml_dtypes keeps the low bits
+            v = np.where(np.isfinite(x), x, 0).astype(np.float64)
+            return np.trunc(v).astype(np.int64).astype(fmt)
+        if saturate:
+            x = np.clip(x.astype(np.float64), -f.max_value, f.max_value)
+        return x.astype(fmt)
+
+
+RUNNERS = ["interpreted", "native", "evaluated"]
+
+
+def _run(x, out, arrays, runner: str):
+    """``out`` of the te program from the placeholder ``x``, run by ``runner``."""
+    if runner == "evaluated":
+        arrays[1][...] = evaluate(out, {x: arrays[0]})
+    elif runner == "native":
+        mb.build(te.create_prim_func([x, out]), target="llvm")(*arrays)
     else:
-        mb.tir.interpret(func, *arrays)
+        mb.tir.interpret(te.create_prim_func([x, out]), *arrays)
 
 
 def _same(got: np.ndarray, want: np.ndarray, fmt: str) -> None:
@@ -54,20 +77,20 @@ def _same(got: np.ndarray, want: np.ndarray, fmt: str) -> None:
     assert not bad.any(), f"{fmt} at {where}: got {got[where]}, want {want[where]}"
 
 
-@pytest.mark.parametrize("native", [False, True], ids=["interpreted", "native"])
+@pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("fmt", NAMES)
-def test_decode_every_bit_pattern(fmt, native):
+def test_decode_every_bit_pattern(fmt, runner):
     bits = _patterns(fmt)
     x = te.placeholder((256,), "uint8", name="x")
     out = np.zeros(256, np.float32)
-    _run(te.create_prim_func([x, decode(x, fmt)]), [bits, out], native)
+    _run(x, decode(x, fmt), [bits, out], runner)
     np.testing.assert_array_equal(out, bits.view(fmt).astype(np.float32))
 
 
-def _encode(g: np.ndarray, fmt: str, native: bool, **kw) -> np.ndarray:
+def _encode(g: np.ndarray, fmt: str, runner: str, **kw) -> np.ndarray:
     x = te.placeholder(g.shape, "float32", name="x")
     out = np.zeros(g.shape, np.uint8)
-    _run(te.create_prim_func([x, encode(x, fmt, **kw)]), [g, out], native)
+    _run(x, encode(x, fmt, **kw), [g, out], runner)
     return out
 
 
@@ -75,13 +98,13 @@ ENCODE = [(f, s) for f in NAMES for s in (True, False)
           if s or FORMATS[f].kind == "float" and FORMATS[f].nan is not None]
 
 
-@pytest.mark.parametrize("native", [False, True], ids=["interpreted", "native"])
+@pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("fmt,saturate", ENCODE, ids=[f"{f}-{'sat' if s else 'nosat'}"
                                                        for f, s in ENCODE])
-def test_encode_grid_as_onnx_cast(fmt, saturate, native):
+def test_encode_grid_as_onnx_cast(fmt, saturate, runner):
     g = _grid(fmt)
-    want = get("lowbit_encode").reference(g, format=fmt, saturate=saturate).view(np.uint8)
-    _same(_encode(g, fmt, native, saturate=saturate), want, fmt)
+    _same(_encode(g, fmt, runner, saturate=saturate), onnx_cast(g, fmt, saturate).view(np.uint8),
+          fmt)
 
 
 def test_encode_reference_is_ml_dtypes_with_onnx_saturation():
@@ -102,15 +125,15 @@ def test_e8m0_round_modes_match_onnx(mode, saturate):
     g = np.concatenate([_grid("float8_e8m0fnu"), near_max,
                         np.float32([2.0 ** -130, 3 * 2.0 ** -128, 0.75, 1.5, 1.25 + 2.0 ** -20])])
     want = to_float8e8m0(g, saturate, mode).view(np.uint8)
-    _same(_encode(g, "float8_e8m0fnu", False, saturate=saturate, round_mode=mode), want,
+    _same(_encode(g, "float8_e8m0fnu", "interpreted", saturate=saturate, round_mode=mode), want,
           "float8_e8m0fnu")
 
 
 def test_encode_sign_rules_of_zero_and_nan():
     g = np.array([-0.0, -1e-30, np.nan], np.float32)
-    assert list(_encode(g, "float8_e4m3fn", False)) == [0x80, 0x80, 0x7F]
-    assert list(_encode(g, "float8_e4m3fnuz", False)) == [0, 0, 0x80]   # no -0 in FNUZ
-    assert list(_encode(g, "float4_e2m1fn", False)) == [0x8, 0x8, 0x8]  # as ml_dtypes
+    assert list(_encode(g, "float8_e4m3fn", "interpreted")) == [0x80, 0x80, 0x7F]
+    assert list(_encode(g, "float8_e4m3fnuz", "interpreted")) == [0, 0, 0x80]   # no -0 in FNUZ
+    assert list(_encode(g, "float4_e2m1fn", "interpreted")) == [0x8, 0x8, 0x8]  # as ml_dtypes
 
 
 def test_decode_refuses_a_tensor_that_is_not_bytes():

@@ -38,15 +38,13 @@ from .recurrent import recurrent
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
                  max_pool2d)
-from .lrn import lrn
-from .normalization import batch_norm, layer_norm, log_softmax, softmax
+from .normalization import batch_norm, layer_norm, log_softmax, lrn, softmax
 from .reduce import max, mean, min, sum  # noqa: A004 - numpy's names, as attributes
 from .reduce import argmax, argmin, cumprod, cumsum, prod, topk
 from .transform import expand, tile, trilu
 from .nn import conv_transpose, max_pool_indices
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
-from .attention import attention
-from .rotary import rotary_embedding
+from .attention import attention, rotary_embedding
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
            "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",

@@ -1,6 +1,7 @@
-"""Scaled dot-product attention on ``(batch, heads, sequence, head size)`` tensors, made of
-the library's operators (matmul, tanh, softmax, max) and two stages of its own: the bias
-of the scores and the zeroing of the rows that may attend no key.
+"""The transformer operators. Scaled dot-product attention on ``(batch, heads, sequence,
+head size)`` tensors, made of the library's operators (matmul, tanh, softmax, max) and two
+stages of its own: the bias of the scores and the zeroing of the rows that may attend no
+key.
 
     >>> y = attention(q, k, v, is_causal=True)                 # q (B, Hq, S, D), k (B, Hkv, T, D)
     >>> y, p = attention(q, k, v, mask=m, qk_output="probs")   # also the probabilities
@@ -8,6 +9,15 @@ of the scores and the zeroing of the rows that may attend no key.
 Every step is computed in q's dtype and rounded as ONNX's reference rounds it (a float16
 attention rounds the scaled q and k, the scores, the biased scores and each softmax stage
 to float16); ``softmax_precision`` names a wider dtype for the softmax.
+
+Rotary position embedding (RoPE): each pair of features of a head is rotated by an angle
+that depends on the token's position, given as its cosine and sine.
+
+    >>> y = rotary_embedding(x, cos, sin)       # x (B, H, S, D); cos, sin (B, S, R / 2)
+
+The pairs are ``(d, d + R/2)`` for ``d < R/2`` (the halves of the first ``R`` features),
+or ``(2e, 2e + 1)`` with ``interleaved``; the features from ``R`` on pass through. A pair
+``(a, b)`` at angle ``t`` becomes ``(a cos t - b sin t, a sin t + b cos t)``.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from .linalg import matmul
 from .normalization import softmax
 from .reduce import max as reduce_max
 from .transform import reshape
-from .util import broadcast_indices, check_tensor, clamp, compute_dtype, compute_named, load, store
+from .util import (broadcast_indices, broadcast_shapes, check_tensor, clamp, compute_dtype,
+                   compute_named, load, store)
 
 #: what the second output of ``attention(..., qk_output=...)`` is
 QK_OUTPUTS = ("scores", "biased", "probs")
@@ -110,16 +121,24 @@ def _check(q: Tensor, k: Tensor, v: Tensor, mask, valid_keys, qk_output) -> None
     if not _e.is_float(q.dtype) or not q.dtype == k.dtype == v.dtype:
         raise TEError(f"attention: q, k and v are {q.dtype}, {k.dtype}, {v.dtype}; they must "
                       "share one float dtype")
-    if q.shape[1] % k.shape[1] or k.shape[:3] != v.shape[:3] or q.shape[3] != k.shape[3]:
+    (b, hq, s, _), (_, hkv, t, _) = q.shape, k.shape
+    if k.shape[0] != b or k.shape[:3] != v.shape[:3] or q.shape[3] != k.shape[3]:
         raise TEShapeError(f"attention: q {q.shape}, k {k.shape} and v {v.shape} do not fit: "
-                           "k and v need the same heads and keys, q and k the same head size, "
-                           "and q's heads must be a multiple of k's")
-    if mask is not None and mask.shape[-1] > k.shape[2]:
-        raise TEShapeError(f"attention: the mask {mask.name!r} covers {mask.shape[-1]} keys "
-                           f"but there are {k.shape[2]}")
-    if valid_keys is not None and valid_keys.shape != (q.shape[0],):
-        raise TEShapeError(f"attention: valid_keys has shape {valid_keys.shape}; give one "
-                           f"count per batch row, ({q.shape[0]},)")
+                           "they need the same batch, k and v the same heads and keys, q and k "
+                           "the same head size")
+    if hq % hkv:
+        raise TEShapeError(f"attention: {hq} query heads do not group evenly onto {hkv} "
+                           "key/value heads (q's heads must be a multiple of k's). Instead: "
+                           "give a multiple of the key/value heads as query heads")
+    if mask is not None:
+        if mask.shape[-1] > t:
+            raise TEShapeError(f"attention: the mask {mask.name!r} covers {mask.shape[-1]} "
+                               f"keys but there are only {t}. Instead: give a mask of at most "
+                               f"{t} keys (the keys after its end are masked)")
+        broadcast_shapes("attention (the mask's leading axes)", mask.shape[:-1], (b, hq, s))
+    if valid_keys is not None and (valid_keys.shape != (b,) or valid_keys.dtype != "int64"):
+        raise TEShapeError(f"attention: the valid-key counts are {valid_keys.shape} "
+                           f"{valid_keys.dtype}; give int64 of shape ({b},), one per batch row")
     if qk_output not in (None,) + QK_OUTPUTS:
         raise TEError(f"attention: qk_output={qk_output!r}; give None or one of {QK_OUTPUTS}")
 
@@ -163,3 +182,43 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
     if qk_output is None:
         return y
     return y, {"scores": scores, "biased": biased, "probs": p}[qk_output]
+
+
+def _rounded(v: _e.PrimExpr, dtype: str) -> _e.PrimExpr:
+    # each product is rounded to the storage dtype before the sum, as ONNX's reference does
+    return _e.cast(v.dtype, _e.cast(dtype, v))
+
+
+def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False,
+                     rotary_dim: int = 0, name: str = "rotary_embedding") -> Tensor:
+    """``x`` (B, H, S, D) with its first ``rotary_dim`` features (0: all D) rotated pairwise
+    by the angles whose cosines and sines ``cos`` and ``sin`` (B, S, rotary_dim / 2) give."""
+    for arg, t in (("x", x), ("cos", cos), ("sin", sin)):
+        check_tensor(t, "rotary_embedding", arg)
+    if not _e.is_float(x.dtype) or not x.dtype == cos.dtype == sin.dtype:
+        raise TEError(f"rotary_embedding: x, cos and sin are {x.dtype}, {cos.dtype}, "
+                      f"{sin.dtype}; they must share one float dtype")
+    b, _, s, d = x.shape if x.ndim == 4 else (None,) * 4
+    r = rotary_dim or d
+    if x.ndim != 4 or r % 2 or r > d:
+        raise TEShapeError(f"rotary_embedding: x {x.shape} must be (B, H, S, D), with an even "
+                           f"rotary_dim <= D (rotary_dim={rotary_dim})")
+    if cos.shape != (b, s, r // 2) or sin.shape != cos.shape:
+        raise TEShapeError(f"rotary_embedding: cos {cos.shape} and sin {sin.shape} must be "
+                           f"{(b, s, r // 2)}: (B, S, rotary_dim / 2)")
+    half = r // 2
+
+    def body(bi, h, si, di):
+        # index arithmetic that stays in bounds for the pass-through features too
+        if interleaved:
+            angle, first = (di // 2) % half, di % 2 == 0
+            partner = clamp(di // 2 * 2 + 1 - di % 2, d)
+        else:
+            angle, first, partner = di % half, di < half, (di + half) % r
+        c, sn = load(cos, (bi, si, angle)), load(sin, (bi, si, angle))
+        own, other = load(x, (bi, h, si, di)), load(x, (bi, h, si, partner))
+        mine, theirs = _rounded(c * own, x.dtype), _rounded(sn * other, x.dtype)
+        rotated = _e.select(first, mine - theirs, theirs + mine)
+        return store(_e.select(di < r, rotated, own), x.dtype)
+
+    return compute_named(x.shape, ["b", "h", "s", "d"], body, name)

@@ -7,8 +7,8 @@
 last axis first (x, y[, z]). :func:`source_coordinate` turns it into a coordinate of an
 axis and moves it inside the borders by the padding mode; :func:`taps` lists the
 elements mixed around it with their weights (1 nearest, 2 linear, 4 cubic per axis). The
-helpers are written once for numpy arrays and loop-IR expressions alike: ``m`` is
-:data:`.resize.IR_MATH` or the numpy reference's equivalent.
+helpers are written once for loop-IR expressions and the gradient rule's graph expressions
+alike: ``m`` is :data:`.resize.IR_MATH` or its equivalent there.
 """
 
 from __future__ import annotations

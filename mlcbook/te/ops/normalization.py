@@ -1,7 +1,9 @@
-"""Normalizing operators: softmax, log_softmax, layer_norm and (inference) batch_norm.
+"""Normalizing operators: softmax, log_softmax, layer_norm, (inference) batch_norm and lrn
+(local response normalization across channels, AlexNet's LRN).
 
     >>> s = softmax(logits, axis=-1)
     >>> y = layer_norm(x, gamma, beta, axis=-1, epsilon=1e-5)
+    >>> y = lrn(x, size=5, alpha=1e-4, beta=0.75, bias=1.0)     # x (N, C, H, W)
 
 Statistics are computed in the compute dtype (float32 for float16 data) and keep the
 reduced dimensions with size 1. A float16 softmax (and log_softmax) rounds every stage to
@@ -16,8 +18,8 @@ from ...errors import TEError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from .util import (axis_names, broadcast_indices, check_tensor, compute_dtype, compute_named,
-                    load, normalize_axis, prod, store)
+from .util import (axis_names, broadcast_indices, check_tensor, clamp, compute_dtype,
+                    compute_named, load, normalize_axis, prod, store)
 from .nn import same_dtype
 
 
@@ -167,3 +169,30 @@ def batch_norm(x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor
         return store((load(x, idx) - m) / _e.sqrt(v + eps) * s + b, x.dtype)
 
     return compute_named(x.shape, axis_names(x.ndim), body, name)
+
+
+def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0,
+        name: str = "lrn") -> Tensor:
+    """``x / (bias + alpha / size * sqsum) ** beta`` where ``sqsum[n, c, ...]`` sums ``x**2``
+    over the channels ``c - (size-1)//2 .. c + ceil((size-1)/2)`` that exist. Stages:
+    ``<name>_sqsum`` and ``<name>``."""
+    _float_input(x, "lrn")
+    if x.ndim < 3:
+        raise TEShapeError(f"lrn: {x.name!r} has shape {x.shape}; it must be (N, C, *spatial)")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise TEError(f"lrn: size={size!r} must be a positive int")
+    channels, before = x.shape[1], (size - 1) // 2
+    dt = compute_dtype(x.dtype)
+    names = axis_names(x.ndim)
+    k = _r.reduce_axis(size, name="k")
+
+    def sqsum(*i):
+        c = i[1] + k - before if before else i[1] + k
+        inside = (c >= 0) & (c < channels)
+        v = load(x, (i[0], clamp(c, channels)) + tuple(i[2:]))
+        return _r.sum(v * v, axis=k, where=inside)
+
+    sq = compute_named(x.shape, names, sqsum, f"{name}_sqsum")
+    scale, b, p = _e.const(alpha / size, dt), _e.const(bias, dt), _e.const(beta, dt)
+    return compute_named(x.shape, names, lambda *i: store(
+        load(x, i) / _e.pow(b + scale * sq[i], p), x.dtype), name)

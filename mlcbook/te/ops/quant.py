@@ -3,9 +3,9 @@
 ``qlinear_matmul`` / ``qlinear_conv``, which requantize their int32 sums.
 
 A quantized tensor stores ``q`` for the real value ``(q - zero_point) * scale``. Scales and
-zero points are ``(1,)`` tensors (per tensor) or ``(C,)`` tensors, one per index of ``axis``
-(per axis). Rounding is to the nearest integer, ties to even (``np.rint``), and results
-saturate to the range of the output dtype::
+zero points are ``()`` or ``(1,)`` tensors (per tensor) or ``(C,)`` tensors, one per index of
+``axis`` (per axis). Rounding is to the nearest integer, ties to even (``np.rint``), and
+results saturate to the range of the output dtype::
 
     q = quantize_linear(x, scale, zp)            # x float32 (4, 8); scale (1,); zp (1,) uint8
     q.dtype                                      # 'uint8'
@@ -25,10 +25,15 @@ __all__ = ["quantize_linear", "dequantize_linear", "matmul_integer", "conv_integ
            "qlinear_matmul", "qlinear_conv", "requantize"]
 
 
+def _one(t: Tensor) -> _e.PrimExpr:
+    """The value of the one-value tensor ``t``, of shape ``()`` or ``(1,)``."""
+    return load(t, (0,) * t.ndim)
+
+
 def _param(t: Tensor, idx, axis: int, what: str, x: Tensor) -> _e.PrimExpr:
     """Scale or zero point ``t`` at output index ``idx``: one value, or one per ``axis``."""
-    if t.shape == (1,):
-        return load(t, (0,))
+    if t.shape in ((), (1,)):
+        return _one(t)
     if t.ndim != 1 or t.shape[0] != x.shape[axis]:
         raise TEShapeError(f"the {what} {t.name!r} has shape {t.shape}; it must have one "
                            f"value, or {x.shape[axis]}, one per index of axis {axis} of "
@@ -38,7 +43,7 @@ def _param(t: Tensor, idx, axis: int, what: str, x: Tensor) -> _e.PrimExpr:
 
 def _axis(axis: int, x: Tensor, op: str, *params: Tensor) -> int:
     """``axis`` made non-negative; any value when every parameter is one value (unused)."""
-    if all(p.shape == (1,) for p in params):
+    if all(p.shape in ((), (1,)) for p in params):
         return 0
     return normalize_axis(axis, max(x.ndim, 1), op)
 
@@ -102,15 +107,15 @@ def requantize(acc: Tensor, multiplier, zero_point: Tensor, dtype: str, name: st
     ``dtype``; ``multiplier(i)`` is the float32 factor at output index ``i``."""
     def body(*i):
         v = _e.round(_e.cast("float32", acc[i]) * multiplier(i))
-        return saturate(dtype, v + _e.cast("float32", load(zero_point, (0,))))
+        return saturate(dtype, v + _e.cast("float32", _one(zero_point)))
 
     return compute_named(acc.shape, _names(acc), body, name)
 
 
 def _multiplier(a_scale: Tensor, b_scale: Tensor, y_scale: Tensor, axis: int, like: Tensor):
     def factor(i):
-        s = load(a_scale, (0,)) * _param(b_scale, i, axis, "weight scale", like)
-        return _e.cast("float32", s / load(y_scale, (0,)))
+        s = _one(a_scale) * _param(b_scale, i, axis, "weight scale", like)
+        return _e.cast("float32", s / _one(y_scale))
     return factor
 
 

@@ -135,7 +135,7 @@ def winograd_output(m: Tensor, out_hw, name: str = "winograd_output") -> Tensor:
     oh, ow = ints(out_hw, 2, op, "out_hw")
     if m.ndim != 6 or m.shape[0] != ALPHA * ALPHA or (tiles(oh), tiles(ow)) != m.shape[3:5]:
         raise TEShapeError(f"{op}: m must be (16, N, K/k, TH, TW, k) with TH x TW tiles of "
-                           f"2x2 covering {oh}x{ow}, got {m.shape}")
+                           f"2x2 covering out_hw {(oh, ow)}, got {m.shape}")
     _, n, kb, _, _, k = m.shape
 
     def body(nn, ko, y, x, kk):
