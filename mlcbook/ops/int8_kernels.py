@@ -20,9 +20,10 @@ import numpy as np
 from ..errors import OpShapeError
 from ..te.ops import int8_kernels as TK
 from ..te.ops.int8_kernels import PACK_LANES, conv_row_terms, pack_conv_int8, pack_int8
+from . import declare
 from ._infer import require_dtype
 from .quant import QTYPES
-from .registry import REQUIRED, OpKind, get, register, register_legalization
+from .registry import REQUIRED, OpKind, get
 from .types import TensorType
 
 __all__ = ["pack_int8", "pack_conv_int8", "unpack_int8", "OUT_DTYPES"]
@@ -47,18 +48,6 @@ def _check(op, types, n: int, k: int) -> None:
                            f"{mult.shape}. Instead: pack the weights with pack_int8")
 
 
-def _requant_ref(acc, mult, y_zp, dtype, relu, axis):
-    if dtype == "int32":
-        return acc.astype(np.int32)
-    shape = [1] * acc.ndim
-    shape[axis] = -1
-    v = np.rint(acc.astype(np.float32) * mult.reshape(shape)) + np.float32(y_zp)
-    if relu:
-        v = np.maximum(v, np.float32(y_zp))
-    info = np.iinfo(dtype)
-    return np.clip(v, info.min, info.max).astype(dtype)
-
-
 #: what the kernels output: requantized int8/uint8, or the int32 sums (plus bias) themselves
 OUT_DTYPES = QTYPES + ("int32",)
 
@@ -67,25 +56,22 @@ OUT_DTYPES = QTYPES + ("int32",)
 _EPILOGUE = {"x_zp": 0, "y_zp": 0, "dtype": "uint8", "relu": 0, "narrow": 0}
 
 
-def _dense_infer(types, attrs):
+def _check_dtype(op: str, dtype: str) -> None:
+    if dtype not in OUT_DTYPES:
+        raise OpShapeError(f"{op}: dtype={dtype!r} is not int8, uint8 or int32")
+
+
+def _dense_check(types, attrs):
     x = types[0]
     if x.ndim != 2:
         raise OpShapeError(f"int8_dense: the data must be 2-D (M, K), got {x.shape}")
     _check("int8_dense", types, attrs["units"], x.shape[1])
-    if attrs["dtype"] not in OUT_DTYPES:
-        raise OpShapeError(f"int8_dense: dtype={attrs['dtype']!r} is not int8, uint8 or int32")
-    return TensorType((x.shape[0], attrs["units"]), attrs["dtype"])
+    _check_dtype("int8_dense", attrs["dtype"])
 
 
-def _dense_ref(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0):
-    w = unpack_int8(wp, units, x.shape[1]).astype(np.int32)
-    acc = x.astype(np.int32) @ w.T + bias
-    return _requant_ref(acc, mult, y_zp, dtype, relu, 1)
-
-
-register("int8_dense", kind=OpKind.OPAQUE, infer=_dense_infer, reference=_dense_ref,
-         attrs={"units": REQUIRED, **_EPILOGUE}, num_inputs=(4, 4),
-         doc="uint8 x @ int8 W.T + bias in int32, requantized (W packed by pack_int8)")
+declare.op("int8_dense", TK.int8_dense, kind=OpKind.OPAQUE,
+           attrs={"units": REQUIRED, **_EPILOGUE}, num_inputs=(4, 4), check=_dense_check,
+           doc="uint8 x @ int8 W.T + bias in int32, requantized (W packed by pack_int8)")
 
 _WINDOW = {"kernel_shape": REQUIRED, "strides": (1, 1), "pads": (0, 0, 0, 0),
            "dilations": (1, 1)}
@@ -95,7 +81,7 @@ def _window(attrs) -> dict:
     return {k: tuple(attrs[k]) for k in _WINDOW}
 
 
-def _conv_infer(types, attrs):
+def _conv_check(types, attrs):
     x, layout = types[0], attrs["layout"]
     if layout not in TK.CONV_LAYOUTS:
         raise OpShapeError(f"int8_conv2d: layout={layout!r} is not one of {TK.CONV_LAYOUTS}. "
@@ -103,80 +89,31 @@ def _conv_infer(types, attrs):
     if x.ndim != 4:
         raise OpShapeError(f"int8_conv2d: the data must be 4-D ({', '.join(layout)}), got "
                            f"{x.shape}")
-    nchw = _to_nchw(x.shape, layout)
+    nchw = tuple(x.shape[k] for k in (0, 3, 1, 2)) if layout == "NHWC" else x.shape
     kh, kw = attrs["kernel_shape"]
     _check("int8_conv2d", types, attrs["channels"], kh * conv_row_terms(nchw[1], kw))
-    shape = get("conv").infer_type([TensorType(nchw), TensorType(
+    _check_dtype("int8_conv2d", attrs["dtype"])
+    _, c, oh, ow = get("conv").infer_type([TensorType(nchw), TensorType(
         (attrs["channels"], nchw[1], kh, kw))], _window(attrs)).shape
     (ph, pw), p = attrs["pool"], attrs["pixels"]
-    if (ph, pw, p) == (1, 1, 1):
-        return TensorType(_from_nchw(shape, layout), attrs["dtype"])
-    n, c, oh, ow = shape
-    if layout != "NHWC" or c % p or pw % p or min(ph, pw, p) < 1 or oh < ph or ow * p < pw:
+    if (ph, pw, p) != (1, 1, 1) and (layout != "NHWC" or c % p or pw % p or
+                                     min(ph, pw, p) < 1 or oh < ph or ow * p < pw):
         raise OpShapeError(f"int8_conv2d: pool={(ph, pw)} over pixels={p} needs layout='NHWC', "
                            f"channels in groups of {p} pixels, the pool's width a multiple of "
                            f"{p} and a whole window in the {oh}x{ow * p} output pixels; got "
                            f"layout={layout!r}, {c} channels. Instead: pool with max_pool")
-    return TensorType((n, oh // ph, ow * p // pw, c // p), attrs["dtype"])
 
 
-def _to_nchw(shape, layout: str) -> tuple:
-    return tuple(shape[k] for k in (0, 3, 1, 2)) if layout == "NHWC" else tuple(shape)
+def _conv(x, wp, bias, mult, *, kernel_shape, strides, pads, dilations, pool, **attrs):
+    return TK.int8_conv2d(x, wp, bias, mult, kernel_shape=tuple(kernel_shape),
+                          strides=tuple(strides), pads=tuple(pads),
+                          dilations=tuple(dilations), pool=tuple(pool), **attrs)
 
 
-def _from_nchw(shape, layout: str) -> tuple:
-    return tuple(shape[k] for k in (0, 2, 3, 1)) if layout == "NHWC" else tuple(shape)
-
-
-def _conv_sums(x, wp, channels, kernel_shape, strides, pads, dilations, x_zp):
-    """The int32 sums (N, F, OH, OW) of the NCHW ``x`` with the packed weights."""
-    kh, kw = kernel_shape
-    c = x.shape[1]
-    row = conv_row_terms(c, kw)
-    w = unpack_int8(wp, channels, kh * row).reshape(channels, kh, row)[..., :kw * c]
-    w = w.reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
-    w64 = w.astype(np.float64)
-    # the padding holds x_zp: conv of x - x_zp (zero padded) plus x_zp times the weights' sums
-    acc = get("conv").reference(x.astype(np.float64) - x_zp, w64, strides=strides, pads=pads,
-                                dilations=dilations)
-    return (acc + x_zp * w64.sum(axis=(1, 2, 3)).reshape(1, -1, 1, 1)).astype(np.int32)
-
-
-def _conv_ref(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
-              dilations=(1, 1), x_zp=0, y_zp=0, dtype="uint8", relu=0, narrow=0, layout="NCHW",
-              pool=(1, 1), pixels=1):
-    nchw = x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
-    acc = _conv_sums(nchw, wp, channels, kernel_shape, strides, pads, dilations, x_zp)
-    if layout == "NCHW":
-        return _requant_ref(acc + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype, relu, 1)
-    n, f, oh, ow = acc.shape
-    (ph, pw), f = pool, f // pixels
-    # each column's groups of channels are neighbouring pixels; then the largest sum of each
-    # window (the groups share the first's bias and multiplier)
-    acc = acc.transpose(0, 2, 3, 1).reshape(n, oh, ow * pixels, f)
-    acc = acc[:, :oh // ph * ph, :ow * pixels // pw * pw]
-    acc = acc.reshape(n, oh // ph, ph, ow * pixels // pw, pw, f).max(axis=(2, 4))
-    return np.ascontiguousarray(_requant_ref(acc + bias[:f], mult[:f], y_zp, dtype, relu, 3))
-
-
-register("int8_conv2d", kind=OpKind.OPAQUE, infer=_conv_infer, reference=_conv_ref,
-         attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE, "layout": "NCHW",
-                "pool": (1, 1), "pixels": 1},
-         num_inputs=(4, 4),
-         doc="2-D conv of uint8 data (NCHW, or NHWC with layout='NHWC') with int8 weights "
-             "packed by pack_conv_int8, int32 sums requantized")
-
-
-@register_legalization("int8_dense")
-def _legalize_dense(ins, attrs, out_type):
-    return TK.int8_dense(*ins, units=attrs["units"], x_zp=attrs["x_zp"], y_zp=attrs["y_zp"],
-                         dtype=attrs["dtype"], relu=bool(attrs["relu"]),
-                         narrow=bool(attrs["narrow"]))
-
-
-@register_legalization("int8_conv2d")
-def _legalize_conv(ins, attrs, out_type):
-    return TK.int8_conv2d(*ins, channels=attrs["channels"], x_zp=attrs["x_zp"],
-                          y_zp=attrs["y_zp"], dtype=attrs["dtype"], relu=bool(attrs["relu"]),
-                          narrow=bool(attrs["narrow"]), layout=attrs["layout"],
-                          pool=tuple(attrs["pool"]), pixels=attrs["pixels"], **_window(attrs))
+declare.op("int8_conv2d", _conv, kind=OpKind.OPAQUE,
+           attrs={"channels": REQUIRED, **_WINDOW, **_EPILOGUE, "layout": "NCHW",
+                  "pool": (1, 1), "pixels": 1},
+           num_inputs=(4, 4), check=_conv_check,
+           doc="2-D conv of uint8 data (NCHW, or NHWC with layout='NHWC') with int8 weights "
+               "packed by pack_conv_int8, int32 sums requantized (pool: the largest sum of "
+               "each window; pixels: neighbouring pixels per column)")

@@ -1,4 +1,5 @@
-"""The int8 kernel ops' references against the QLinear ops they stand for, and weight packing."""
+"""The int8 kernel ops' references (their computes) against numpy oracles and the QLinear ops
+they stand for, and weight packing."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,90 @@ import pytest
 from mlcbook.errors import OpShapeError
 from mlcbook.ops import TensorType, get, type_of_array
 from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
+from mlcbook.te.ops.int8_kernels import conv_row_terms
+
+
+def _requantized(acc, mult, y_zp, dtype, relu, axis):
+    """numpy: int32 sums (bias added) to ``dtype``, per-channel ``mult`` along ``axis``."""
+    if dtype == "int32":
+        return acc.astype(np.int32)
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    v = np.rint(acc.astype(np.float32) * mult.reshape(shape)) + np.float32(y_zp)
+    if relu:
+        v = np.maximum(v, np.float32(y_zp))
+    info = np.iinfo(dtype)
+    return np.clip(v, info.min, info.max).astype(dtype)
+
+
+def dense_oracle(x, wp, bias, mult, units, x_zp=0, y_zp=0, dtype="uint8", relu=0):
+    w = unpack_int8(wp, units, x.shape[1]).astype(np.int64)
+    acc = x.astype(np.int64) @ w.T + bias
+    return _requantized(acc, mult, y_zp, dtype, relu, 1)
+
+
+def _conv_sums(x, w, strides, pads, x_zp):
+    """int64 sums (N, F, OH, OW) of NCHW ``x`` (padded with ``x_zp``) and ``w`` (F, C, KH, KW)."""
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
+                constant_values=x_zp)
+    f, _, kh, kw = w.shape
+    oh = (xp.shape[2] - kh) // strides[0] + 1
+    ow = (xp.shape[3] - kw) // strides[1] + 1
+    out = np.zeros((x.shape[0], f, oh, ow), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, :, i:i + strides[0] * oh:strides[0], j:j + strides[1] * ow:strides[1]]
+            out += np.einsum("nchw,fc->nfhw", win, w[:, :, i, j].astype(np.int64))
+    return out
+
+
+def conv_oracle(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0),
+                x_zp=0, y_zp=0, dtype="uint8", relu=0, layout="NCHW", pool=(1, 1), pixels=1):
+    """numpy: the conv's sums, the windows' largest (groups of ``pixels`` pixels per
+    column), requantized with the first group's bias and multiplier."""
+    nchw = x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
+    (kh, kw), c = kernel_shape, nchw.shape[1]
+    w = unpack_int8(wp, channels, kh * conv_row_terms(c, kw)).reshape(channels, kh, -1)
+    w = w[..., :kw * c].reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
+    acc = _conv_sums(nchw, w, strides, pads, x_zp)
+    if layout == "NCHW":
+        return _requantized(acc + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype, relu, 1)
+    n, f, oh, ow = acc.shape
+    (ph, pw), f = pool, f // pixels
+    acc = acc.transpose(0, 2, 3, 1).reshape(n, oh, ow * pixels, f)
+    acc = acc[:, :oh // ph * ph, :ow * pixels // pw * pw]
+    acc = acc.reshape(n, oh // ph, ph, ow * pixels // pw, pw, f).max(axis=(2, 4))
+    return _requantized(acc + bias[:f], mult[:f], y_zp, dtype, relu, 3)
+
+
+@pytest.mark.parametrize("units, k, dtype, relu", [(6, 10, "uint8", 0), (20, 64, "int8", 1),
+                                                   (3, 7, "int32", 0)])
+def test_int8_dense_computes_the_oracle(units, k, dtype, relu):
+    rng = np.random.default_rng(units)
+    x = rng.integers(0, 256, (5, k), dtype=np.uint8)
+    wp = pack_int8(rng.integers(-128, 128, (units, k), dtype=np.int8))
+    bias = rng.integers(-3000, 3000, units).astype(np.int32)
+    mult = rng.uniform(1e-3, 4e-3, units).astype(np.float32)
+    attrs = dict(units=units, x_zp=9, y_zp=4, dtype=dtype, relu=relu)
+    np.testing.assert_array_equal(get("int8_dense").reference(x, wp, bias, mult, **attrs),
+                                  dense_oracle(x, wp, bias, mult, **attrs))
+
+
+@pytest.mark.parametrize("shape, f, attrs", [
+    ((2, 3, 7, 6), 5, dict(strides=(2, 1), pads=(1, 0, 1, 2))),
+    ((2, 6, 7, 3), 4, dict(layout="NHWC", pads=(1, 1, 1, 1), dtype="int8")),
+    ((1, 6, 8, 2), 16, dict(layout="NHWC", pads=(1, 1, 1, 1), pool=(2, 2))),
+    ((1, 4, 5, 3), 6, dict(layout="NHWC", dtype="int32"))])
+def test_int8_conv2d_computes_the_oracle(shape, f, attrs):
+    rng = np.random.default_rng(f)
+    c = shape[3] if attrs.get("layout") == "NHWC" else shape[1]
+    x = rng.integers(0, 256, shape, dtype=np.uint8)
+    wp = pack_conv_int8(rng.integers(-128, 128, (f, c, 3, 3), dtype=np.int8))
+    bias = rng.integers(-3000, 3000, f).astype(np.int32)
+    mult = rng.uniform(1e-3, 4e-3, f).astype(np.float32)
+    attrs = dict(channels=f, kernel_shape=(3, 3), x_zp=7, y_zp=3, relu=1, **attrs)
+    np.testing.assert_array_equal(get("int8_conv2d").reference(x, wp, bias, mult, **attrs),
+                                  conv_oracle(x, wp, bias, mult, **attrs))
 
 
 def test_pack_unpack_round_trip_and_zero_padding():
