@@ -209,14 +209,16 @@ def _side_by_side(attrs, conv: Call, view: tuple) -> tuple | None:
     of at least 0."""
     a = conv.attrs
     ks, st = tuple(attrs["kernel_shape"]), tuple(attrs.get("strides") or (1, 1, 1))
-    (ph, pw, pc), (_, _, h, w, _) = ks, view
+    (ph, pw, pc), (n, _, h, w, c) = ks, view
     pixels = w // conv.shape[2]
     mult = conv.args[3]
-    if a["layout"] != "NHWC" or tuple(a["pool"]) != (1, 1) or a["dtype"] == "int32" or \
+    # the view must be the conv's pixels: (N, OH, OW * P, F) for its (N, OH, OW, P * F)
+    if (n, h, w, c * pixels) != (conv.shape[0], conv.shape[1], pixels * conv.shape[2],
+                                 conv.shape[3]) or \
+            a["layout"] != "NHWC" or tuple(a["pool"]) != (1, 1) or a["dtype"] == "int32" or \
             ks != st or pc != 1 or any(attrs.get("pads") or ()) or \
             any(d != 1 for d in attrs.get("dilations") or ()) or \
-            (attrs.get("ceil_mode") and (h % ph or w % pw)) or \
-            w != pixels * conv.shape[2] or pw % pixels or \
+            (attrs.get("ceil_mode") and (h % ph or w % pw)) or pw % pixels or \
             not isinstance(mult, Constant) or not np.all(mult.data >= 0):
         return None
     return ph, pw

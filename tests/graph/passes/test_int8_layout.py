@@ -176,3 +176,15 @@ def test_pools_stay_apart_when_the_max_would_not_commute_or_the_sums_are_read_el
         g = convert_int8_layout(f)
         assert _folded(g) == (False, (1, 1), 1)
         _same_on(f, g, 4)
+
+
+def test_a_pool_over_another_view_of_the_sums_stays_apart():
+    # the conv's (2, 8, 8, 16) sums viewed as (2, 1, 16, 8, 8): not its pixels, no fold
+    x = Var("x", mb.graph.TensorType((2, 8, 8, 4), "uint8"))
+    conv = _conv(x, 4, 16, 8, pads=(1, 1, 1, 1), layout="NHWC")
+    view = op.reshape(conv, shape=(2, 1, 16, 8, 8))
+    f = Function([x], op.max_pool(view, kernel_shape=(2, 2, 1), strides=(2, 2, 1)))
+    g = convert_int8_layout(f)
+    assert "max_pool" in _ops(g)
+    a = np.random.default_rng(6).integers(0, 256, (2, 8, 8, 4), dtype=np.uint8)
+    np.testing.assert_array_equal(mb.graph.interpret(g, a), mb.graph.interpret(f, a))
