@@ -26,13 +26,21 @@ from .quant import QTYPES
 from .registry import REQUIRED, OpKind, get
 from .types import TensorType
 
-__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8", "OUT_DTYPES"]
+__all__ = ["pack_int8", "pack_conv_int8", "unpack_int8", "unpack_conv_int8", "OUT_DTYPES"]
 
 
 def unpack_int8(wp: np.ndarray, n: int, k: int) -> np.ndarray:
     """The ``(n, k)`` int8 weights ``wp`` was packed from."""
     nb, kb = wp.shape[:2]
     return wp.transpose(0, 2, 1, 3).reshape(nb * PACK_LANES, kb * 4)[:n, :k]
+
+
+def unpack_conv_int8(wp: np.ndarray, channels: int, c: int, kernel_shape) -> np.ndarray:
+    """The conv weights ``(channels, c, KH, KW)`` that :func:`pack_conv_int8` packed into
+    ``wp``."""
+    kh, kw = kernel_shape
+    rows = unpack_int8(wp, channels, kh * conv_row_terms(c, kw)).reshape(channels, kh, -1)
+    return rows[..., :kw * c].reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
 
 
 def _check(op, types, n: int, k: int) -> None:

@@ -6,8 +6,7 @@ import pytest
 
 from mlcbook.errors import OpShapeError
 from mlcbook.ops import TensorType, get, type_of_array
-from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
-from mlcbook.te.ops.int8_kernels import conv_row_terms
+from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_conv_int8, unpack_int8
 
 
 def _requantized(acc, mult, y_zp, dtype, relu, axis):
@@ -49,9 +48,7 @@ def conv_oracle(x, wp, bias, mult, channels, kernel_shape, strides=(1, 1), pads=
     """numpy: the conv's sums, the windows' largest (groups of ``pixels`` pixels per
     column), requantized with the first group's bias and multiplier."""
     nchw = x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
-    (kh, kw), c = kernel_shape, nchw.shape[1]
-    w = unpack_int8(wp, channels, kh * conv_row_terms(c, kw)).reshape(channels, kh, -1)
-    w = w[..., :kw * c].reshape(channels, kh, kw, c).transpose(0, 3, 1, 2)
+    w = unpack_conv_int8(wp, channels, nchw.shape[1], kernel_shape)
     acc = _conv_sums(nchw, w, strides, pads, x_zp)
     if layout == "NCHW":
         return _requantized(acc + bias.reshape(1, -1, 1, 1), mult, y_zp, dtype, relu, 1)
@@ -245,3 +242,8 @@ def test_pooling_needs_channels_last_and_whole_groups_of_pixels():
     with pytest.raises(OpShapeError, match="pool's width a multiple of 4"):
         get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC", pixels=4, pool=(2, 2)))
     assert get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC")).shape == (2, 3, 3, 4)
+
+
+def test_unpack_conv_int8_inverts_pack_conv_int8():
+    w = np.random.default_rng(5).integers(-128, 128, (5, 3, 3, 2), dtype=np.int8)
+    np.testing.assert_array_equal(unpack_conv_int8(pack_conv_int8(w), 5, 3, (3, 2)), w)

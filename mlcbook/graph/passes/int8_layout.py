@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.int8_kernels import pack_conv_int8, pack_int8, unpack_int8
+from ...ops.int8_kernels import pack_conv_int8, pack_int8, unpack_conv_int8, unpack_int8
 from ...ops.types import Attrs
 from ...te.ops.int8_kernels import PACK_LANES, conv_row_terms
 from ...tir.x86_intrinsics import pairs_fit_int16
@@ -153,8 +153,7 @@ def group_pixels(conv: Call) -> Expr:
     a = conv.attrs
     x, wp, bias, mult = conv.args
     (kh, kw), s, c, f = a["kernel_shape"], a["strides"][1], x.shape[3], a["channels"]
-    rows = unpack_int8(wp.data, f, kh * conv_row_terms(c, kw)).reshape(f, kh, -1)
-    w = rows[..., :kw * c].reshape(f, kh, kw, c).transpose(0, 3, 1, 2)
+    w = unpack_conv_int8(wp.data, f, c, (kh, kw))
     wide = np.zeros((p * f, c, kh, kw + (p - 1) * s), np.int8)
     for k in range(p):   # the k-th pixel's filters, shifted k strides right
         wide[k * f:(k + 1) * f, ..., k * s:k * s + kw] = w

@@ -21,6 +21,8 @@ column's window row side by side (an im2col along the width only).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...errors import TEShapeError
@@ -226,10 +228,7 @@ def _pooled(name: str, acc: Tensor, channels: int, pool, pixels: int, layout: st
                 j = (dx % pixels) * f + c
                 sums.append(acc[b, y * ph + dy, z * (pw // pixels) + dx // pixels,
                                 j // PACK_LANES, j % PACK_LANES])
-        best = sums[0]
-        for v in sums[1:]:
-            best = _e.max(best, v)
-        return requant(best, c)
+        return requant(functools.reduce(_e.max, sums), c)
 
     return compute_named((n, oh // ph, ow * pixels // pw, f), ["n", "y", "x", "f"], out, name)
 
