@@ -98,6 +98,20 @@ class TEShapeError(TEError):
     code = "MLC-X002"
 
 
+class TEAttributeError(TEError):
+    """An operator argument that is not a tensor has a bad value: a permutation, a mode,
+    repeat counts (a graph op reports it as an :class:`OpAttributeError`)."""
+
+    code = "MLC-X003"
+
+
+class TEDTypeError(TEError):
+    """Tensors of dtypes an operator cannot take, or dtypes that disagree (a graph op reports
+    it as an :class:`OpDTypeError`)."""
+
+    code = "MLC-X004"
+
+
 # --- interpreter and kernel arguments (A) -------------------------------------------------
 class ArgumentError(MLCError):
     """A kernel or interpreter was called with the wrong arguments (count, shape, dtype)."""

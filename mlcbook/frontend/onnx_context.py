@@ -79,6 +79,23 @@ class Context:
             f"from_onnx(..., constants={{{names[index]!r}: value}})")
 
 
+    def ints(self, index: int, what: str | None = None) -> tuple[int, ...] | None:
+        """The integers of input ``index`` (:meth:`static`) as a tuple; None if absent."""
+        v = self.static(index, what)
+        return None if v is None else tuple(int(a) for a in np.asarray(v).reshape(-1))
+
+    def number(self, index: int, what: str | None = None):
+        """The one value of input ``index`` (:meth:`static`: a 0-d or one-element tensor) as
+        a Python number; None if absent."""
+        v = self.static(index, what)
+        if v is None:
+            return None
+        if np.size(v) != 1:
+            raise Unsupported(f"its {what or f'input {index}'} must hold one value, got shape "
+                              f"{np.shape(v)}")
+        return np.asarray(v).reshape(-1)[0].item()
+
+
 def tensor_array(tensor, what: str) -> np.ndarray:
     """The value of an ONNX TensorProto; InvalidModelError when its data does not hold
     exactly the elements its shape says (the checker lets longer raw data through)."""

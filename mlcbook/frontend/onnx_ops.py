@@ -141,9 +141,11 @@ def _declared(op) -> Converter:
     not passed), its attributes the op's as ``op.onnx_attrs`` maps them
     (:class:`~mlcbook.ops.onnx_attrs.OnnxAttrs`; the same names where it is None)."""
     form = op.onnx_attrs or SAME_NAMES
+    inputs = form.input_forms()
+    # an attribute that older opsets give where newer ones take an input is read either way
     to_op = {form.onnx_name(a): a for a in op.attrs if a not in form.local and
-             a not in form.inputs}
-    static = tuple(sorted(form.inputs.values()))
+             (a not in inputs or inputs[a].since > 1)}
+    static = tuple(sorted(i.index for i in inputs.values()))
 
     @guard_dtype
     def convert(cx, ins, attrs):
@@ -151,43 +153,25 @@ def _declared(op) -> Converter:
         for a in form.dtypes:
             if a in given:
                 given[a] = onnx_dtype(given[a], f"the attribute {form.onnx_name(a)!r}")
-        for a, k in form.inputs.items():
-            given[a] = _ints(cx.static(k, form.onnx_name(a)))
         args = [x for k, x in enumerate(ins) if x is not None and k not in static]
-        if form.derive is not None:
-            given.update(form.derive(given, [x.type for x in args],
-                                     tuple(bool(o) for o in cx.node.output)))
-        for k in form.onnx_only:
-            given.pop(k, None)
-        try:
+        try:    # (a value mlcbook's op does not take)
+            for a, i in inputs.items():
+                value = i.read(cx.static(i.index, form.onnx_name(a)), form.onnx_name(a))
+                if value is not None:
+                    given[a] = value
+            if form.derive is not None:
+                given.update(form.derive(given, [x.type for x in args],
+                                         tuple(bool(o) for o in cx.node.output)))
+            for k in form.onnx_only:
+                given.pop(k, None)
             return cx.call(op.name, *args, **given)
-        except OpAttributeError as e:   # a value mlcbook's op does not take
+        except OpAttributeError as e:
             raise Unsupported(e.message) from None
-    return Converter(convert, frozenset(to_op) | frozenset(form.onnx_only), static,
-                     form.outputs, form.check)
+    accepted = frozenset(to_op) | frozenset(a for a in form.onnx_only if a not in inputs)
+    return Converter(convert, accepted, static, form.outputs, form.check)
 
 
-def _ints(v: np.ndarray | None):
-    return None if v is None else tuple(int(x) for x in np.asarray(v).reshape(-1))
-
-
-# --- elementwise ---------------------------------------------------------------------------------
-def _scalar(v: np.ndarray | None, what: str):
-    if v is None:
-        return None
-    if v.size != 1:
-        raise Unsupported(f"{what} must be a scalar, got shape {v.shape}")
-    return v.reshape(()).item()
-
-
-@converter("Clip", static=(1, 2))
-@guard_dtype
-def _clip(cx, ins, attrs):
-    lo = _scalar(cx.static(1, "min"), "min")
-    hi = _scalar(cx.static(2, "max"), "max")
-    return cx.call("clip", ins[0], min=lo, max=hi)
-
-
+# --- elementwise (Clip: declared) -----------------------------------------------------------
 @converter("Max", "Min")
 @guard_dtype
 def _max_min(cx, ins, attrs):
@@ -265,52 +249,15 @@ def _max_pool(cx, ins, attrs):
                       suffix="_indices", **window)
 
 
-# --- data movement (Reshape, Squeeze, Unsqueeze, Slice: declared) -------------------------------
-@converter("Split", attrs=("axis", "num_outputs", "split"), static=(1,), outputs=1 << 20)
-def _split(cx, ins, attrs):
-    x, axis = ins[0], attrs.get("axis", 0)
-    dim = x.shape[axis]
-    sizes = _ints(cx.static(1, "split")) or (tuple(attrs["split"]) if "split" in attrs else None)
-    if sizes is None:
-        n = attrs.get("num_outputs", len(cx.node.output))
-        if "num_outputs" in attrs:
-            chunk = -(-dim // n)
-            sizes = tuple(min(chunk, max(0, dim - chunk * i)) for i in range(n))
-        else:
-            if dim % n:
-                raise Unsupported(f"cannot split {dim} evenly into {n} outputs; give 'split'")
-            sizes = (dim // n,) * n
-    return cx.call("split", x, axis=axis, sizes=sizes)
-
-
-def _check_pad(attrs):
-    mode = attrs.get("mode", "constant")
-    return [] if mode in ("constant", "reflect", "edge", "wrap") else [f"mode={mode!r}"]
-
-
-@converter("Pad", attrs=("mode",), static=(1, 2, 3), check=_check_pad)
-def _pad(cx, ins, attrs):
-    x = ins[0]
-    pads = _ints(cx.static(1, "pads"))
-    value = _scalar(cx.static(2, "constant_value"), "constant_value")
-    axes = _ints(cx.static(3, "axes"))
-    if axes is not None:
-        full = [0] * (2 * x.type.ndim)
-        for i, a in enumerate(axes):
-            a = a % x.type.ndim
-            full[a], full[x.type.ndim + a] = pads[i], pads[len(axes) + i]
-        pads = tuple(full)
-    return cx.call("pad", x, pads=pads, mode=attrs.get("mode", "constant"),
-                   value=0 if value is None else value)
-
-
+# --- reductions (Split, Pad: declared) -------------------------------------------------------
+#: (ReduceProd and the composed reductions: :mod:`.onnx_tensor_ops`)
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
 
 
 def reduce_axes(cx, attrs):
     """The axes of a Reduce* node (input 1 from opset 18, the attribute before), or None
     for all of them; ``()`` means "no reduction" (noop_with_empty_axes)."""
-    axes = _ints(cx.static(1, "axes"))
+    axes = cx.ints(1, "axes")
     if axes is None and "axes" in attrs:
         axes = tuple(attrs["axes"])
     if not axes:

@@ -25,11 +25,6 @@ from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 
-def _static_ints(cx, index: int, what: str):
-    v = cx.static(index, what)
-    return None if v is None else tuple(int(a) for a in np.asarray(v).reshape(-1))
-
-
 def _axes(attrs, count: int, ndim: int, op: str) -> tuple[int, ...]:
     axes = tuple(attrs.get("axes") or range(count))
     if len(axes) != count or not all(-ndim <= a < ndim for a in axes):
@@ -41,7 +36,7 @@ def _axes(attrs, count: int, ndim: int, op: str) -> tuple[int, ...]:
 @guard_dtype
 def _center_crop_pad(cx, ins, attrs):
     x = ins[0]
-    shape = _static_ints(cx, 1, "shape")
+    shape = cx.ints(1, "shape")
     axes = _axes(attrs, len(shape), x.type.ndim, "CenterCropPad")
     before, after = [0] * x.type.ndim, [0] * x.type.ndim
     for a, want in zip(axes, shape):
@@ -65,7 +60,7 @@ def _window(attrs, nsp: int):
 @guard_dtype
 def _col2im(cx, ins, attrs):
     x = ins[0]
-    image, block = _static_ints(cx, 1, "image_shape"), _static_ints(cx, 2, "block_shape")
+    image, block = cx.ints(1, "image_shape"), cx.ints(2, "block_shape")
     nsp, k = len(image), math.prod(block)
     strides, dilations, pads = _window(attrs, nsp)
     n, ck, length = x.shape
@@ -104,7 +99,7 @@ def _max_unpool(cx, ins, attrs):
                    cx.call("reshape", x, shape=(-1,), suffix="_flat_values"),
                    axis=0, suffix="_flat")
     y = cx.call("reshape", flat, shape=unpooled, suffix="" if len(ins) < 3 else "_unpooled")
-    want = _static_ints(cx, 2, "output_shape")
+    want = cx.ints(2, "output_shape")
     if want is None or tuple(want) == unpooled:
         return y
     extra = [w - u for w, u in zip(want, unpooled)]

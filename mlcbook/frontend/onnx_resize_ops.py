@@ -1,8 +1,7 @@
-"""Converters of ONNX's sampling ops: ``Resize`` and ``Upsample`` onto the graph op
-``resize`` (the output sizes and the coordinate scales are resolved at import from the
-``scales`` or ``sizes`` input, ``axes`` and ``keep_aspect_ratio_policy`` included);
-``GridSample`` and ``AffineGrid`` (its ``size`` a constant) onto ``grid_sample`` and
-``affine_grid``.
+"""Converters of ONNX's ``Resize`` and ``Upsample`` onto the graph op ``resize`` (the output
+sizes and the coordinate scales are resolved at import from the ``scales`` or ``sizes``
+input, ``axes`` and ``keep_aspect_ratio_policy`` included). (``GridSample`` and
+``AffineGrid`` import as their declarations say: :mod:`mlcbook.ops.resize`.)
 
     >>> CONVERTERS["Upsample"].attrs
     frozenset({'mode', 'scales'})
@@ -18,8 +17,6 @@ import math
 
 import numpy as np
 
-from ..te.ops.grid_sample import MODES as GRID_MODES
-from ..te.ops.grid_sample import PADDING_MODES
 from ..te.ops.resize import COORDINATE_MODES, MODES
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
@@ -101,36 +98,6 @@ def _upsample(cx, ins, attrs):
     sizes, scales = _resolve(x.shape, list(range(len(x.shape))), scales, None, "stretch")
     return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")
-
-
-#: GridSample's opset-16 names of its modes
-_GRID_MODES = {"bilinear": "linear", "bicubic": "cubic"}
-
-
-def _check_grid_sample(attrs):
-    mode = _GRID_MODES.get(attrs.get("mode", "linear"), attrs.get("mode", "linear"))
-    pad = attrs.get("padding_mode", "zeros")
-    out = [] if mode in GRID_MODES else [f"mode={mode!r} (supported: {', '.join(GRID_MODES)})"]
-    if pad not in PADDING_MODES:
-        out.append(f"padding_mode={pad!r} (supported: {', '.join(PADDING_MODES)})")
-    return out
-
-
-@converter("GridSample", attrs=("align_corners", "mode", "padding_mode"),
-           check=_check_grid_sample)
-@guard_dtype
-def _grid_sample(cx, ins, attrs):
-    mode = attrs.get("mode", "linear")
-    return cx.call("grid_sample", ins[0], ins[1], mode=_GRID_MODES.get(mode, mode),
-                   padding_mode=attrs.get("padding_mode", "zeros"),
-                   align_corners=attrs.get("align_corners", 0))
-
-
-@converter("AffineGrid", attrs=("align_corners",), static=(1,))
-@guard_dtype
-def _affine_grid(cx, ins, attrs):
-    size = tuple(int(s) for s in cx.static(1, "size").reshape(-1))
-    return cx.call("affine_grid", ins[0], size=size, align_corners=attrs.get("align_corners", 0))
 
 
 __all__ = ["CONVERTERS"]

@@ -20,11 +20,6 @@ from .onnx_context import Unsupported, onnx_dtype
 from .onnx_ops import CONVERTERS, converter, guard_dtype
 
 
-def _static_int(cx, index: int, what: str) -> int | None:
-    v = cx.static(index, what)
-    return None if v is None else int(np.asarray(v).reshape(-1)[0])
-
-
 def dft_matrix(n: int, length: int, parts_in: int, parts_out: int, inverse: bool,
                onesided: bool) -> np.ndarray:
     """The (n * parts_in, m * parts_out) float64 matrix of a DFT of ``length`` points
@@ -93,9 +88,9 @@ def _dft(cx, x, axis: int, length: int | None, inverse: bool, onesided: bool, su
 @guard_dtype
 def _dft_converter(cx, ins, attrs):
     x = ins[0]
-    length = _static_int(cx, 1, "dft_length")
+    length = cx.number(1, "dft_length")
     if cx.opset >= 20:
-        axis = _static_int(cx, 2, "axis")
+        axis = cx.number(2, "axis")
         axis = -2 if axis is None else axis
     else:
         axis = attrs.get("axis", 1)
@@ -110,7 +105,7 @@ def _dft_converter(cx, ins, attrs):
 def _stft(cx, ins, attrs):
     x = ins[0]
     window = ins[2] if len(ins) > 2 else None
-    step, length = _static_int(cx, 1, "frame_step"), _static_int(cx, 3, "frame_length")
+    step, length = cx.number(1, "frame_step"), cx.number(3, "frame_length")
     if window is not None:
         if window.type.ndim != 1 or (length is not None and length != window.shape[0]):
             raise Unsupported(f"STFT: the window {window.shape} must be 1-D, of "

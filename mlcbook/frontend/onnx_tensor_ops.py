@@ -1,6 +1,7 @@
 """Converters of ONNX's further reductions, normalizations and tensor ops (beside the core
-set of :mod:`.onnx_ops`). Ops with a graph op of their own (``ReduceProd``, ``CumSum``,
-``Trilu``; ``Expand`` and ``Tile`` are declared with their ONNX names) map onto it; the rest
+set of :mod:`.onnx_ops`). Ops with a graph op of their own map onto it (``ReduceProd``, for
+its ``noop_with_empty_axes``; ``CumSum``, ``TopK``, ``Trilu``, ``Expand`` and ``Tile`` are
+declared with their ONNX names and need no converter); the rest
 are the compositions their ONNX definitions give (``ReduceL2`` is ``sqrt(sum(x * x))``,
 ``DepthToSpace`` a reshape, transpose and reshape, ``InstanceNormalization`` a layer norm
 over the spatial axes then a per-channel scale and shift, ...), so they fuse and compile
@@ -23,11 +24,6 @@ from .onnx_ops import CONVERTERS, cast_value, converter, guard_dtype, pool_windo
 
 def _const(value, dtype) -> Constant:
     return Constant(np.asarray(value, dtype))
-
-
-def _static_ints(cx, index: int, what: str):
-    v = cx.static(index, what)
-    return None if v is None else tuple(int(a) for a in np.asarray(v).reshape(-1))
 
 
 # --- reductions ----------------------------------------------------------------------------------
@@ -72,23 +68,6 @@ def _reduce(cx, ins, attrs):
     s = cx.call("log", cx.call("sum", e, axes=axes, keepdims=keep, suffix="_sum"), suffix="_log")
     mk = m if keep else cx.call("max", x, axes=axes, keepdims=0, suffix="_maxk")
     return cx.call("add", s, mk)
-
-
-@converter("TopK", attrs=("axis", "largest", "sorted"), static=(1,), outputs=2)
-@guard_dtype
-def _topk(cx, ins, attrs):
-    # sorted=0 allows any order; the sorted one is among them
-    k = _static_ints(cx, 1, "K")[0]
-    return cx.call("topk", ins[0], k=k, axis=attrs.get("axis", -1),
-                   largest=attrs.get("largest", 1))
-
-
-@converter("CumSum", "CumProd", attrs=("exclusive", "reverse"), static=(1,))
-@guard_dtype
-def _cumulative(cx, ins, attrs):
-    axis = _static_ints(cx, 1, "axis")
-    return cx.call(cx.node.op_type.lower(), ins[0], axis=axis[0],
-                   exclusive=attrs.get("exclusive", 0), reverse=attrs.get("reverse", 0))
 
 
 @converter("GlobalMaxPool")
@@ -314,7 +293,7 @@ def _hardmax(cx, ins, attrs):
 @guard_dtype
 def _one_hot(cx, ins, attrs):
     idx = ins[0]
-    depth = int(np.asarray(cx.static(1, "depth")).reshape(-1)[0])
+    depth = int(cx.number(1, "depth"))
     values = np.asarray(cx.static(2, "values")).reshape(-1)
     if values.dtype.name not in GRAPH_DTYPES:
         raise Unsupported(f"OneHot values of dtype {values.dtype.name}")
@@ -330,13 +309,6 @@ def _one_hot(cx, ins, attrs):
     hit = cx.call("equal", idx, _positions(depth, axis, nd), suffix="_hit")
     return cx.call("where", hit, Constant(values[1:2].reshape(())),
                    Constant(values[0:1].reshape(())))
-
-
-@converter("Trilu", attrs=("upper",), static=(1,))
-@guard_dtype
-def _trilu(cx, ins, attrs):
-    k = _static_ints(cx, 1, "k")
-    return cx.call("trilu", ins[0], upper=attrs.get("upper", 1), k=k[0] if k else 0)
 
 
 @converter("EyeLike", attrs=("dtype", "k"))
@@ -362,7 +334,7 @@ def _window_values(op: str, size: int, periodic: bool) -> np.ndarray:
            static=(0,))
 def _window_fn(cx, ins, attrs):
     # the size is known at import, so the window is a constant
-    size = int(np.asarray(cx.static(0, "size")).reshape(-1)[0])
+    size = int(cx.number(0, "size"))
     dtype = onnx_dtype(attrs.get("output_datatype", 1), "output_datatype")
     return _const(_window_values(cx.node.op_type, size, bool(attrs.get("periodic", 1))), dtype)
 

@@ -53,9 +53,8 @@ def _batch_norm_train(cx, ins, attrs):
            training=True)
 @guard_dtype
 def _dropout_train(cx, ins, attrs):
-    ratio = cx.static(1, "ratio")
-    ratio = float(attrs.get("ratio", 0.5)) if ratio is None else \
-        float(np.asarray(ratio).reshape(-1)[0])
+    ratio = cx.number(1, "ratio")
+    ratio = float(attrs.get("ratio", 0.5) if ratio is None else ratio)
     x = ins[0]
     counter = Constant(np.zeros((), np.int64), f"{cx.node.name or cx.node.output[0]}.counter")
     rule = {"ratio": ratio, "seed": int(attrs.get("seed", 0))}

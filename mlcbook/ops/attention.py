@@ -41,8 +41,9 @@ from __future__ import annotations
 from ..errors import OpAttributeError, OpDTypeError, OpShapeError
 from ..te.ops.attention import attention as te_attention
 from ..te.ops.attention import rotary_embedding as te_rotary_embedding
+from ..te.ops.attention import rotary_half
 from . import declare
-from ._infer import FLOATS, require_dtype, same_dtype
+from ._infer import FLOATS, require_dtype
 from .registry import OpKind
 
 _ATTRS = {"scale": None, "is_causal": 0, "past_length": 0, "softcap": 0.0, "has_mask": 0,
@@ -72,15 +73,15 @@ def _check_attrs(attrs) -> None:
 
 
 def _attention_check(types, attrs):
-    """The attributes, the number of inputs and the dtypes, in the graph's words (the compute
-    checks the shapes)."""
+    """The attributes, the number of inputs, the mask's dtype and a low-bit query (the compute
+    checks the shapes and that q, k and v share one float dtype)."""
     _check_attrs(attrs)
     n_in = 3 + attrs["has_mask"]
     if len(types) not in (n_in, n_in + 1):
         raise OpShapeError(f"attention: {len(types)} inputs with has_mask={attrs['has_mask']};"
                            f" give q, k, v{', the mask' if attrs['has_mask'] else ''} and "
                            "optionally the valid-key counts")
-    dtype = same_dtype("attention", types[:3])
+    dtype = types[0].dtype
     require_dtype("attention", types[0], FLOATS, "query")
     if attrs["has_mask"]:
         mask = types[3]
@@ -105,8 +106,28 @@ def _attention(q, k, v, *rest, has_mask, scale=None, is_causal, past_length, sof
         qk_output=_QK_OUTPUT[qk_matmul_output_mode] if num_outputs == 2 else None)
 
 
+def _onnx_places(attrs, n):
+    # ONNX's mask is its input 3, the valid-key counts (nonpad_kv_seqlen) input 6 and the
+    # scores (qk_matmul_output) output 3, after the cache's inputs and outputs
+    ins = (0, 1, 2, 3)[:3 + attrs["has_mask"]]
+    return ins + (6,) * (n - len(ins)), (0, 3)[:attrs["num_outputs"]]
+
+
+# (the import of ONNX's 3-D form and of the key/value cache is written out:
+# mlcbook.frontend.onnx_attention)
+_ONNX = declare.OnnxAttrs(
+    dtypes=("softmax_precision",), places=_onnx_places,
+    # the window sizes came with opset 25, the valid-key counts with 24
+    export=lambda attrs, types, opset: {a: None for a in ("left_window_size",
+                                                          "right_window_size") if attrs[a] < 0},
+    since=lambda attrs, types: 24 if len(types) > 3 + attrs["has_mask"] else 23,
+    local={"has_mask": None, "num_outputs": None,
+           "past_length": "keys cached before this block, which ONNX's Attention takes as "
+                          "inputs of their own (past_key, past_value). Instead: export the "
+                          "attention of the whole keys (past_length=0)"})
+
 declare.op("attention", _attention, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=_ATTRS,
-           num_inputs=(3, 5), check=_attention_check,
+           num_inputs=(3, 5), check=_attention_check, onnx="Attention", onnx_attrs=_ONNX,
            doc="softmax((q s)(k s)^T + bias) v on (batch, heads, sequence, head size) tensors, "
                "with masks, causal and window limits, softcap and grouped-query heads (ONNX "
                "Attention)")
@@ -114,12 +135,9 @@ declare.op("attention", _attention, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=_ATT
 
 # --- rotary embedding ---------------------------------------------------------------------------
 def _rotary_check(types, attrs):
-    declare.same_dtype_in("rotary_embedding", FLOATS)(types, attrs)
-    x = types[0]
-    r = attrs["rotary_embedding_dim"]
-    if x.ndim == 4 and (r % 2 or not 0 <= r <= x.shape[3]):
-        raise OpAttributeError(f"rotary_embedding: rotary_embedding_dim={r} must be even and "
-                               f"at most the head size {x.shape[3]} (0: all of it)")
+    declare.same_dtype_in("rotary_embedding", FLOATS)(types, attrs)   # an empty x too
+    if types[0].ndim == 4:
+        rotary_half(types[0].shape, attrs["rotary_embedding_dim"])
 
 
 def _rotary(x, cos, sin, *, interleaved, rotary_embedding_dim, name):

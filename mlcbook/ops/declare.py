@@ -29,19 +29,21 @@ input's memory under another shape. ``docs/adding_an_op.md`` walks through addin
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import (ArgumentError, GraphError, OpAttributeError, OpShapeError, TEError,
-                      TEShapeError)
+from ..errors import (ArgumentError, GraphError, OpAttributeError, OpDTypeError, OpShapeError,
+                      TEAttributeError, TEDTypeError, TEError, TEShapeError)
 from ..te import placeholder
 from ..te.evaluate import evaluate
 from ..te.ops.transform import reshape as te_reshape
 from ..te.ops.util import axis_names, broadcast_indices, compute_named, load, store
 from ..tir.expr import PrimExpr
 from ._infer import FLOATS, broadcast_shapes, norm_axis, require_dtype, same_dtype
-from .onnx_attrs import OnnxAttrs
+from .onnx_attrs import OnnxAttrs, OnnxInput
 from .registry import Op, OpKind, get, register, register_legalization
 from .types import LOWBIT_DTYPES, TensorType, TupleType, as_storage, storage_dtype
 
@@ -54,6 +56,27 @@ def _outputs(out) -> tuple:
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
+#: the graph error a te error becomes: the first entry whose te class it is
+_GRAPH_ERRORS = ((TEShapeError, OpShapeError), (TEAttributeError, OpAttributeError),
+                 (TEDTypeError, OpDTypeError), (TEError, GraphError))
+
+
+@contextmanager
+def graph_errors(name: str):
+    """Let a compute, or a te check a declaration shares (``te.ops.transform.permutation``),
+    reject a call of the op ``name``: its te error reaches the graph user, with the same
+    message (after the op's name, if a stage of another name raised it), as the graph error
+    of the same meaning (a bad shape an :class:`~mlcbook.errors.OpShapeError`, a bad
+    attribute an :class:`~mlcbook.errors.OpAttributeError`, a bad dtype an
+    :class:`~mlcbook.errors.OpDTypeError`), so that each check is written once."""
+    try:
+        yield
+    except TEError as e:
+        message = e.message if re.match(rf"{re.escape(name)}\b", e.message) else \
+            f"{name}: {e.message}"
+        raise next(g for t, g in _GRAPH_ERRORS if isinstance(e, t))(message) from None
+
+
 def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = None,
        num_inputs: tuple[int, int | None] = (1, 1),
        check: Callable[[Sequence[TensorType], Mapping], None] | None = None,
@@ -64,10 +87,12 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
        reads_type_only: bool = False) -> Op:
     """Register the op ``name`` whose meaning is ``compute(*te_tensors, **attrs, name=...)``.
 
-    ``check(types, attrs)`` rejects inputs with an :class:`~mlcbook.errors.OpDTypeError` (or
-    another graph error) before the compute sees them: the compute's own errors speak of
-    tensors, the check's of the op. ``onnx`` is the ONNX op with the same inputs and
-    attributes (``onnx_attrs``: where they differ, how they map). ``grad``, for an
+    ``check(types, attrs)`` rejects what only the graph judges (ONNX's rules, empty or
+    low-bit inputs) with a graph error before the compute runs; the compute checks its own
+    arguments once for both layers, its te errors becoming graph ones (:func:`graph_errors`),
+    and ``check`` may call the same te checks for the shapes ``empty`` needs. ``onnx`` is the
+    ONNX op with the same inputs and attributes (``onnx_attrs``: where they differ, how they
+    map). ``grad``, for an
     elementwise or broadcasting op, has one formula per input
     (None: no gradient) of one element of each input, the output ``y`` and its gradient
     ``g``: each becomes the op ``<name>_grad<k>`` (``<name>_grad`` for one input), and
@@ -90,7 +115,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
     def run(types, attrs, arrays=None):
         """(the outputs' types, their values if ``arrays`` are given, whether they are a
         tuple: a compute returning a tuple of one tensor, e.g. a split in one piece, is)"""
-        values = None if empty is None else empty(types, attrs, arrays)
+        with graph_errors(name):
+            values = None if empty is None else empty(types, attrs, arrays)
         if values is not None:
             many = isinstance(values, tuple)
             values = _outputs(values)
@@ -104,12 +130,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
                                "least one element in every dimension")
         ins = [placeholder(tuple(max(d, 1) for d in t.shape), storage_dtype(t.dtype),
                            name=f"in{k}") for k, t in enumerate(types)]
-        try:
+        with graph_errors(name):
             out = compute(*ins, **attrs, name=name)
-        except TEShapeError as e:
-            raise OpShapeError(e.message) from None
-        except TEError as e:
-            raise GraphError(e.message) from None
         many, outs = isinstance(out, (tuple, list)), _outputs(out)
         # a low-bit tensor moves through the compute as its bytes (uint8): a data-moving op's
         # bytes are of its input's low-bit type again
@@ -130,7 +152,8 @@ def op(name: str, compute: Compute, *, kind: OpKind, attrs: Mapping | None = Non
 
     def infer(types, attrs):
         if check is not None:
-            check(types, attrs)
+            with graph_errors(name):
+                check(types, attrs)
         fields, _, many = run(types, attrs)
         return TupleType(fields) if many else fields[0]
 
@@ -209,7 +232,8 @@ def view(name: str, shape_of: Callable[[TensorType, Mapping], tuple], *,
     """
     def infer(types, attrs):
         x = types[0]
-        return TensorType(tuple(shape_of(x, attrs)), x.dtype)
+        with graph_errors(name):
+            return TensorType(tuple(shape_of(x, attrs)), x.dtype)
 
     def reference(x, **attrs):
         return x.reshape(declared.infer_type([TensorType(x.shape, x.dtype.name)], attrs).shape)
@@ -264,7 +288,8 @@ def same_dtype_in(name: str, dtypes: Sequence[str], attr_check=None):
 def unary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] = FLOATS,
           attrs: Mapping | None = None, out_dtype: str | None = None, onnx: str | None = None,
           grad: Callable[..., PrimExpr] | None = None,
-          check_attrs: Callable[[Mapping], None] | None = None, doc: str = "") -> Op:
+          check_attrs: Callable[[Mapping], None] | None = None,
+          onnx_attrs: OnnxAttrs | None = None, doc: str = "") -> Op:
     """Declare the elementwise op ``y = formula(x, **attrs)``, for inputs of ``dtypes``.
 
     ``formula`` gets one element (a loop-IR expression of the input's compute dtype: int32
@@ -273,7 +298,7 @@ def unary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] 
     """
     return op(name, _elementwise_compute(formula, out_dtype), kind=OpKind.ELEMWISE, attrs=attrs,
               check=same_dtype_in(name, dtypes, check_attrs), onnx=onnx,
-              grad=None if grad is None else (grad,), doc=doc)
+              onnx_attrs=onnx_attrs, grad=None if grad is None else (grad,), doc=doc)
 
 
 def binary(name: str, formula: Callable[..., PrimExpr], *, dtypes: Sequence[str] = FLOATS,
@@ -304,11 +329,12 @@ def onnx_name(op: Op) -> tuple[str, str]:
 
 
 def declared_onnx_ops() -> dict[str, Op]:
-    """ONNX op type -> the declared op it maps to (both directions)."""
+    """ONNX op type -> the declared op it maps to (both directions; of two ops of one ONNX
+    op, MaxPool's max_pool and max_pool_indices, whose import is written, the first by name)."""
     from .registry import list_ops
-    return {onnx_name(op)[1]: op for op in map(get, list_ops()) if op.onnx is not None}
+    return {onnx_name(op)[1]: op for op in map(get, reversed(list_ops())) if op.onnx}
 
 
-__all__ = ["OnnxAttrs", "op", "view", "check_indices", "indices_on_axis", "empty_output",
-           "empty_batch", "unary", "binary", "same_dtype_in", "one_of", "onnx_name",
-           "declared_onnx_ops"]
+__all__ = ["OnnxAttrs", "OnnxInput", "op", "view", "graph_errors", "check_indices",
+           "indices_on_axis", "empty_output", "empty_batch", "unary", "binary", "same_dtype_in",
+           "one_of", "onnx_name", "declared_onnx_ops"]

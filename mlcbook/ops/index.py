@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpAttributeError, OpShapeError
 from ..te import ops as T
-from ..te.ops.index import REDUCTIONS
+from ..te.ops import index as TI
 from . import declare
 from ._infer import norm_axis, require_dtype
 from .registry import OpKind
@@ -27,19 +26,9 @@ from .types import TensorType
 _INDEX_DTYPES = ("int32", "int64")
 
 
-def _check_reduction(op: str, reduction: str) -> None:
-    if reduction not in REDUCTIONS:
-        raise OpAttributeError(f"{op}: reduction={reduction!r} is not one of {REDUCTIONS}")
-
-
 def _elements_infer(op: str, data: TensorType, indices: TensorType, axis: int) -> int:
     require_dtype(op, indices, _INDEX_DTYPES, "indices")
-    axis = norm_axis(op, axis, data.ndim)
-    if indices.ndim != data.ndim or any(i > d for k, (i, d) in enumerate(
-            zip(indices.shape, data.shape)) if k != axis):
-        raise OpShapeError(f"{op}: indices of shape {indices.shape} must have the rank of the "
-                           f"data {data.shape} and be no longer outside axis {axis}")
-    return axis
+    return TI.elements_axis(op, data.shape, indices.shape, norm_axis(op, axis, data.ndim))
 
 
 def _gather_elements_shape(types, attrs):
@@ -57,12 +46,7 @@ declare.op("gather_elements", T.gather_elements, kind=OpKind.INJECTIVE, attrs={"
 
 def _nd_infer(op: str, data: TensorType, indices: TensorType, batch_dims: int) -> int:
     require_dtype(op, indices, _INDEX_DTYPES, "indices")
-    q = indices.shape[-1] if indices.ndim else 0
-    if (indices.ndim < 1 or not 1 <= q <= data.ndim - batch_dims
-            or indices.shape[:batch_dims] != data.shape[:batch_dims]):
-        raise OpShapeError(f"{op}: indices of shape {indices.shape} (the last axis: coordinates"
-                           f") with batch_dims={batch_dims} do not address data {data.shape}")
-    return q
+    return TI.nd_coordinates(op, data.shape, indices.shape, batch_dims)
 
 
 def _gather_nd_shape(types, attrs):
@@ -94,11 +78,12 @@ def _scatter_empty(types, attrs, arrays):
 
 
 def _scatter(name: str, address, indices, onnx: str, attrs, doc: str) -> None:
-    """Declare the scatter ``name``; ``address(types, attrs)`` checks, in the graph's words,
-    that the indices address the data (the compute checks the updates' shape and dtype)."""
+    """Declare the scatter ``name``; ``address(types, attrs)`` checks that the indices
+    address the data, with te's check, for a scatter with no updates too (the compute checks
+    the updates' shape and dtype)."""
     def check(types, attrs):
         address(types, attrs)
-        _check_reduction(name, attrs["reduction"])
+        TI.check_reduction(name, attrs["reduction"])
     declare.op(name, getattr(T, name), kind=OpKind.OPAQUE, attrs=attrs, num_inputs=(3, 3),
                check=check, empty=_scatter_empty, indices=indices, onnx=onnx, doc=doc)
 

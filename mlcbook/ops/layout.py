@@ -14,18 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpAttributeError, OpShapeError
+from ..errors import OpAttributeError
 from ..te.ops import layout as te_layout
 from . import declare
 from ._infer import FLOATS, ints, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind
-
-
-def _to_blocked_check(types, attrs):
-    x, b, g = types[0], attrs["block"], attrs["groups"]
-    if x.ndim < 3 or b < 1 or g < 1 or x.shape[1] % g:
-        raise OpShapeError(f"to_blocked: groups={g} must divide the channels (axis 1) of "
-                           f"{x.shape} and block={b} be positive")
 
 
 def _per_group(c: int, groups: int, block: int) -> tuple[int, int]:
@@ -77,20 +70,14 @@ def blocked_weight(w: np.ndarray, cin_block: int, cout_block: int,
 
 
 declare.op("to_blocked", te_layout.to_blocked, kind=OpKind.INJECTIVE,
-           attrs={"block": REQUIRED, "groups": 1}, check=_to_blocked_check,
+           attrs={"block": REQUIRED, "groups": 1},
            empty=declare.empty_batch("to_blocked"),
            doc="NCHW -> NCHW[block]c: channels in blocks of `block`, innermost; each of "
                "`groups` groups padded with zeros to whole blocks")
 
 
-def _from_blocked_check(types, attrs):
-    x = types[0]
-    if x.ndim < 4:
-        raise OpShapeError(f"from_blocked: the input must be (N, C/b, ..., b), got {x.shape}")
-
-
 declare.op("from_blocked", te_layout.from_blocked, kind=OpKind.INJECTIVE,
-           attrs={"channels": None, "groups": 1}, check=_from_blocked_check,
+           attrs={"channels": None, "groups": 1},
            empty=declare.empty_batch("from_blocked"),
            doc="NCHW[b]c -> NCHW: `channels` of `groups` groups (default: every lane), each "
                "group's padding dropped")
@@ -101,20 +88,17 @@ def _blocked_conv(op: str, weight: str, kernel_axis: int, compute, doc: str):
     is on the axes from ``kernel_axis``: ``compute(x, w, strides, pads, dilations, name=,
     **attrs)`` with the window's attributes filled in (the te compute checks the shapes)."""
     def check(types, attrs):
-        x, w = types
         same_dtype(op, types)
-        require_dtype(op, x, FLOATS)
-        if x.ndim != 5 or w.ndim != weight.count(",") + 1:
-            raise OpShapeError(f"{op}: data must be (N, C/c, H, W, c) and weight ({weight}); "
-                               f"got {x.shape} and {w.shape}")
+        require_dtype(op, types[0], FLOATS)
 
     def blocked_compute(x, w, *, strides=None, pads=None, dilations=None, name, **attrs):
         strides = ints(op, "strides", strides or (1, 1), 2)
         pads = ints(op, "pads", pads or (0, 0, 0, 0), 4)
         dilations = ints(op, "dilations", dilations or (1, 1), 2)
+        out = compute(x, w, strides, pads, dilations, name=name, **attrs)  # checks the ranks
         if not nchwc_takes_pads(pads, w.shape[kernel_axis:kernel_axis + 2], dilations):
             raise OpAttributeError(f"{op}: padding wider than the kernel is not supported")
-        return compute(x, w, strides, pads, dilations, name=name, **attrs)
+        return out
 
     attrs = {"strides": None, "pads": None, "dilations": None}
     declare.op(op, blocked_compute, kind=OpKind.OUT_ELEMWISE_FUSABLE, num_inputs=(2, 2),

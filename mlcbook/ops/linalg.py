@@ -17,34 +17,22 @@ import numpy as np
 
 from ..errors import OpShapeError
 from ..te import ops as T
+from ..te.ops import linalg as TL
 from . import declare
-from ._infer import NUMBERS, broadcast_shapes, require_dtype, same_dtype
+from ._infer import NUMBERS, require_dtype, same_dtype
 from .registry import OpKind
 
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape of ``a @ b`` for numpy semantics (1-D operands are promoted and squeezed)."""
-    if not a or not b:
-        raise OpShapeError(f"matmul: operands must have at least one dimension, got {a} and {b}")
-    a2 = (1,) + a if len(a) == 1 else a
-    b2 = b + (1,) if len(b) == 1 else b
-    if a2[-1] != b2[-2]:
-        raise OpShapeError(
-            f"matmul: shapes {a} and {b} do not fit: the last dimension of the first ({a2[-1]}) "
-            f"must equal the second-to-last of the second ({b2[-2]})")
-    batch = broadcast_shapes("matmul", a2[:-2], b2[:-2])
-    out = batch + (a2[-2], b2[-1])
-    if len(a) == 1:
-        out = out[:-2] + out[-1:]
-    if len(b) == 1:
-        out = out[:-1]
-    return out
+    """The shape of ``a @ b`` for numpy semantics (1-D operands are promoted and squeezed),
+    checked by te's rule."""
+    return TL.product_shape("matmul", a, b)
 
 
 def _matmul_check(types, attrs):
     same_dtype("matmul", types)
     require_dtype("matmul", types[0], NUMBERS)
-    matmul_shape(types[0].shape, types[1].shape)     # the graph's words for a mismatch
+    matmul_shape(types[0].shape, types[1].shape)     # the compute never sees an empty one
 
 
 def _matmul_empty(types, attrs, arrays):
@@ -63,31 +51,9 @@ def _gemm_shape(types, attrs) -> tuple[int, int]:
     """The output shape of gemm (the check of its declaration)."""
     same_dtype("gemm", types)
     require_dtype("gemm", types[0], NUMBERS)
-    a, b = types[0].shape, types[1].shape
-    if attrs["b_panel"]:
-        b = _unpacked_shape(b, attrs)
-    if len(a) != 2 or len(b) != 2:
-        raise OpShapeError(f"gemm: A and B must be 2-D, got shapes {a} and {b}; use matmul")
-    m, ka = (a[1], a[0]) if attrs["trans_a"] else a
-    kb, n = (b[1], b[0]) if attrs["trans_b"] else b
-    if ka != kb:
-        raise OpShapeError(
-            f"gemm: inner dimensions differ: A{'ᵀ' if attrs['trans_a'] else ''} is {m}x{ka} "
-            f"but B{'ᵀ' if attrs['trans_b'] else ''} is {kb}x{n}; check trans_a/trans_b")
-    if len(types) == 3:
-        c = types[2].shape
-        if broadcast_shapes("gemm", c, (m, n)) != (m, n):
-            raise OpShapeError(f"gemm: C of shape {c} does not broadcast to the output ({m}, {n})")
-    return m, n
-
-
-def _unpacked_shape(b: tuple[int, ...], attrs) -> tuple[int, int]:
-    p = attrs["b_panel"]
-    if attrs["trans_b"] or len(b) != 3 or b[2] != p:
-        raise OpShapeError(
-            f"gemm: with b_panel={p}, B must be packed as (N // {p}, K, {p}) and trans_b must be "
-            f"0, got B of shape {b} and trans_b={attrs['trans_b']}; pack B with pack_panels(B, {p})")
-    return (b[1], b[0] * p)
+    return TL.gemm_shape(types[0].shape, types[1].shape,
+                         types[2].shape if len(types) == 3 else None, attrs["trans_a"],
+                         attrs["trans_b"], attrs["b_panel"])
 
 
 def pack_panels(b: np.ndarray, p: int) -> np.ndarray:

@@ -13,22 +13,16 @@ ONNX: decode first.
 
 from __future__ import annotations
 
-from ..errors import OpAttributeError, OpDTypeError
+from ..errors import OpDTypeError
 from ..te.ops import lowbit as TL
 from . import declare
 from .registry import REQUIRED, OpKind
 from .types import LOWBIT_DTYPES
 
 
-def _check_format(op: str, fmt) -> str:
-    if fmt not in LOWBIT_DTYPES:
-        raise OpAttributeError(f"{op}: format={fmt!r} is not a low-bit type; Instead: use "
-                               f"one of {', '.join(LOWBIT_DTYPES)}")
-    return fmt
-
-
 def _decode_check(types, attrs):
-    x, fmt = types[0], _check_format("lowbit_decode", attrs["format"])
+    x, fmt = types[0], attrs["format"]
+    TL.low_bit_format(fmt)       # before the input's type is compared with it
     if x.dtype != fmt:
         raise OpDTypeError(f"lowbit_decode: the input is {x.dtype} but format={fmt!r}; "
                            f"Instead: pass format={x.dtype!r} (the input's own type)")
@@ -41,13 +35,11 @@ declare.op("lowbit_decode", lambda x, format, name: TL.decode(x, format, name=na
 
 def _encode_check(types, attrs):
     x = types[0]
-    _check_format("lowbit_encode", attrs["format"])
+    TL.low_bit_format(attrs["format"])   # (the compute checks the round mode)
+    # the compute sees a low-bit tensor as its uint8 bytes: only the graph knows it is one
     if x.dtype == "bool" or x.dtype in LOWBIT_DTYPES:
         raise OpDTypeError(f"lowbit_encode converts int and float tensors, got {x.dtype}; "
                            "Instead: lowbit_decode a low-bit tensor, cast a bool one, first")
-    if attrs["round_mode"] not in TL.ROUND_MODES:
-        raise OpAttributeError(f"lowbit_encode: round_mode={attrs['round_mode']!r} is not one "
-                               f"of {', '.join(TL.ROUND_MODES)}")
 
 
 declare.op("lowbit_encode", lambda x, format, saturate, round_mode, name: TL.encode(

@@ -14,33 +14,18 @@ lists the padding before every spatial axis, then after every one:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from ..errors import OpAttributeError, OpShapeError
+from ..errors import OpAttributeError
 from ..te import ops as T
+from ..te.ops.nn import window_attrs as te_window_attrs
 from ..te.ops.nn import window_out_size as te_window_out_size
+from ..te.ops.util import need_rank
 from . import declare
-from ._infer import FLOATS, ints, norm_axis, require_dtype, same_dtype
+from ._infer import FLOATS, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind
-
-
-def _spatial_attrs(op, attrs, nsp, kernel):
-    strides = ints(op, "strides", attrs.get("strides") or (1,) * nsp, nsp)
-    dilations = ints(op, "dilations", attrs.get("dilations") or (1,) * nsp, nsp)
-    pads = ints(op, "pads", attrs.get("pads") or (0,) * (2 * nsp), 2 * nsp)
-    kernel = ints(op, "kernel_shape", kernel, nsp)
-    if min(strides + dilations + kernel, default=1) < 1 or min(pads, default=0) < 0:
-        raise OpAttributeError(
-            f"{op}: strides, dilations and kernel sizes must be >= 1 and pads >= 0; got "
-            f"strides={strides}, dilations={dilations}, kernel={kernel}, pads={pads}")
-    return strides, dilations, pads, kernel
-
-
-def window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, ceil_mode=False) -> int:
-    """Number of window positions along one axis (ONNX's rule, including ceil_mode; the
-    rule is te.ops', shared by both layers)."""
-    return te_window_out_size(op, size, pad_lo, pad_hi, k, stride, dilation, bool(ceil_mode),
-                              error=OpShapeError)
 
 
 def auto_pads(mode: str, in_spatial, kernel, strides, dilations) -> tuple[int, ...]:
@@ -100,28 +85,19 @@ _ONNX_WINDOW = declare.OnnxAttrs(onnx_only=("auto_pad",), derive=_onnx_window_at
 
 
 # --- conv --------------------------------------------------------------------------------------
-def _conv_check(op: str, weight: str):
-    """The check of a convolution's declaration: the dtypes, the ranks and the attributes
-    in the graph's words (the compute checks the shapes)."""
+def _conv_check(op: str):
+    """The check of a convolution's declaration: the dtypes (the compute checks the ranks,
+    the shapes and the attributes)."""
     def check(types, attrs):
-        x, w = types[0], types[1]
         same_dtype(op, types)
-        require_dtype(op, x, FLOATS)
-        if x.ndim < 3 or w.ndim != x.ndim:
-            raise OpShapeError(
-                f"{op}: data must be (N, C, *spatial) and weight {weight} of the same rank; "
-                f"got data {x.shape} and weight {w.shape}")
-        _spatial_attrs(op, attrs, x.ndim - 2, w.shape[2:])
-        if op == "conv_transpose":
-            ints(op, "output_padding", attrs.get("output_padding") or (0,) * (x.ndim - 2),
-                 x.ndim - 2)
+        require_dtype(op, types[0], FLOATS)
     return check
 
 
 declare.op("conv", T.conv, kind=OpKind.OUT_ELEMWISE_FUSABLE,
            attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
                   "kernel_shape": None},
-           num_inputs=(2, 3), check=_conv_check("conv", "(M, C/group, *kernel)"),
+           num_inputs=(2, 3), check=_conv_check("conv"),
            empty=declare.empty_batch("conv"), onnx="Conv", onnx_attrs=_ONNX_WINDOW,
            doc="N-d convolution (cross-correlation) with groups and bias")
 
@@ -132,10 +108,11 @@ def _pool_shape(op):
     def shape_of(types, attrs):
         x = types[0]
         require_dtype(op, x, FLOATS + (("int8", "uint8") if op == "max_pool" else ()))
-        if x.ndim < 3:
-            raise OpShapeError(f"{op}: data must be (N, C, *spatial), got shape {x.shape}")
+        need_rank(op, x.shape, 3, "the data", "(N, C, *spatial)")
         nsp = x.ndim - 2
-        strides, dilations, pads, kernel = _spatial_attrs(op, attrs, nsp, attrs["kernel_shape"])
+        kernel, strides, pads, dilations = te_window_attrs(
+            op, nsp, attrs["kernel_shape"], attrs.get("strides"), attrs.get("pads"),
+            attrs.get("dilations"))
         for i in range(nsp):
             if pads[i] >= kernel[i] * dilations[i] or pads[nsp + i] >= kernel[i] * dilations[i]:
                 raise OpAttributeError(
@@ -145,16 +122,17 @@ def _pool_shape(op):
             raise OpAttributeError(f"max_pool_indices: storage_order={attrs['storage_order']} "
                                    "is not 0 (row-major) or 1 (column-major)")
         return x.shape[:2] + tuple(
-            window_out_size(op, x.shape[2 + i], pads[i], pads[nsp + i], kernel[i], strides[i],
-                            dilations[i], bool(attrs["ceil_mode"])) for i in range(nsp))
+            te_window_out_size(op, x.shape[2 + i], pads[i], pads[nsp + i], kernel[i],
+                               strides[i], dilations[i], bool(attrs["ceil_mode"]))
+            for i in range(nsp))
     return shape_of
 
 
-def _pool(name: str, op: str, attrs, onnx: str | None, doc: str):
+def _pool(name: str, op: str, attrs, onnx: str, doc: str, onnx_attrs=_ONNX_WINDOW):
     shape_of = _pool_shape(op)
     declare.op(name, getattr(T, name), kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs=attrs,
                check=shape_of, empty=declare.empty_output(shape_of), onnx=onnx,
-               onnx_attrs=_ONNX_WINDOW, doc=doc)
+               onnx_attrs=onnx_attrs, doc=doc)
 
 
 _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilations": None,
@@ -162,10 +140,13 @@ _POOL_ATTRS = {"kernel_shape": REQUIRED, "strides": None, "pads": None, "dilatio
 _pool("max_pool", "max_pool", _POOL_ATTRS, "MaxPool",
       "max over each window; padding never wins. A NaN in a window makes the result NaN "
       "(numpy's np.max; onnxruntime skips NaN instead)")
-_pool("max_pool_indices", "max_pool", dict(_POOL_ATTRS, storage_order=0), None,
+# it exports as a MaxPool whose output 0 is left unused (a model's max_pool beside it is
+# a node of its own); a MaxPool node imports as both (mlcbook.frontend.onnx_ops)
+_pool("max_pool_indices", "max_pool", dict(_POOL_ATTRS, storage_order=0), "MaxPool",
       "where max_pool's max of each window is (ONNX MaxPool's Indices): the int64 offset in "
       "the whole tensor, its spatial part row-major (storage_order 0) or column-major (1); "
-      "the first of equal maxima")
+      "the first of equal maxima",
+      onnx_attrs=replace(_ONNX_WINDOW, places=lambda attrs, n: (None, (1,))))
 _pool("avg_pool", "avg_pool", dict(_POOL_ATTRS, count_include_pad=0), "AveragePool",
       "mean over each window; count_include_pad=1 counts padded zeros")
 
@@ -173,8 +154,8 @@ _pool("avg_pool", "avg_pool", dict(_POOL_ATTRS, count_include_pad=0), "AveragePo
 def _gap_check(types, attrs):
     x = types[0]
     require_dtype("global_avg_pool", x, FLOATS)
-    if x.ndim < 3:
-        raise OpShapeError(f"global_avg_pool: data must be (N, C, *spatial), got {x.shape}")
+    # the compute checks it too; an empty input never reaches the compute
+    need_rank("global_avg_pool", x.shape, 3, "the data", "(N, C, *spatial)")
 
 
 def _gap_empty(types, attrs, arrays):
@@ -252,7 +233,7 @@ declare.op("log_softmax", T.log_softmax, kind=OpKind.OUT_ELEMWISE_FUSABLE, attrs
 declare.op("conv_transpose", T.conv_transpose, kind=OpKind.OUT_ELEMWISE_FUSABLE,
            attrs={"strides": None, "pads": None, "dilations": None, "group": 1,
                   "output_padding": None},
-           num_inputs=(2, 3), check=_conv_check("conv_transpose", "(C, M/group, *kernel)"),
+           num_inputs=(2, 3), check=_conv_check("conv_transpose"),
            empty=declare.empty_batch("conv_transpose"), onnx="ConvTranspose",
            doc="transposed convolution (ONNX ConvTranspose): data (N, C, ...), weight "
                "(C, M/group, *kernel)")

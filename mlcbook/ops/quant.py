@@ -1,7 +1,7 @@
 """Quantization ops, ONNX's: ``quantize_linear``, ``dequantize_linear``, ``matmul_integer``,
 ``conv_integer``, ``qlinear_matmul`` and ``qlinear_conv``, each declared once from its te
-compute (:mod:`mlcbook.te.ops.quant`, :mod:`.declare`); the checks below refuse bad inputs in
-the graph's words.
+compute (:mod:`mlcbook.te.ops.quant`, :mod:`.declare`); the checks below refuse the dtypes
+the graph does not take (the computes check the shapes).
 
 Scales and zero points are inputs (constants, in a quantized model): one value (shape ``()``
 or ``(1,)``) or one per index of an axis (``quantize_linear``'s ``axis``; the columns of a
@@ -34,12 +34,7 @@ LINEAR_QTYPES = QTYPES + ("int16", "uint16")
 def _check_param(op: str, p: TensorType, x: TensorType, axis: int | None, what: str,
                  dtypes) -> None:
     require_dtype(op, p, dtypes, what)
-    if p.size == 1 and p.ndim <= 1:
-        return
-    if axis is None or p.ndim != 1 or p.shape[0] != x.shape[axis]:
-        per = "" if axis is None else f", or ({x.shape[axis]},): one per index of axis {axis}"
-        raise OpShapeError(f"{op}: the {what} has shape {p.shape}; it must be one value{per} "
-                           f"of the tensor {x.shape}")
+    TQ.check_param(what, p.shape, x.shape, axis)
 
 
 def _axis(op: str, axis: int, x: TensorType, *params: TensorType) -> int | None:
@@ -129,18 +124,12 @@ _CONV_ATTRS = {"strides": None, "pads": None, "dilations": None, "group": 1,
                "kernel_shape": None}
 
 
-def _conv_shape(x: TensorType, w: TensorType, attrs) -> None:
-    """Refuse a window that does not fit, as conv says it (in float, whatever the dtypes)."""
-    get("conv").infer_type([TensorType(x.shape), TensorType(w.shape)], attrs)
-
-
 def _conv_integer_check(types, attrs):
     x, w, xzp, wzp = types
     require_dtype("conv_integer", x, QTYPES, "data")
     require_dtype("conv_integer", w, QTYPES, "weight")
     _check_param("conv_integer", xzp, x, None, "data zero point", (x.dtype,))
     _check_param("conv_integer", wzp, w, 0, "weight zero point", (w.dtype,))
-    _conv_shape(x, w, attrs)
 
 
 declare.op("conv_integer", TQ.conv_integer, kind=OpKind.OUT_ELEMWISE_FUSABLE,
@@ -177,10 +166,6 @@ def _qlinear_conv_check(types, attrs):
     _qlinear_params("qlinear_conv", x, xs, xzp, w, ws, wzp, ys, yzp, 0)
     if len(types) == 9:
         require_dtype("qlinear_conv", types[8], ("int32",), "bias")
-        if types[8].shape != (w.shape[0],):
-            raise OpShapeError(f"qlinear_conv: the bias has shape {types[8].shape}, it must be "
-                               f"({w.shape[0]},), one per output channel")
-    _conv_shape(x, w, attrs)
 
 
 def _onnx_qlinear_conv_window(attrs, types, used):

@@ -15,33 +15,16 @@ optionally, the int ``seq_lens`` (B,). Outputs: ``Y`` (T, D, B, H), ``Y_h`` and 
 
 from __future__ import annotations
 
-from ..errors import OpAttributeError
-from ..te.ops.recurrent import ACTIVATIONS, DEFAULT_ACTIVATIONS, recurrent
+from ..te.ops.recurrent import recurrent
 from . import declare
 from ._infer import require_dtype
 from .registry import OpKind
 
-_DIRECTIONS = ("forward", "reverse", "bidirectional")
-
 
 def _check(cell: str):
-    """The dtype of x, the direction and the activations, in the graph's words (the compute
-    checks the shapes)."""
+    """The dtype of x (the compute checks the shapes, the direction and the activations)."""
     def check(types, attrs):
         require_dtype(cell, types[0], ("float32", "float64"), "input x")
-        if attrs["direction"] not in _DIRECTIONS:
-            raise OpAttributeError(f"{cell}: direction={attrs['direction']!r} is not one of "
-                                   f"{', '.join(_DIRECTIONS)}")
-        per_dir = len(DEFAULT_ACTIVATIONS[cell])
-        want = per_dir * (2 if attrs["direction"] == "bidirectional" else 1)
-        acts = attrs["activations"]
-        if acts and len(acts) != want:
-            raise OpAttributeError(f"{cell}: {len(acts)} activations given; it takes {want} "
-                                   f"({per_dir} per direction)")
-        bad = [a for a in acts if a not in ACTIVATIONS]
-        if bad:
-            raise OpAttributeError(f"{cell}: activation(s) {', '.join(map(repr, bad))} are not "
-                                   f"supported; Instead: use {', '.join(ACTIVATIONS)}")
     return check
 
 
@@ -62,8 +45,25 @@ _DOCS = {"rnn": "Elman RNN: h' = f(x W.T + h R.T + b), over a static sequence",
          "gru": "GRU layer (gates z, r, h) over a static sequence",
          "lstm": "LSTM layer (gates i, o, f, c; peepholes) over a static sequence"}
 
+
+def _onnx_attrs(attrs, types, opset):
+    # ONNX's activations are capitalized ("Tanh"), and it is told the hidden size (R's)
+    return {"hidden_size": types[2].shape[-1],
+            "activations": tuple(a.capitalize() for a in attrs["activations"]) or None}
+
+
+def _onnx_places(cell: str):
+    # ONNX takes sequence_lens (input 4) before the states, which the op takes first
+    order = (0, 1, 2, 3, 5, 6, 7, 4) if cell == "lstm" else (0, 1, 2, 3, 5, 4)
+    return lambda attrs, n: (order[:n], None)
+
+
+# (the import of RNN, GRU and LSTM fills in the inputs a node leaves out and transposes the
+# batch-major layout: mlcbook.frontend.onnx_recurrent_ops)
 for _cell, _n in (("rnn", 5), ("gru", 5), ("lstm", 7)):
     declare.op(_cell, _compute(_cell), kind=OpKind.OPAQUE,
                attrs={"direction": "forward", "activations": (), "clip": None,
                       **({"linear_before_reset": 0} if _cell == "gru" else {})},
-               num_inputs=(_n, _n + 1), check=_check(_cell), doc=_DOCS[_cell])
+               num_inputs=(_n, _n + 1), check=_check(_cell), doc=_DOCS[_cell],
+               onnx=_cell.upper(), onnx_attrs=declare.OnnxAttrs(export=_onnx_attrs,
+                                                                places=_onnx_places(_cell)))

@@ -16,6 +16,7 @@ from ..errors import OpAttributeError, OpShapeError
 from ..te import ops as T
 from . import declare
 from ._infer import NUMBERS, norm_axes, require_dtype
+from .onnx_attrs import OnnxInput
 from .registry import REQUIRED, OpKind
 from .types import is_float_dtype
 
@@ -52,7 +53,7 @@ def _of_nothing(rule):
         rule(types, attrs) if any(0 in t.shape for t in types) else None
 
 
-def _reduction(name: str, dtypes, onnx: str | None):
+def _reduction(name: str, dtypes, onnx: str, axes_since: int = 18):
     def check(types, attrs):
         require_dtype(name, types[0], dtypes)
         reduce_axes(name, types[0].ndim, attrs.get("axes"))
@@ -70,11 +71,14 @@ def _reduction(name: str, dtypes, onnx: str | None):
             x, keepdims = T.reshape(x, (1,), name=f"{name}_element"), 0
         return fn(x, axis=axes, keepdims=keepdims, name=name)
 
+    # ONNX's Reduce* take their axes as an input from opset 18 (ReduceSum from 13)
     declare.op(name, compute, kind=OpKind.REDUCTION, attrs={"axes": None, "keepdims": 1},
-               check=check, empty=_of_nothing(empty), onnx=onnx, doc=f"{name} over `axes`")
+               check=check, empty=_of_nothing(empty), onnx=onnx,
+               onnx_attrs=declare.OnnxAttrs(inputs={"axes": OnnxInput(1, since=axes_since)}),
+               doc=f"{name} over `axes`")
 
 
-_reduction("sum", NUMBERS, None)   # ONNX's ReduceSum takes its axes as an input
+_reduction("sum", NUMBERS, "ReduceSum", axes_since=13)
 _reduction("mean", NUMBERS, "ReduceMean")
 _reduction("max", NUMBERS + ("bool",), "ReduceMax")
 _reduction("min", NUMBERS + ("bool",), "ReduceMin")
@@ -112,6 +116,8 @@ for _name, _onnx in (("argmax", "ArgMax"), ("argmin", "ArgMin")):
 for _name, _what in (("cumsum", "sum"), ("cumprod", "product")):
     declare.op(_name, getattr(T, _name), kind=OpKind.REDUCTION,
                attrs={"axis": REQUIRED, "exclusive": 0, "reverse": 0}, check=_along_axis(_name),
+               onnx=f"Cum{_name[3:].capitalize()}",
+               onnx_attrs=declare.OnnxAttrs(inputs={"axis": OnnxInput(1, "scalar")}),
                empty=_of_nothing(lambda types, attrs: np.empty(types[0].shape, types[0].dtype)),
                doc=f"running {_what} along `axis` (exclusive: without the element; reverse: "
                    "from the end)")
@@ -135,6 +141,9 @@ def _topk(x, *, k, axis, largest, name):
     return T.topk(x, k, axis, bool(largest), name=name)
 
 
+# sorted=0 lets a TopK give its values in any order: the sorted order is one of them
 declare.op("topk", _topk, kind=OpKind.OPAQUE, attrs={"k": REQUIRED, "axis": -1, "largest": 1},
-           check=_along_axis("topk", _topk_k), empty=_of_nothing(_topk_empty),
+           check=_along_axis("topk", _topk_k), empty=_of_nothing(_topk_empty), onnx="TopK",
+           onnx_attrs=declare.OnnxAttrs(names={"k": "K"}, inputs={"k": OnnxInput(1, "one")},
+                                        onnx_only=("sorted",), outputs=2),
            doc="the k largest (or smallest) values along `axis`, sorted, and their indices")

@@ -15,26 +15,53 @@ resolved at import (:func:`mlcbook.te.ops.resize.resize` maps the coordinates);
 
 from __future__ import annotations
 
-from ..errors import OpAttributeError, OpShapeError
+import math
+
+from ..errors import OpAttributeError
 from ..te import ops as T
-from ..te.ops.grid_sample import check_grid_sample
-from ..te.ops.resize import check_resize
+from ..te.ops.grid_sample import MODES as GRID_MODES
+from ..te.ops.grid_sample import PADDING_MODES
 from . import declare
 from ._infer import require_dtype
 from .registry import REQUIRED, OpKind
 
 
-def _resize_check(types, attrs):
-    check_resize(types[0].shape, attrs["sizes"], attrs["scales"], attrs["mode"],
-                 attrs["coordinate_transformation_mode"], attrs["nearest_mode"],
-                 types[0].dtype, error=OpAttributeError)
+def _resize_onnx(attrs, types, opset):
+    """Resize's inputs: the sizes where the scales are theirs over the input's shape, else
+    the scales where they give the sizes (ONNX takes one and computes the other); the
+    region (starts, then ends) for tf_crop_and_resize; antialias only where it is on."""
+    shape, sizes, scales = types[0].shape, attrs["sizes"], attrs["scales"]
+    if all(math.isclose(s, n / d, rel_tol=1e-6) for s, n, d in zip(scales, sizes, shape)):
+        scales = None
+    elif all(math.floor(d * s) == n for s, n, d in zip(scales, sizes, shape)):
+        sizes = None
+    else:
+        raise OpAttributeError(f"scales={scales} neither give the sizes {sizes} of "
+                               f"an input of shape {shape} nor are sizes / shape, one of which "
+                               "ONNX's Resize computes from the other. Instead: give scales "
+                               "equal to sizes / shape")
+    roi = None
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        pairs = attrs["roi"] or ((0.0, 1.0),) * len(shape)
+        roi = tuple(p[0] for p in pairs) + tuple(p[1] for p in pairs)
+    return {"sizes": sizes, "scales": scales, "roi": roi, "antialias": attrs["antialias"] or None}
 
 
-declare.op("resize", T.resize, kind=OpKind.INJECTIVE, check=_resize_check,
+# (the import resolves sizes and scales from Resize's and Upsample's forms, axes and aspect
+# ratio policies included: mlcbook.frontend.onnx_resize_ops)
+_RESIZE_ONNX = declare.OnnxAttrs(
+    inputs={"roi": declare.OnnxInput(1, "floats"), "scales": declare.OnnxInput(2, "floats"),
+            "sizes": 3},
+    export=_resize_onnx, since=lambda attrs, types: 19 if attrs[
+        "coordinate_transformation_mode"] == "half_pixel_symmetric" else 1)
+
+# (the compute checks the attributes: te.ops.resize.check_resize)
+declare.op("resize", T.resize, kind=OpKind.INJECTIVE,
            attrs={"sizes": REQUIRED, "scales": REQUIRED, "mode": "nearest",
                   "coordinate_transformation_mode": "half_pixel",
                   "nearest_mode": "round_prefer_floor", "cubic_coeff_a": -0.75,
                   "exclude_outside": 0, "roi": (), "extrapolation_value": 0.0, "antialias": 0},
+           onnx="Resize", onnx_attrs=_RESIZE_ONNX,
            doc="resize to `sizes` (nearest, linear or cubic; `scales` and `roi` map the "
                "coordinates)")
 
@@ -46,16 +73,33 @@ _FLOATS = ("float32", "float64")
 def _grid_sample_check(types, attrs):
     x, grid = types
     require_dtype("grid_sample", x, _FLOATS, "input x")
-    require_dtype("grid_sample", grid, _FLOATS, "grid")
-    check_grid_sample(x.shape, grid.shape, attrs["mode"], attrs["padding_mode"],
-                      error=OpShapeError)
+    require_dtype("grid_sample", grid, _FLOATS, "grid")   # (the compute checks the rest)
+
+
+#: GridSample's opset-16 names of its modes, which opset 20 renamed as the op names them
+_OPSET16_MODES = {"bilinear": "linear", "bicubic": "cubic"}
+
+
+def _grid_mode(attrs) -> str:
+    mode = attrs.get("mode", "linear")
+    return _OPSET16_MODES.get(mode, mode)
+
+
+def _grid_sample_onnx_check(attrs):
+    given = {"mode": (_grid_mode(attrs), GRID_MODES),
+             "padding_mode": (attrs.get("padding_mode", "zeros"), PADDING_MODES)}
+    return [f"{a}={v!r} (supported: {', '.join(ok)})" for a, (v, ok) in given.items()
+            if v not in ok]
 
 
 declare.op("grid_sample", T.grid_sample, kind=OpKind.OPAQUE, num_inputs=(2, 2),
            attrs={"mode": "linear", "padding_mode": "zeros", "align_corners": 0},
-           check=_grid_sample_check,
+           check=_grid_sample_check, onnx="GridSample", onnx_attrs=declare.OnnxAttrs(
+               since=20, check=_grid_sample_onnx_check,
+               derive=lambda attrs, types, used: {"mode": _grid_mode(attrs)}),
            doc="x sampled at the normalized positions of grid (nearest, linear or cubic)")
 declare.op("affine_grid", T.affine_grid, kind=OpKind.OPAQUE,
            attrs={"size": REQUIRED, "align_corners": 0},
            check=lambda types, attrs: require_dtype("affine_grid", types[0], _FLOATS, "theta"),
+           onnx="AffineGrid", onnx_attrs=declare.OnnxAttrs(inputs={"size": 1}),
            doc="the sampling grid of the affine transforms theta for an output of size")

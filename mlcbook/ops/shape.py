@@ -26,7 +26,7 @@ from ..tir import expr as _e
 from . import declare
 from ._infer import ints
 from .registry import REQUIRED, OpKind
-from .types import check_graph_dtype, storage_dtype
+from .types import LOWBIT_DTYPES, check_graph_dtype, storage_dtype
 
 
 def _shape_bounds(ndim: int, start, end) -> tuple[int, int]:
@@ -101,6 +101,10 @@ declare.op("constant_of_shape", _fill, kind=OpKind.OPAQUE, num_inputs=(0, 0),
            dtype_attr="dtype",
            empty=_known(lambda t, a: tuple(a["shape"]),
                         lambda t, a: np.full(tuple(a["shape"]), a["value"], a["dtype"])),
+           onnx="ConstantOfShape", onnx_attrs=declare.OnnxAttrs(   # (value: a tensor of dtype)
+               inputs={"shape": 0}, export=lambda attrs, types, opset: {
+                   "value": np.full(1, attrs["value"], attrs["dtype"]), "dtype": None},
+               since=lambda attrs, types: 21 if attrs["dtype"] in LOWBIT_DTYPES else 1),
            doc="a tensor of `shape` filled with `value`")
 
 
@@ -122,4 +126,8 @@ declare.op("range", _range, kind=OpKind.OPAQUE, num_inputs=(0, 0),
            check=lambda types, attrs: check_graph_dtype(attrs["dtype"]),
            empty=_known(lambda t, a: (_range_len(a["start"], a["limit"], a["delta"]),),
                         lambda t, a: np.empty(0, a["dtype"])),
+           onnx="Range", onnx_attrs=declare.OnnxAttrs(   # (dtype: that of the inputs)
+               inputs={a: declare.OnnxInput(k, "scalar", dtype="like")
+                       for k, a in enumerate(("start", "limit", "delta"))},
+               local={"dtype": None}),
            doc="start, start + delta, ... up to (not including) limit")

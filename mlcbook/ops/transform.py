@@ -28,8 +28,10 @@ import numpy as np
 
 from ..errors import OpAttributeError, OpShapeError
 from ..te import ops as T
+from ..te.ops import transform as TT
 from ..te.ops.transform import PAD_MODES
 from ..te.ops.transform import slice_ranges as te_slice_ranges
+from ..te.ops.util import need_rank
 from . import declare
 from ._infer import broadcast_shapes, ints, norm_axes, norm_axis, require_dtype, same_dtype
 from .registry import REQUIRED, OpKind, get
@@ -46,21 +48,7 @@ def resolve_reshape(in_shape, shape, allowzero=0) -> tuple[int, ...]:
                     f"reshape: shape={tuple(shape)} copies dimension {i} (a 0) but the input "
                     f"{tuple(in_shape)} has only {len(in_shape)} dimensions")
             shape[i] = in_shape[i]
-    if shape.count(-1) > 1 or any(s < -1 for s in shape):
-        raise OpAttributeError(f"reshape: shape={tuple(shape)} may have at most one -1 and no "
-                               "other negative sizes")
-    size = math.prod(in_shape)
-    if -1 in shape:
-        known = math.prod(s for s in shape if s != -1)
-        if known == 0 or size % known:
-            raise OpShapeError(f"reshape: cannot infer the -1 in {tuple(shape)} for an input of "
-                               f"shape {tuple(in_shape)} ({size} elements)")
-        shape[shape.index(-1)] = size // known
-    if math.prod(shape) != size:
-        raise OpShapeError(
-            f"reshape: cannot reshape {tuple(in_shape)} ({size} elements) into {tuple(shape)} "
-            f"({math.prod(shape)} elements)")
-    return tuple(shape)
+    return TT.reshaped(in_shape, tuple(shape))
 
 
 def _flatten_shape(shape, axis):
@@ -103,15 +91,6 @@ declare.view("unsqueeze", lambda x, a: _unsqueeze_shape(x.shape, a["axes"]),
              doc="insert size-1 axes at `axes` (positions in the output)")
 
 
-def _perm(ndim, perm):
-    if perm is None:
-        return tuple(reversed(range(ndim)))
-    perm = ints("transpose", "perm", perm)
-    if sorted(perm) != list(range(ndim)):
-        raise OpAttributeError(f"transpose: perm={perm} is not a permutation of 0..{ndim - 1}")
-    return perm
-
-
 def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 0,
              onnx_attrs=None):
     """Declare the injective op ``name`` of one tensor from its te compute. ``shape_of(x_type,
@@ -129,7 +108,7 @@ def _data_op(name, compute, shape_of, attrs, doc, onnx=None, fill=lambda attrs: 
 
 
 def _transposed(x, attrs):
-    return tuple(x.shape[p] for p in _perm(x.ndim, attrs.get("perm")))
+    return tuple(x.shape[p] for p in TT.permutation(attrs.get("perm"), x.shape))
 
 
 _data_op("transpose", lambda x, *, name, perm=None: T.transpose(x, perm, name=name),
@@ -140,14 +119,7 @@ _data_op("transpose", lambda x, *, name, perm=None: T.transpose(x, perm, name=na
 def _concat_shape(types, attrs):
     same_dtype("concat", types)
     x = types[0]
-    axis = norm_axis("concat", attrs["axis"], x.ndim)
-    for t in types[1:]:
-        if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape))
-                                   if i != axis):
-            raise OpShapeError(
-                f"concat: shapes {x.shape} and {t.shape} differ outside axis {axis}; all inputs "
-                "must have the same shape except along the concatenation axis")
-    return x.shape[:axis] + (sum(t.shape[axis] for t in types),) + x.shape[axis + 1:]
+    return TT.joined_shape([t.shape for t in types], norm_axis("concat", attrs["axis"], x.ndim))
 
 
 def _concat_empty(types, attrs, arrays):
@@ -170,9 +142,7 @@ declare.op("concat", lambda *xs, axis, name: T.concat(xs, axis, name=name),
 def _split_sizes(x, attrs):
     axis = norm_axis("split", attrs["axis"], x.ndim)
     sizes = ints("split", "sizes", attrs["sizes"])
-    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
-        raise OpShapeError(f"split: sizes={sizes} must be non-negative and add up to "
-                           f"{x.shape[axis]}, the size of axis {axis} of {x.shape}")
+    TT.check_split(x.shape, sizes, axis, least=0)   # a piece may be empty
     return axis, sizes
 
 
@@ -191,9 +161,28 @@ def _split_empty(types, attrs, arrays):
                  for s, shape in zip(sizes, shapes))
 
 
+def _onnx_split_sizes(attrs, types, used):
+    """A Split node's sizes where it gives none: ``num_outputs`` pieces of ceil(n / count)
+    (the last smaller), or one equal piece per output of the node."""
+    if "sizes" in attrs:
+        return {}
+    dim = types[0].shape[norm_axis("split", attrs.get("axis", 0), types[0].ndim)]
+    n = attrs.get("num_outputs", len(used))
+    if "num_outputs" in attrs:
+        chunk = -(-dim // n)
+        return {"sizes": tuple(min(chunk, max(0, dim - chunk * i)) for i in range(n))}
+    if dim % n:
+        raise OpAttributeError(f"split: cannot split {dim} evenly into {n} outputs; Instead: "
+                               "give the node its 'split' input")
+    return {"sizes": (dim // n,) * n}
+
+
 declare.op("split", lambda x, *, axis, sizes, name: T.split(x, sizes, axis, name=name),
            kind=OpKind.INJECTIVE, attrs={"axis": 0, "sizes": REQUIRED},
            check=lambda types, attrs: _split_sizes(types[0], attrs), empty=_split_empty,
+           onnx="Split", onnx_attrs=declare.OnnxAttrs(
+               names={"sizes": "split"}, inputs={"sizes": 1}, onnx_only=("num_outputs",),
+               derive=_onnx_split_sizes, outputs=1 << 20),
            doc="cut along `axis` into pieces of `sizes`")
 
 
@@ -234,11 +223,9 @@ declare.op("gather", T.gather, kind=OpKind.INJECTIVE, attrs={"axis": 0}, num_inp
 
 def _padded(x, attrs):
     pads = ints("pad", "pads", attrs["pads"], 2 * x.ndim)
-    if attrs["mode"] not in PAD_MODES:
-        raise OpAttributeError(f"pad: mode={attrs['mode']!r} is not one of {PAD_MODES}")
-    shape = tuple(d + pads[i] + pads[x.ndim + i] for i, d in enumerate(x.shape))
-    if min(shape, default=0) < 0:
-        raise OpShapeError(f"pad: pads={pads} crop {x.shape} to a negative size")
+    # cropping an axis to nothing makes an empty tensor, which the graph computes
+    shape = TT.padded_shape(x.shape, [(pads[d], pads[x.ndim + d]) for d in range(x.ndim)],
+                            attrs["mode"], least=0)
     if attrs["mode"] != "constant" and 0 in x.shape and sum(pads):
         raise OpShapeError(f"pad: mode {attrs['mode']!r} cannot pad an empty tensor {x.shape}")
     if attrs["mode"] == "reflect":
@@ -258,9 +245,25 @@ def _pad(x, *, pads, mode, value, name):
                  name=name)
 
 
+def _onnx_pad_axes(attrs, types, used):
+    """A Pad node's pads over every axis, where its ``axes`` input names some of them."""
+    if attrs.get("axes") is None:
+        return {}
+    ndim, axes, pads = types[0].ndim, attrs["axes"], attrs["pads"]
+    full = [0] * (2 * ndim)
+    for i, a in enumerate(axes):
+        full[a % ndim], full[ndim + a % ndim] = pads[i], pads[len(axes) + i]
+    return {"pads": tuple(full)}
+
+
 _data_op("pad", _pad, _padded, {"pads": REQUIRED, "mode": "constant", "value": 0.0},
          "pad (or crop, with negative pads) every axis; pads = all befores, then all afters",
-         fill=lambda attrs: attrs["value"] if attrs["mode"] == "constant" else 0)
+         fill=lambda attrs: attrs["value"] if attrs["mode"] == "constant" else 0,
+         onnx="Pad", onnx_attrs=declare.OnnxAttrs(
+             names={"value": "constant_value"}, onnx_only=("axes",), derive=_onnx_pad_axes,
+             inputs={"pads": 1, "value": declare.OnnxInput(2, "scalar", "like"), "axes": 3},
+             check=lambda attrs: [] if attrs.get("mode", "constant") in PAD_MODES else
+             [f"mode={attrs['mode']!r} is not one of {PAD_MODES}"]))
 
 
 def _expanded(x, attrs):
@@ -272,24 +275,17 @@ _data_op("expand", T.expand, _expanded, {"shape": REQUIRED},
          onnx_attrs=declare.OnnxAttrs(inputs={"shape": 1}))
 
 
-def _tiled(x, attrs):
-    reps = ints("tile", "repeats", attrs["repeats"], x.ndim)
-    if any(r < 1 for r in reps):
-        raise OpAttributeError(f"tile: repeats={reps} must be positive (a 0 would make an "
-                               "empty tensor, which mlcbook does not compute)")
-    return tuple(s * r for s, r in zip(x.shape, reps))
-
-
-_data_op("tile", T.tile, _tiled, {"repeats": REQUIRED},
+_data_op("tile", T.tile, lambda x, attrs: TT.tiled_shape(x.shape, attrs["repeats"]),
+         {"repeats": REQUIRED},
          "numpy.tile(x, repeats), one count per dimension", onnx="Tile",
          onnx_attrs=declare.OnnxAttrs(inputs={"repeats": 1}))
 
 
 def _trilu_shape(x, attrs):
-    if x.ndim < 2:
-        raise OpShapeError(f"trilu: the input has rank {x.ndim}; it needs at least 2")
+    need_rank("trilu", x.shape, 2)   # an empty input never reaches the compute's check
     return x.shape
 
 
 _data_op("trilu", T.trilu, _trilu_shape, {"upper": 1, "k": 0},
-         "the upper (numpy.triu) or lower (numpy.tril) triangle of the last two axes")
+         "the upper (numpy.triu) or lower (numpy.tril) triangle of the last two axes",
+         onnx="Trilu", onnx_attrs=declare.OnnxAttrs(inputs={"k": declare.OnnxInput(1, "scalar")}))

@@ -17,7 +17,7 @@ import math
 from ..te.ops.util import const_like as k
 from ..tir import expr as _e
 from ._infer import FLOATS, INTS, NUMBERS
-from .declare import one_of, unary
+from .declare import OnnxAttrs, OnnxInput, one_of, unary
 
 SIGNED = ("int8", "int16", "int32", "int64") + FLOATS
 _SQRT_2_PI = math.sqrt(2 / math.pi)
@@ -89,6 +89,8 @@ def _clip_grad(x, y, g, min=None, max=None):  # noqa: A002
 
 
 unary("clip", _clip, dtypes=NUMBERS, attrs={"min": None, "max": None}, grad=_clip_grad,
+      onnx="Clip", onnx_attrs=OnnxAttrs(inputs={"min": OnnxInput(1, "scalar", "like"),
+                                                "max": OnnxInput(2, "scalar", "like")}),
       doc="min(max(x, min), max); a missing bound is no bound")
 
 # --- more math: trigonometry, rounding -----------------------------------------------------------

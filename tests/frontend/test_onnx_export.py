@@ -40,9 +40,9 @@ def test_more_ops():
 
 
 def test_unsupported_op_is_named():
-    x = Var("x", TensorType((4,)))
-    with pytest.raises(UnsupportedModelError, match="'trilu'"):
-        mb.to_onnx(Function((x,), op.trilu(op.reshape(x, shape=(2, 2)))))
+    x = Var("x", TensorType((1, 32, 4, 4)))
+    with pytest.raises(UnsupportedModelError, match="'to_blocked'"):
+        mb.to_onnx(Function((x,), op.to_blocked(x, block=16)))
 
 
 def test_declared_reductions_and_transpose_export_under_their_onnx_names():

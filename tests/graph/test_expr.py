@@ -16,7 +16,7 @@ def test_call_type_is_inferred_on_construction():
 
 
 def test_a_bad_call_fails_where_it_is_built_and_names_the_call():
-    with pytest.raises(OpShapeError, match="call 'fc': matmul: shapes"):
+    with pytest.raises(OpShapeError, match="call 'fc': matmul: the operands have shapes"):
         op.matmul(x_var(), x_var(), name="fc")
 
 

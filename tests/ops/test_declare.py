@@ -5,7 +5,8 @@ import pytest
 
 import mlcbook as mb
 from mlcbook import ops
-from mlcbook.errors import ArgumentError, GraphError, OpShapeError
+from mlcbook.errors import (ArgumentError, GraphError, OpAttributeError, OpDTypeError,
+                            OpShapeError)
 from mlcbook.graph import Function, Var, interpret, op
 from mlcbook.ops import OpKind, TensorType, TupleType, declare
 from mlcbook.te import ops as T
@@ -50,6 +51,33 @@ def test_shape_errors_of_the_compute_are_the_graphs(declared):
     declare.op("bad_axis", T.softmax, kind=OpKind.REDUCTION, attrs={"axis": -1})
     with pytest.raises(GraphError, match="axis"):
         op.bad_axis(Var("x", TensorType((3,))), axis=5)
+
+
+def test_an_attribute_the_compute_refuses_is_an_op_attribute_error_naming_the_op(declared):
+    declared.append("transpose_again")
+    declare.op("transpose_again", T.transpose, kind=OpKind.INJECTIVE, attrs={"axes": None})
+    with pytest.raises(OpAttributeError, match=r"^\[MLC-G005\] transpose_again: transpose: "
+                                               r"\(0, 0\) is not a permutation of the 2 "
+                                               r"dimensions of the data \(2, 3\)"):
+        op.transpose_again(Var("x", TensorType((2, 3))), axes=(0, 0))
+
+
+def test_dtypes_the_compute_refuses_are_an_op_dtype_error(declared):
+    declared.append("concat_again")
+    declare.op("concat_again", lambda *xs, name: T.concat(xs, 0, name=name),
+               kind=OpKind.INJECTIVE, num_inputs=(1, None))
+    with pytest.raises(OpDTypeError, match="concat_again: concat: input 1 is int32 but input 0 "
+                                           "is float32"):
+        op.concat_again(Var("a", TensorType((2,))), Var("b", TensorType((2,), "int32")))
+
+
+def test_a_check_shared_with_the_compute_refuses_an_input_with_no_elements_too():
+    # the compute never sees an empty tensor: the declaration's check calls te's
+    with pytest.raises(OpAttributeError, match=r"transpose: \(1, 1\) is not a permutation"):
+        ops.get("transpose").infer_type([TensorType((0, 3))], {"perm": (1, 1)})
+    with pytest.raises(OpShapeError, match=r"concat: input 1 \(2, 4\) does not fit input 0 "
+                                           r"\(0, 3\)"):
+        ops.get("concat").infer_type([TensorType((0, 3)), TensorType((2, 4))], {"axis": 0})
 
 
 def test_an_elementwise_op_of_empty_tensors_gives_an_empty_tensor():

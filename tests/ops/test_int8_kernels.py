@@ -4,7 +4,7 @@ they stand for, and weight packing."""
 import numpy as np
 import pytest
 
-from mlcbook.errors import OpShapeError
+from mlcbook.errors import OpAttributeError, OpShapeError
 from mlcbook.ops import TensorType, get, type_of_array
 from mlcbook.ops.int8_kernels import pack_conv_int8, pack_int8, unpack_conv_int8, unpack_int8
 
@@ -166,7 +166,7 @@ def test_int8_conv2d_channels_last_shapes_and_an_unknown_layout():
              TensorType((5,), "float32")]
     attrs = dict(channels=5, kernel_shape=(3, 3), strides=(2, 2))
     assert get("int8_conv2d").infer_type(types, dict(attrs, layout="NHWC")).shape == (2, 3, 3, 5)
-    with pytest.raises(OpShapeError, match=r"layout='NWHC' is not one of .*Instead"):
+    with pytest.raises(OpAttributeError, match=r"layout='NWHC' is not one of .*Instead"):
         get("int8_conv2d").infer_type(types, dict(attrs, layout="NWHC"))
 
 
@@ -185,7 +185,7 @@ def test_int32_output_is_the_sums_plus_bias_unscaled():
 
 def test_output_dtype_outside_int8_uint8_int32_is_an_error():
     wp = pack_int8(np.zeros((10, 64), np.int8))
-    with pytest.raises(OpShapeError, match="dtype='float32' is not int8, uint8 or int32"):
+    with pytest.raises(OpAttributeError, match="dtype='float32' is not int8, uint8 or int32"):
         get("int8_dense").infer_type([TensorType((4, 64), "uint8"), type_of_array(wp),
                                       TensorType((10,), "int32"), TensorType((10,))],
                                      {"units": 10, "dtype": "float32"})

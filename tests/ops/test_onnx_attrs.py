@@ -90,3 +90,35 @@ def test_a_dtype_onnx_names_but_mlcbook_lacks_is_named(scale):
     with pytest.raises(UnsupportedModelError, match=r"the attribute 'to' has element type "
                                                     r"STRING"):
         mb.from_onnx(_model(to=TensorProto.STRING))
+
+
+def test_an_input_holding_one_number_reads_as_that_number():
+    k = declare.OnnxInput(1, "scalar")
+    assert k.read(np.array([3], np.int64), "k") == 3 and k.read(None, "k") is None
+    assert declare.OnnxInput(1, "floats").read(np.array([2, 0.5]), "scales") == (2.0, 0.5)
+
+
+def test_an_input_of_more_than_one_number_is_refused_naming_it():
+    with pytest.raises(mb.errors.OpAttributeError, match="'K' .*one value, got shape \\(2,\\)"):
+        declare.OnnxInput(1, "one").read(np.array([1, 2]), "K")
+
+
+def test_an_input_exports_in_its_form_and_dtype():
+    assert declare.OnnxInput(1, "one").array(2, "float32").tolist() == [2]
+    assert declare.OnnxInput(1, "one").array(2, "float32").dtype == np.int64
+    assert declare.OnnxInput(2, "scalar", "like").array(0.5, "float16").dtype == np.float16
+    assert declare.OnnxInput(2, "floats").array((2, 1), "int8").dtype == np.float32
+
+
+def test_an_unknown_input_form_is_refused():
+    with pytest.raises(mb.errors.ArgumentError, match="form='list'"):
+        declare.OnnxInput(1, "list")
+
+
+def test_a_split_node_without_sizes_splits_evenly_or_says_what_to_do():
+    derive = ops.get("split").onnx_attrs.derive
+    assert derive({"axis": 1}, [TensorType((2, 8))], (True, True)) == {"sizes": (4, 4)}
+    assert derive({"num_outputs": 3}, [TensorType((7,))], (True,) * 3) == {"sizes": (3, 3, 1)}
+    with pytest.raises(mb.errors.OpAttributeError,
+                       match="cannot split 7 evenly into 2 outputs; Instead"):
+        derive({"axis": 1}, [TensorType((2, 7))], (True, True))

@@ -111,3 +111,10 @@ def test_recurrent_refuses_an_unknown_direction_and_a_wrong_activation_count():
         get("rnn").infer_type(types, {"direction": "up"})
     with pytest.raises(OpAttributeError, match=r"2 activations given; it takes 1 \(1 per"):
         get("rnn").infer_type(types, {"activations": ("tanh", "relu")})
+
+
+def test_recurrent_refuses_an_activation_it_does_not_compute():
+    types = [T((5, 2, 3)), T((1, 4, 3)), T((1, 4, 4)), T((1, 8)), T((1, 2, 4))]
+    with pytest.raises(OpAttributeError, match=r"rnn: activation\(s\) 'elu' are not supported; "
+                                               "Instead: use sigmoid, tanh"):
+        get("rnn").infer_type(types, {"activations": ("elu",)})

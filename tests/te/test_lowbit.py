@@ -9,7 +9,7 @@ from onnx.numpy_helper import to_float8e8m0
 
 import mlcbook as mb
 from mlcbook import te
-from mlcbook.errors import TEError
+from mlcbook.errors import TEAttributeError, TEError
 from mlcbook.ops import get
 from mlcbook.te.evaluate import evaluate
 from mlcbook.te.ops.lowbit import FORMATS, decode, encode
@@ -144,7 +144,8 @@ def test_decode_refuses_a_tensor_that_is_not_bytes():
 
 def test_unknown_format_and_round_mode_are_errors():
     x = te.placeholder((4,), "float32", name="x")
-    with pytest.raises(TEError, match=r"'float8_e4m3' is not a low-bit format.*Instead"):
+    with pytest.raises(TEAttributeError, match=r"format='float8_e4m3' is not a low-bit "
+                                               "type.*Instead"):
         encode(x, "float8_e4m3")
-    with pytest.raises(TEError, match=r"round_mode 'even'.*Instead"):
+    with pytest.raises(TEAttributeError, match=r"round_mode='even'.*Instead"):
         encode(x, "float8_e8m0fnu", round_mode="even")

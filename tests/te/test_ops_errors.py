@@ -3,7 +3,7 @@
 import pytest
 
 from mlcbook import te
-from mlcbook.errors import TEError, TEShapeError
+from mlcbook.errors import TEAttributeError, TEDTypeError, TEError, TEShapeError
 from mlcbook.te import ops
 
 
@@ -44,8 +44,8 @@ def test_operator_argument_must_be_a_tensor():
 
 
 @pytest.mark.parametrize("sa,sb,kw,msg", [
-    ((3, 4), (5, 6), {}, r"'a' has shape \(3, 4\) and 'b' has shape \(5, 6\): the contracted "
-                         r"dimensions 4 and 5 differ"),
+    ((3, 4), (5, 6), {}, r"matmul: the operands have shapes \(3, 4\) and \(5, 6\): the "
+                         r"contracted dimensions 4 and 5 differ"),
     ((3, 4), (3, 6), {"transpose_b": True},
      r"\(with transpose_b\): the contracted dimensions 4 and 6 differ"),
     ((2, 3, 4), (3, 4, 5), {}, r"matmul \(batch dimensions\): shapes \(2,\) and \(3,\) cannot "
@@ -63,8 +63,8 @@ def test_batch_matmul_needs_3d():
 
 
 def test_conv2d_channel_mismatch():
-    with pytest.raises(TEShapeError, match=r"weight 'w' has shape \(4, 2, 3, 3\), so 2 input "
-                                           r"channels per group, but data 'd' \(1, 3, 8, 8\) "
+    with pytest.raises(TEShapeError, match=r"the weight has shape \(4, 2, 3, 3\), so 2 input "
+                                           r"channels per group, but the data \(1, 3, 8, 8\) "
                                            "with groups=1 has 3"):
         ops.conv2d(x(1, 3, 8, 8, name="d"), x(4, 2, 3, 3, name="w"))
 
@@ -81,7 +81,8 @@ def test_conv2d_kernel_larger_than_input():
 
 
 def test_conv2d_needs_4d():
-    with pytest.raises(TEShapeError, match=r"data 'd' has shape \(3, 8, 8\) but must be 4-D"):
+    with pytest.raises(TEShapeError, match=r"conv2d: the data has shape \(3, 8, 8\) but must "
+                                           "be 4-D"):
         ops.conv2d(x(3, 8, 8, name="d"), x(4, 3, 3, 3, name="w"))
 
 
@@ -101,7 +102,7 @@ def test_avg_pool_needs_floats():
 
 
 def test_bias_add_shape():
-    with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(4,\) but must be \(3,\), the "
+    with pytest.raises(TEShapeError, match=r"the bias has shape \(4,\) but must be \(3,\), the "
                                            r"size of axis 1"):
         ops.bias_add(x(2, 3, 5), x(4, name="b"))
 
@@ -114,29 +115,35 @@ def test_axis_out_of_range():
 
 def test_layer_norm_gamma_shape():
     with pytest.raises(TEShapeError,
-                       match=r"gamma 'g' has shape \(4,\) but must broadcast to \(5,\)"):
+                       match=r"the gamma has shape \(4,\) but must broadcast to \(5,\)"):
         ops.layer_norm(x(3, 5), x(4, name="g"))
 
 
 def test_transpose_needs_a_permutation():
-    with pytest.raises(TEShapeError, match=r"axes \(0, 0, 1\) is not a permutation of the 3 "
-                                           "dimensions"):
+    with pytest.raises(TEAttributeError, match=r"transpose: \(0, 0, 1\) is not a permutation "
+                                               r"of the 3 dimensions of the data \(2, 3, 4\)"):
         ops.transpose(x(2, 3, 4), (0, 0, 1))
 
 
 @pytest.mark.parametrize("new,msg", [
-    ((4, 4), r"cannot reshape 'x' of shape \(3, 5\) \(15 elements\) into \(4, 4\) \(16 elements\)"),
-    ((4, -1), r"15 is not divisible by 4"),
-    ((-1, -1), r"at most one -1"),
+    ((4, 4), r"cannot reshape the data of shape \(3, 5\) \(15 elements\) into \(4, 4\) \(16 "
+             r"elements\)"),
+    ((4, -1), r"cannot infer the -1 in \(4, -1\) .*: its 15 elements are not a multiple of 4"),
 ])
 def test_reshape_errors(new, msg):
     with pytest.raises(TEShapeError, match=msg):
         ops.reshape(x(3, 5), new)
 
 
+def test_reshape_takes_one_minus_one():
+    with pytest.raises(TEAttributeError, match=r"new shape \(-1, -1\) must be ints >= 0 with at "
+                                               "most one -1"):
+        ops.reshape(x(3, 5), (-1, -1))
+
+
 def test_pad_width_per_dimension():
-    with pytest.raises(TEShapeError, match=r"needs one \(before, after\) pair per dimension of "
-                                           "'x', which has 2"):
+    with pytest.raises(TEAttributeError, match=r"need one \(before, after\) pair per dimension "
+                                               "of the data, which has 2"):
         ops.pad(x(3, 5), ((1, 1),))
 
 
@@ -156,28 +163,32 @@ def test_where_needs_a_bool_condition():
 
 
 def test_gather_needs_integer_indices():
-    with pytest.raises(TEError, match="gather: indices 'i' are float32; give an int tensor"):
+    with pytest.raises(TEDTypeError, match="gather: the indices are float32; Instead: give an "
+                                           "int tensor"):
         ops.gather(x(4, 3), x(2, name="i"))
 
 
 def test_pad_mode_is_checked():
-    with pytest.raises(TEError, match="pad: mode 'mirror' is not one of"):
+    with pytest.raises(TEAttributeError, match="pad: mode 'mirror' is not one of"):
         ops.pad(x(3, 4), 1, mode="mirror")
 
 
 def test_pad_cannot_crop_everything():
-    with pytest.raises(TEShapeError, match=r"crops 'x' \(3, 4\) to \(3, 0\)"):
+    with pytest.raises(TEShapeError, match=r"crop the data \(3, 4\) to \(3, 0\); Instead: keep at "
+                                           "least one element of every dimension"):
         ops.pad(x(3, 4), ((0, 0), (-2, -2)))
 
 
 def test_split_sizes_must_add_up():
     with pytest.raises(TEShapeError, match=r"split: sizes \(1, 2\) must be positive and add up "
-                                           r"to 4"):
+                                           r"to 4, the size of axis 1 of the data \(3, 4\)"):
         ops.split(x(3, 4), (1, 2), axis=1)
 
 
 def test_concat_shapes_must_agree():
-    with pytest.raises(TEShapeError, match=r"concat: 'b' \(3, 2\) float32 does not fit 'a'"):
+    with pytest.raises(TEShapeError, match=r"concat: input 1 \(3, 2\) does not fit input 0 "
+                                           r"\(2, 2\); Instead: give inputs of one shape except "
+                                           "along axis 1"):
         ops.concat([x(2, 2, name="a"), x(3, 2, name="b")], axis=1)
 
 
@@ -187,12 +198,12 @@ def test_slice_step_zero():
 
 
 def test_conv_bias_shape():
-    with pytest.raises(TEShapeError, match=r"bias 'b' has shape \(3,\) but must be \(4,\)"):
+    with pytest.raises(TEShapeError, match=r"conv: the bias has shape \(3,\) but must be \(4,\)"):
         ops.conv(x(1, 3, 8), x(4, 3, 3, name="w"), x(3, name="b"))
 
 
 def test_attention_needs_4d_operands():
-    with pytest.raises(TEShapeError, match="attention: q 'q' has shape \\(2, 3, 4\\); q, k and "
+    with pytest.raises(TEShapeError, match="attention: q has shape \\(2, 3, 4\\); q, k and "
                                            "v are \\(batch, heads, sequence, head size\\)"):
         ops.attention(x(2, 3, 4, name="q"), x(1, 2, 3, 4, name="k"), x(1, 2, 3, 4, name="v"))
 
@@ -204,11 +215,29 @@ def test_attention_query_heads_must_be_a_multiple_of_key_heads():
 
 def test_attention_names_its_second_outputs():
     q = x(1, 2, 2, 4, name="q")
-    with pytest.raises(TEError, match="qk_output='softmax'; give None or one of"):
+    with pytest.raises(TEAttributeError, match="qk_output='softmax'; give None or one of"):
         ops.attention(q, q, q, qk_output="softmax")
 
 
 def test_rotary_embedding_needs_an_even_rotary_dim():
-    with pytest.raises(TEShapeError, match="an even rotary_dim <= D \\(rotary_dim=3\\)"):
+    with pytest.raises(TEAttributeError, match="the rotary dimension 3 .* must be even, at most "
+                                               "the head size 8"):
         ops.rotary_embedding(x(1, 2, 3, 8), x(1, 3, 1, name="c"), x(1, 3, 1, name="s"),
                              rotary_dim=3)
+
+
+def test_concat_dtypes_must_agree():
+    with pytest.raises(TEDTypeError, match="concat: input 1 is int32 but input 0 is float32"):
+        ops.concat([x(2, 2, name="a"), x(2, 2, name="b", dtype="int32")])
+
+
+def test_tile_needs_a_positive_count_per_dimension():
+    with pytest.raises(TEAttributeError, match=r"tile: repeats=\(2,\) must give a positive count "
+                                               "for each of the 2 dimensions"):
+        ops.tile(x(3, 4), (2,))
+
+
+def test_trilu_needs_a_matrix():
+    with pytest.raises(TEShapeError, match=r"trilu: the data has shape \(3,\), of rank 1; it "
+                                           "needs at least 2"):
+        ops.trilu(x(3))

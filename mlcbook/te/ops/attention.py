@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ...errors import TEError, TEShapeError
+from ...errors import TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
 from .elementwise import add, cast, div, mul, tanh
@@ -116,11 +116,11 @@ def _check(q: Tensor, k: Tensor, v: Tensor, mask, valid_keys, qk_output) -> None
     for arg, x in (("q", q), ("k", k), ("v", v)):
         check_tensor(x, "attention", arg)
         if x.ndim != 4:
-            raise TEShapeError(f"attention: {arg} {x.name!r} has shape {x.shape}; q, k and v "
+            raise TEShapeError(f"attention: {arg} has shape {x.shape}; q, k and v "
                                "are (batch, heads, sequence, head size)")
     if not _e.is_float(q.dtype) or not q.dtype == k.dtype == v.dtype:
-        raise TEError(f"attention: q, k and v are {q.dtype}, {k.dtype}, {v.dtype}; they must "
-                      "share one float dtype")
+        raise TEDTypeError(f"attention: q, k and v are {q.dtype}, {k.dtype}, {v.dtype}; they "
+                           "must share one float dtype")
     (b, hq, s, _), (_, hkv, t, _) = q.shape, k.shape
     if k.shape[0] != b or k.shape[:3] != v.shape[:3] or q.shape[3] != k.shape[3]:
         raise TEShapeError(f"attention: q {q.shape}, k {k.shape} and v {v.shape} do not fit: "
@@ -132,7 +132,7 @@ def _check(q: Tensor, k: Tensor, v: Tensor, mask, valid_keys, qk_output) -> None
                            "give a multiple of the key/value heads as query heads")
     if mask is not None:
         if mask.shape[-1] > t:
-            raise TEShapeError(f"attention: the mask {mask.name!r} covers {mask.shape[-1]} "
+            raise TEShapeError(f"attention: the mask covers {mask.shape[-1]} "
                                f"keys but there are only {t}. Instead: give a mask of at most "
                                f"{t} keys (the keys after its end are masked)")
         broadcast_shapes("attention (the mask's leading axes)", mask.shape[:-1], (b, hq, s))
@@ -140,7 +140,8 @@ def _check(q: Tensor, k: Tensor, v: Tensor, mask, valid_keys, qk_output) -> None
         raise TEShapeError(f"attention: the valid-key counts are {valid_keys.shape} "
                            f"{valid_keys.dtype}; give int64 of shape ({b},), one per batch row")
     if qk_output not in (None,) + QK_OUTPUTS:
-        raise TEError(f"attention: qk_output={qk_output!r}; give None or one of {QK_OUTPUTS}")
+        raise TEAttributeError(f"attention: qk_output={qk_output!r}; give None or one of "
+                               f"{QK_OUTPUTS}")
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
@@ -189,6 +190,21 @@ def _rounded(v: _e.PrimExpr, dtype: str) -> _e.PrimExpr:
     return _e.cast(v.dtype, _e.cast(dtype, v))
 
 
+def rotary_half(shape, rotary_dim: int) -> int:
+    """Half the features ``rotary_dim`` (0: all of them) rotates of an x of ``shape``
+    (B, H, S, D), checked: rotary_embedding's check of x and its rotary dimension, which the
+    graph op shares."""
+    if len(shape) != 4:
+        raise TEShapeError(f"rotary_embedding: x has shape {tuple(shape)}; it must be (B, H, S, "
+                           "D)")
+    d = shape[3]
+    r = rotary_dim or d
+    if r % 2 or not 0 <= r <= d:
+        raise TEAttributeError(f"rotary_embedding: the rotary dimension {rotary_dim} (0: the "
+                               f"head size {d}) must be even, at most the head size {d}")
+    return r // 2
+
+
 def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False,
                      rotary_dim: int = 0, name: str = "rotary_embedding") -> Tensor:
     """``x`` (B, H, S, D) with its first ``rotary_dim`` features (0: all D) rotated pairwise
@@ -196,17 +212,13 @@ def rotary_embedding(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = Fa
     for arg, t in (("x", x), ("cos", cos), ("sin", sin)):
         check_tensor(t, "rotary_embedding", arg)
     if not _e.is_float(x.dtype) or not x.dtype == cos.dtype == sin.dtype:
-        raise TEError(f"rotary_embedding: x, cos and sin are {x.dtype}, {cos.dtype}, "
-                      f"{sin.dtype}; they must share one float dtype")
-    b, _, s, d = x.shape if x.ndim == 4 else (None,) * 4
-    r = rotary_dim or d
-    if x.ndim != 4 or r % 2 or r > d:
-        raise TEShapeError(f"rotary_embedding: x {x.shape} must be (B, H, S, D), with an even "
-                           f"rotary_dim <= D (rotary_dim={rotary_dim})")
+        raise TEDTypeError(f"rotary_embedding: x, cos and sin are {x.dtype}, {cos.dtype}, "
+                           f"{sin.dtype}; they must share one float dtype")
+    half = rotary_half(x.shape, rotary_dim)
+    (b, _, s, d), r = x.shape, 2 * half
     if cos.shape != (b, s, r // 2) or sin.shape != cos.shape:
         raise TEShapeError(f"rotary_embedding: cos {cos.shape} and sin {sin.shape} must be "
                            f"{(b, s, r // 2)}: (B, S, rotary_dim / 2)")
-    half = r // 2
 
     def body(bi, h, si, di):
         # index arithmetic that stays in bounds for the pass-through features too

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 
-from ...errors import TEError, TEShapeError
+from ...errors import TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from ...tir.stmt import KEEP_MATERIALIZED
 from ..tensor import Tensor
@@ -26,21 +26,21 @@ MODES = ("linear", "nearest", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
 
 
-def check_grid_sample(x_shape, grid_shape, mode: str, padding_mode: str, error=TEError):
-    """Raise ``error`` naming what is wrong with these grid_sample arguments."""
+def check_grid_sample(x_shape, grid_shape, mode: str, padding_mode: str):
+    """Raise naming what is wrong with these grid_sample arguments: grid_sample's check."""
     if mode not in MODES:
-        raise error(f"grid_sample: mode={mode!r} is not one of {', '.join(MODES)}")
+        raise TEAttributeError(f"grid_sample: mode={mode!r} is not one of {', '.join(MODES)}")
     if padding_mode not in PADDING_MODES:
-        raise error(f"grid_sample: padding_mode={padding_mode!r} is not one of "
-                    f"{', '.join(PADDING_MODES)}")
+        raise TEAttributeError(f"grid_sample: padding_mode={padding_mode!r} is not one of "
+                               f"{', '.join(PADDING_MODES)}")
     r = len(x_shape) - 2
     if r < 1 or len(grid_shape) != r + 2 or grid_shape[0] != x_shape[0] or grid_shape[-1] != r:
-        raise error(f"grid_sample: x {tuple(x_shape)} and grid {tuple(grid_shape)} do not fit; "
-                    f"x is (N, C, *spatial) and grid (N, *out_spatial, {max(r, 1)}) with the "
-                    "same N and one coordinate per spatial axis")
+        raise TEShapeError(f"grid_sample: x {tuple(x_shape)} and grid {tuple(grid_shape)} do "
+                           f"not fit; x is (N, C, *spatial) and grid (N, *out_spatial, "
+                           f"{max(r, 1)}) with the same N and one coordinate per spatial axis")
     if mode == "cubic" and r != 2:
-        raise error(f"grid_sample: cubic mode samples 2-D images; x {tuple(x_shape)} has {r} "
-                    "spatial axes. Instead: use mode='linear'")
+        raise TEShapeError(f"grid_sample: cubic mode samples 2-D images; x {tuple(x_shape)} has "
+                           f"{r} spatial axes. Instead: use mode='linear'")
 
 
 def _reflect(v, lo: float, hi: float, m):
@@ -100,7 +100,8 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
     check_tensor(grid, "grid_sample", "grid")
     check_grid_sample(x.shape, grid.shape, mode, padding_mode)
     if not (_e.is_float(x.dtype) and _e.is_float(grid.dtype)):
-        raise TEError(f"grid_sample: x is {x.dtype} and grid {grid.dtype}; both must be float")
+        raise TEDTypeError(f"grid_sample: x is {x.dtype} and grid {grid.dtype}; both must be "
+                           "float")
     r = x.ndim - 2
     sizes = x.shape[2:]
     dt = compute_dtype(grid.dtype)

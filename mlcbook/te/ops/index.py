@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ...errors import TEError, TEShapeError
+from ...errors import TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
@@ -35,7 +35,8 @@ REDUCTIONS = ("none",) + tuple(_COMBINE)
 def _check_indices(op: str, indices: Tensor) -> None:
     check_tensor(indices, op, "indices")
     if not _e.is_int(indices.dtype):
-        raise TEError(f"{op}: indices {indices.name!r} are {indices.dtype}; give an int tensor")
+        raise TEDTypeError(f"{op}: the indices are {indices.dtype}; Instead: give an int "
+                           "tensor")
 
 
 def _index(value, n: int):
@@ -45,14 +46,35 @@ def _index(value, n: int):
     return clamp(_e.select(ix < 0, ix + n, ix), n)
 
 
+def elements_axis(op: str, data_shape, indices_shape, axis: int) -> int:
+    """``axis`` (non-negative) of a gather or scatter of elements whose indices of
+    ``indices_shape`` have the data's rank and fit in it outside ``axis``: their check, which
+    the graph ops share."""
+    axis = normalize_axis(axis, len(data_shape), op)
+    if len(indices_shape) != len(data_shape) or any(i > d for k, (i, d) in enumerate(
+            zip(indices_shape, data_shape)) if k != axis):
+        raise TEShapeError(f"{op}: the indices {tuple(indices_shape)} must have the rank of the "
+                           f"data {tuple(data_shape)} and fit in it outside axis {axis}")
+    return axis
+
+
+def nd_coordinates(op: str, data_shape, indices_shape, batch_dims: int = 0) -> int:
+    """How many coordinates into the data the last axis of ``indices_shape`` holds (after
+    ``batch_dims`` leading axes that indices and data share), checked: the check of
+    gather_nd and scatter_nd, which the graph ops share."""
+    b, q = batch_dims, indices_shape[-1] if len(indices_shape) else 0
+    if (not indices_shape or not 1 <= q <= len(data_shape) - b
+            or tuple(indices_shape[:b]) != tuple(data_shape[:b])):
+        raise TEShapeError(f"{op}: the indices {tuple(indices_shape)} (the last axis: "
+                           f"coordinates) with batch_dims={b} do not address the data "
+                           f"{tuple(data_shape)}")
+    return q
+
+
 def _check_elements(op: str, data: Tensor, indices: Tensor, axis: int) -> int:
     check_tensor(data, op, "data")
     _check_indices(op, indices)
-    if indices.ndim != data.ndim or any(i > d for k, (i, d) in enumerate(
-            zip(indices.shape, data.shape)) if k != normalize_axis(axis, data.ndim, op)):
-        raise TEShapeError(f"{op}: indices {indices.shape} must have the rank of data "
-                           f"{data.shape} and fit in it outside axis {axis}")
-    return normalize_axis(axis, data.ndim, op)
+    return elements_axis(op, data.shape, indices.shape, axis)
 
 
 def gather_elements(data: Tensor, indices: Tensor, axis: int = 0,
@@ -73,10 +95,7 @@ def gather_nd(data: Tensor, indices: Tensor, batch_dims: int = 0,
     (after ``batch_dims`` leading axes both share); out[i, ...] = data[indices[i], ...]."""
     check_tensor(data, "gather_nd", "data")
     _check_indices("gather_nd", indices)
-    b, q = batch_dims, indices.shape[-1] if indices.ndim else 0
-    if indices.ndim < 1 or b + q > data.ndim or indices.shape[:b] != data.shape[:b]:
-        raise TEShapeError(f"gather_nd: indices {indices.shape} with batch_dims={b} do not "
-                           f"address data {data.shape}")
+    b, q = batch_dims, nd_coordinates("gather_nd", data.shape, indices.shape, batch_dims)
     lead = indices.ndim - 1
     shape = indices.shape[:-1] + data.shape[b + q:]
 
@@ -87,18 +106,21 @@ def gather_nd(data: Tensor, indices: Tensor, batch_dims: int = 0,
     return compute_named(shape, axis_names(len(shape)), body, name)
 
 
-def _check_reduction(op: str, reduction: str, dtype: str) -> None:
+def check_reduction(op: str, reduction: str, dtype: str | None = None) -> None:
+    """Raise unless a scatter of ``dtype`` data can combine its updates by ``reduction``:
+    the scatters' check, which the graph ops share."""
     if reduction not in REDUCTIONS:
-        raise TEError(f"{op}: reduction={reduction!r} is not one of {REDUCTIONS}")
+        raise TEAttributeError(f"{op}: reduction={reduction!r} is not one of {REDUCTIONS}")
     if dtype == "bool" and reduction != "none":
-        raise TEError(f"{op}: reduction={reduction!r} of bool data; cast it to a number type")
+        raise TEDTypeError(f"{op}: reduction={reduction!r} of bool data; cast it to a number "
+                           "type")
 
 
 def _scatter(op, data, positions, match, update_at, reduction, name):
     """The output of a scatter: ``positions`` are the reduce axes over the update positions,
     ``match(i)`` says whether the update position targets output element ``i``, and
     ``update_at(i, pos)`` reads the update at position ``pos`` (index expressions) for it."""
-    _check_reduction(op, reduction, data.dtype)
+    check_reduction(op, reduction, data.dtype)
     names = axis_names(data.ndim)
     if reduction == "none":
         # the last matching position, as a row-major number over the positions (-1: none)
@@ -158,10 +180,9 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
     check_tensor(data, "scatter_nd", "data")
     _check_indices("scatter_nd", indices)
     check_tensor(updates, "scatter_nd", "updates")
-    q = indices.shape[-1] if indices.ndim else 0
+    q = nd_coordinates("scatter_nd", data.shape, indices.shape)
     lead = indices.shape[:-1]
-    if (indices.ndim < 1 or not 1 <= q <= data.ndim or updates.shape != lead + data.shape[q:]
-            or updates.dtype != data.dtype):
+    if updates.shape != lead + data.shape[q:] or updates.dtype != data.dtype:
         raise TEShapeError(f"scatter_nd: indices {indices.shape} and updates {updates.shape} "
                            f"{updates.dtype} do not fit data {data.shape} {data.dtype}; updates "
                            "must have shape indices.shape[:-1] + data.shape[q:]")

@@ -25,20 +25,22 @@ import functools
 
 import numpy as np
 
-from ...errors import TEShapeError
+from ...errors import TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from ...tir.int_math import saturate
 from .. import reduction as _r
 from ..tensor import Tensor
-from .nn import window_out_size
+from .nn import window_attrs, window_out_size
 from .util import clamp, compute_named
 
 __all__ = ["PACK_LANES", "pack_int8", "pack_conv_int8", "int8_dense", "int8_conv2d",
            "int8_product", "conv_row_terms",
-           "ACC_SUFFIX", "NARROW_ACC_SUFFIX", "CONV_LAYOUTS"]
+           "ACC_SUFFIX", "NARROW_ACC_SUFFIX", "CONV_LAYOUTS", "OUT_DTYPES"]
 
 #: the data layouts of :func:`int8_conv2d`: batch, channels, rows, columns or channels last
 CONV_LAYOUTS = ("NCHW", "NHWC")
+#: what the kernels output: requantized int8/uint8, or the int32 sums (plus bias) themselves
+OUT_DTYPES = ("int8", "uint8", "int32")
 #: output columns of one packed weight tile: VNNI's 16 int32 lanes (AVX2 does it in 2 x 8)
 PACK_LANES = 16
 #: the name of the stage the schedule tensorizes ends with this
@@ -103,11 +105,20 @@ def _requant(acc_ij: _e.PrimExpr, j, bias: Tensor, mult: Tensor, y_zp: int, dtyp
     return saturate(dtype, v)
 
 
-def _check_epilogue(name: str, bias: Tensor, mult: Tensor, n: int) -> None:
-    if bias.shape != (n,) or mult.shape != (n,) or bias.dtype != "int32" or \
-            mult.dtype != "float32":
-        raise TEShapeError(f"{name}: bias must be ({n},) int32 and multiplier ({n},) float32, "
-                           f"got {bias.shape} {bias.dtype} and {mult.shape} {mult.dtype}")
+def _check_operands(name: str, wp: Tensor, bias: Tensor, mult: Tensor, n: int, k: int,
+                    dtype: str, pack: str) -> None:
+    """Raise unless ``wp`` (packed by ``pack``) holds ``n`` outputs over ``k`` terms, the
+    bias and the multiplier one value per output, and ``dtype`` is one the kernels write."""
+    if dtype not in OUT_DTYPES:
+        raise TEAttributeError(f"{name}: dtype={dtype!r} is not int8, uint8 or int32")
+    want = (-(-n // PACK_LANES), -(-k // 4), PACK_LANES, 4)
+    if wp.shape != want or bias.shape != (n,) or mult.shape != (n,):
+        raise TEShapeError(f"{name}: for {n} outputs over {k} terms the packed weight must be "
+                           f"{want}, bias and multiplier ({n},); got {wp.shape}, {bias.shape}, "
+                           f"{mult.shape}. Instead: pack the weights with {pack}")
+    if bias.dtype != "int32" or mult.dtype != "float32":
+        raise TEDTypeError(f"{name}: the bias must be int32 and the multiplier float32, got "
+                           f"{bias.dtype} and {mult.dtype}")
 
 
 def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: int,
@@ -118,8 +129,10 @@ def int8_dense(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, units: i
     :func:`~mlcbook.tir.x86_intrinsics.pairs_fit_int16` (the caller checked the constant
     weights), which lets the schedule use the ``vpmaddubsw`` kernel; the computation is the
     same."""
+    if x.ndim != 2:
+        raise TEShapeError(f"{name}: the data must be 2-D (M, K), got {x.shape}")
     m, k = x.shape
-    _check_epilogue(name, bias, multiplier, units)
+    _check_operands(name, wp, bias, multiplier, units, k, dtype, "pack_int8")
     a = x
     if k % 4:
         # the reduction runs over whole tiles of 4: the extra columns meet zero weights
@@ -159,17 +172,18 @@ def int8_conv2d(x: Tensor, wp: Tensor, bias: Tensor, multiplier: Tensor, channel
     multiplier of the first), so ``pw`` counts those pixels: the output is
     ``(N, OH // ph, OW * P // pw, channels // P)``."""
     if layout not in CONV_LAYOUTS:
-        raise TEShapeError(f"{name}: layout={layout!r} is not one of {CONV_LAYOUTS}")
+        raise TEAttributeError(f"{name}: layout={layout!r} is not one of {CONV_LAYOUTS}. "
+                               "Instead: give NCHW data, or NHWC (channels last)")
+    if x.ndim != 4:
+        raise TEShapeError(f"{name}: the data must be 4-D ({', '.join(layout)}), got {x.shape}")
+    window_attrs(name, 2, kernel_shape, strides, pads, dilations)
     if layout == "NHWC":
         n, h, w, c = x.shape
     else:
         n, c, h, w = x.shape
     kh, kw = kernel_shape
     row = conv_row_terms(c, kw)
-    _check_epilogue(name, bias, multiplier, channels)
-    if wp.shape != (-(-channels // PACK_LANES), kh * row // 4, PACK_LANES, 4):
-        raise TEShapeError(f"{name}: packed weights {wp.shape} do not fit {channels} filters "
-                           f"of {kh}x{kw} over {c} channels; pack them with pack_conv_int8")
+    _check_operands(name, wp, bias, multiplier, channels, kh * row, dtype, "pack_conv_int8")
     oh = window_out_size(name, h, pads[0], pads[2], kh, strides[0], dilations[0])
     ow = window_out_size(name, w, pads[1], pads[3], kw, strides[1], dilations[1])
     hp = h + pads[0] + pads[2]
@@ -215,11 +229,13 @@ def _pooled(name: str, acc: Tensor, channels: int, pool, pixels: int, layout: st
     the epilogue stays one spatial stage the schedule can place under the product's rows."""
     n, oh, ow = acc.shape[:3]
     (ph, pw), f = pool, channels // pixels
-    if layout != "NHWC" or channels % pixels or pw % pixels or ph < 1 or \
+    if layout != "NHWC" or channels % pixels or pw % pixels or min(ph, pw, pixels) < 1 or \
             oh < ph or ow * pixels < pw:
-        raise TEShapeError(f"{name}: pool={pool} over pixels={pixels} needs NHWC sums, "
-                           f"{channels} channels in groups of {pixels} pixels, pw a multiple "
-                           f"of {pixels} and at least one window in {oh}x{ow * pixels} pixels")
+        raise TEShapeError(f"{name}: pool={tuple(pool)} over pixels={pixels} needs "
+                           f"layout='NHWC', channels in groups of {pixels} pixels, the pool's "
+                           f"width a multiple of {pixels} and a whole window in the "
+                           f"{oh}x{ow * pixels} output pixels; got layout={layout!r}, "
+                           f"{channels} channels. Instead: pool with max_pool")
 
     def out(b, y, z, c):
         sums = []

@@ -13,11 +13,11 @@ tap: the input value is broadcast, the weights of 16 output channels are one vec
 
 from __future__ import annotations
 
-from ...errors import TEShapeError
+from ...errors import TEAttributeError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
-from .util import check_tensor, compute_named, ints, pair, scaled
+from .util import check_tensor, compute_named, ints, need_rank, pair, scaled
 
 
 def to_blocked(x: Tensor, block: int, name: str = "to_blocked", groups: int = 1) -> Tensor:
@@ -25,10 +25,14 @@ def to_blocked(x: Tensor, block: int, name: str = "to_blocked", groups: int = 1)
     groups in blocks of ``block``, the last block of a group padded with zeros when
     ``block`` does not divide C/G (1000 channels in blocks of 16: 63 blocks, 8 zeros)."""
     check_tensor(x, "to_blocked", "x")
+    need_rank("to_blocked", x.shape, 3, "the data", "(N, C, *spatial)")
     n, c, *s = x.shape
-    if block < 1 or groups < 1 or c % groups:
+    if block < 1 or groups < 1:
+        raise TEAttributeError(f"to_blocked: block={block} and groups={groups} must be "
+                               "positive")
+    if c % groups:
         raise TEShapeError(f"to_blocked: {groups} groups do not divide the {c} channels of "
-                           f"{x.name!r} {x.shape}, or block {block} < 1; pick a divisor of {c}")
+                           f"the data {x.shape}; Instead: pick a divisor of {c}")
     cg = c // groups
     per = -(-cg // block)
     names = ["n", "cb"] + [f"s{d}" for d in range(len(s))] + ["ci"]
@@ -50,6 +54,7 @@ def from_blocked(x: Tensor, name: str = "from_blocked", channels: int | None = N
     """(N, C'/b, *S, b) -> (N, C, *S), the inverse of :func:`to_blocked`: ``channels`` (C,
     default C') of ``groups`` groups, the padding of each group's last block dropped."""
     check_tensor(x, "from_blocked", "x")
+    need_rank("from_blocked", x.shape, 4, "the data", "(N, C/b, *spatial, b)")
     n, cb, *s, b = x.shape
     c = cb * b if channels is None else channels
     names = ["n", "c"] + [f"s{d}" for d in range(len(s))]
@@ -59,7 +64,7 @@ def from_blocked(x: Tensor, name: str = "from_blocked", channels: int | None = N
                              name)
     if groups < 1 or c % groups or cb % groups or (cb // groups) * b < c // groups:
         raise TEShapeError(f"from_blocked: {cb} blocks of {b} in {groups} groups cannot hold "
-                           f"{c} channels of {x.name!r} {x.shape}")
+                           f"{c} channels of the data {x.shape}")
     cg, per = c // groups, cb // groups
 
     def body(nn, ch, *rest):

@@ -9,11 +9,44 @@
 
 from __future__ import annotations
 
-from ...errors import TEError, TEShapeError
+from ...errors import TEDTypeError, TEShapeError
 from .. import reduction as _r
 from ..tensor import Tensor
 from .util import (axis_names, broadcast_indices, broadcast_shapes, check_tensor,
                     compute_named, const_like, load, reduce_stage, store)
+
+
+def product_shape(op: str, a, b, transpose_a: bool = False, transpose_b: bool = False,
+                  b_panel: int = 0) -> tuple[int, ...]:
+    """The shape of ``op(a) @ op(b)`` for operands of shapes ``a`` and ``b`` (numpy's
+    matmul: batch dimensions broadcast, a 1-D operand is a vector), checked: the products'
+    check, which the graph ops share. With ``b_panel=p`` b is packed in panels of p columns.
+
+        >>> product_shape("matmul", (2, 5, 3), (3, 4))
+        (2, 5, 4)
+    """
+    a, b = tuple(a), tuple(b)
+    if not a or not b:
+        raise TEShapeError(f"{op}: the operands have shapes {a} and {b}; both need at least "
+                           "one dimension")
+    a_vec, b_vec = len(a) == 1, len(b) == 1
+    if a_vec:
+        m, ka = 1, a[0]
+    else:
+        m, ka = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+    if b_panel:
+        kb, n = b[1], b[0] * b_panel
+    elif b_vec:
+        kb, n = b[0], 1
+    else:
+        kb, n = (b[-1], b[-2]) if transpose_b else (b[-2], b[-1])
+    if ka != kb:
+        raise TEShapeError(
+            f"{op}: the operands have shapes {a} and {b}{_flags(op, transpose_a, transpose_b)}: "
+            f"the contracted dimensions {ka} and {kb} differ ({m}x{ka} times {kb}x{n}); they "
+            "must be equal (check the operand order and the transpose flags)")
+    batch = broadcast_shapes(f"{op} (batch dimensions)", a[:-2], () if b_panel else b[:-2])
+    return batch + (() if a_vec else (m,)) + (() if b_vec else (n,))
 
 
 def _product(a: Tensor, b: Tensor, op: str, transpose_a: bool, transpose_b: bool,
@@ -23,28 +56,13 @@ def _product(a: Tensor, b: Tensor, op: str, transpose_a: bool, transpose_b: bool
     check_tensor(a, op, "a")
     check_tensor(b, op, "b")
     if a.dtype != b.dtype:
-        raise TEError(f"{op}: {a.name!r} is {a.dtype} but {b.name!r} is {b.dtype}; "
-                      "cast one of them so both have the same dtype")
+        raise TEDTypeError(f"{op}: {a.name!r} is {a.dtype} but {b.name!r} is {b.dtype}; "
+                           "cast one of them so both have the same dtype")
+    out_shape = product_shape(op, a.shape, b.shape, transpose_a, transpose_b, b_panel)
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
-    if a_vec:
-        m, ka = 1, a.shape[0]
-    else:
-        m, ka = (a.shape[-1], a.shape[-2]) if transpose_a else (a.shape[-2], a.shape[-1])
-    if b_panel:
-        kb, n = b.shape[1], b.shape[0] * b_panel
-    elif b_vec:
-        kb, n = b.shape[0], 1
-    else:
-        kb, n = (b.shape[-1], b.shape[-2]) if transpose_b else (b.shape[-2], b.shape[-1])
-    if ka != kb:
-        raise TEShapeError(
-            f"{op}: {a.name!r} has shape {a.shape} and {b.name!r} has shape {b.shape}"
-            f"{_flags(transpose_a, transpose_b)}: the contracted dimensions {ka} and {kb} "
-            "differ; they must be equal (check the operand order and the transpose flags)")
     a_batch, b_batch = a.shape[:-2], () if b_panel else b.shape[:-2]
-    batch = broadcast_shapes(f"{op} (batch dimensions)", a_batch, b_batch)
-    out_shape = batch + (() if a_vec else (m,)) + (() if b_vec else (n,))
-    k = _r.reduce_axis(ka, name="k")
+    batch = out_shape[:len(out_shape) - (not a_vec) - (not b_vec)]
+    k = _r.reduce_axis(a.shape[0 if a_vec else -2 if transpose_a else -1], name="k")
 
     def body(*idx):
         bidx, rest = idx[: len(batch)], list(idx[len(batch):])
@@ -93,6 +111,26 @@ def batch_matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: b
     return matmul(a, b, transpose_a, transpose_b, name)
 
 
+def gemm_shape(a, b, c=None, trans_a: bool = False, trans_b: bool = False,
+               b_panel: int = 0) -> tuple[int, int]:
+    """The (M, N) of a gemm of operands of shapes ``a``, ``b`` and ``c`` (None: no c),
+    checked: gemm's check, which the graph op shares."""
+    a, b = tuple(a), tuple(b)
+    if b_panel and (trans_b or len(b) != 3 or b[2] != b_panel):
+        raise TEShapeError(
+            f"gemm: with b_panel={b_panel}, b must be packed as (N // {b_panel}, K, {b_panel}) "
+            f"and trans_b must be 0, got b of shape {b} and trans_b={trans_b}; Instead: pack it "
+            f"with pack_panels(b, {b_panel})")
+    if len(a) != 2 or (len(b) != 2 and not b_panel):
+        raise TEShapeError(f"gemm: a and b must be 2-D, got shapes {a} and {b}; Instead: use "
+                           "matmul")
+    shape = product_shape("gemm", a, b, bool(trans_a), bool(trans_b), b_panel)
+    if c is not None and broadcast_shapes("gemm", c, shape) != shape:
+        raise TEShapeError(f"gemm: c of shape {tuple(c)} does not broadcast to the output "
+                           f"{shape}")
+    return shape
+
+
 def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 1.0,
          trans_a: bool = False, trans_b: bool = False, b_panel: int = 0,
          name: str = "gemm") -> Tensor:
@@ -102,9 +140,8 @@ def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta
     (``<name>_acc`` when an epilogue follows) and the epilogue ``<name>``."""
     for arg, t in (("a", a), ("b", b)):
         check_tensor(t, "gemm", arg)
-        if t.ndim != (3 if arg == "b" and b_panel else 2):
-            raise TEShapeError(f"gemm: {arg} {t.name!r} has shape {t.shape}; gemm takes 2-D "
-                               "operands (b packed (N // p, K, p) with b_panel=p); use matmul")
+    gemm_shape(a.shape, b.shape, None if c is None else check_tensor(c, "gemm", "c").shape,
+               trans_a, trans_b, b_panel)
     shape, names, body = _product(a, b, "gemm", bool(trans_a), bool(trans_b), b_panel)
     if c is None and alpha == 1.0:
         return reduce_stage(shape, names, body, a.dtype, name)
@@ -120,6 +157,7 @@ def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta
     return compute_named(shape, names, epilogue, name)
 
 
-def _flags(ta: bool, tb: bool) -> str:
-    on = [n for n, f in (("transpose_a", ta), ("transpose_b", tb)) if f]
+def _flags(op: str, ta: bool, tb: bool) -> str:
+    names = ("trans_a", "trans_b") if op == "gemm" else ("transpose_a", "transpose_b")
+    on = [n for n, f in zip(names, (ta, tb)) if f]
     return f" (with {', '.join(on)})" if on else ""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...errors import TEError
+from ...errors import TEAttributeError, TEDTypeError
 from ...tir import expr as _e
 from ...tir.stmt import KEEP_MATERIALIZED
 from ..tensor import Tensor
@@ -108,10 +108,12 @@ FORMATS = {f.name: f for f in (
 ROUND_MODES = ("up", "down", "nearest")
 
 
-def _format(name: str) -> LowBitFormat:
+def low_bit_format(name: str) -> LowBitFormat:
+    """The low-bit format ``name`` (``float8_e4m3fn``, ...): the check of a format argument,
+    which the graph ops share."""
     if name not in FORMATS:
-        raise TEError(f"{name!r} is not a low-bit format; Instead: use one of "
-                      f"{', '.join(FORMATS)}")
+        raise TEAttributeError(f"format={name!r} is not a low-bit type; Instead: use one of "
+                               f"{', '.join(FORMATS)}")
     return FORMATS[name]
 
 
@@ -167,10 +169,11 @@ def _decode_value(b: _e.PrimExpr, f: LowBitFormat) -> _e.PrimExpr:
 def decode(x: Tensor, fmt: str, name: str = "decode") -> Tensor:
     """The float32 values of the ``fmt`` bit patterns in the uint8 tensor ``x`` (exact)."""
     check_tensor(x, "decode", "x")
-    f = _format(fmt)
+    f = low_bit_format(fmt)
     if x.dtype != "uint8":
-        raise TEError(f"decode reads bit patterns stored in uint8, but {x.name!r} is "
-                      f"{x.dtype}; Instead: pass the uint8 storage of the {fmt} tensor")
+        raise TEDTypeError(f"decode reads bit patterns stored in uint8, but the data "
+                           f"{x.name!r} is {x.dtype}; Instead: pass the uint8 storage of the "
+                           f"{fmt} tensor")
     return compute_named(x.shape, axis_names(x.ndim),
                          lambda *i: _decode_value(_e.cast("int32", x[i]), f), name)
 
@@ -261,13 +264,13 @@ def encode(x: Tensor, fmt: str, saturate: bool = True, round_mode: str = "up",
     """The ``fmt`` bit patterns (uint8) of the numbers in ``x`` (any int or float dtype),
     converted as ONNX's Cast converts to ``fmt``."""
     check_tensor(x, "encode", "x")
-    f = _format(fmt)
+    f = low_bit_format(fmt)
     if round_mode not in ROUND_MODES:
-        raise TEError(f"round_mode {round_mode!r} is not one of {', '.join(ROUND_MODES)}; "
-                      "Instead: use 'up' (ONNX's default)")
+        raise TEAttributeError(f"round_mode={round_mode!r} is not one of "
+                               f"{', '.join(ROUND_MODES)}; Instead: use 'up' (ONNX's default)")
     if x.dtype == "bool":
-        raise TEError(f"encode converts numbers, but {x.name!r} is bool; Instead: cast it "
-                      "to float32 first")
+        raise TEDTypeError(f"encode converts numbers, but the data {x.name!r} is bool; "
+                           "Instead: cast it to float32 first")
     names = axis_names(x.ndim)
 
     def stage(suffix, fn, final=False):

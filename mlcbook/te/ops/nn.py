@@ -12,12 +12,13 @@ axis, then after every one. The 2-D forms take ``padding`` as an int, a pair
 
 from __future__ import annotations
 
-from ...errors import MLCError, TEError, TEShapeError
+from ...errors import TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from .. import reduction as _r
 from ..tensor import Tensor
 from .util import (and_all, axis_names, check_tensor, clamp, compute_dtype, compute_named,
-                    ints, load, normalize_axis, pair, prod, reduce_stage, scaled, store)
+                    ints, load, need_rank, normalize_axis, pair, prod, reduce_stage, scaled,
+                    store)
 
 
 def bias_add(x: Tensor, bias: Tensor, axis: int = 1, name: str = "bias_add") -> Tensor:
@@ -27,8 +28,8 @@ def bias_add(x: Tensor, bias: Tensor, axis: int = 1, name: str = "bias_add") -> 
     check_tensor(bias, "bias_add", "bias")
     axis = normalize_axis(axis, x.ndim, "bias_add")
     if bias.shape != (x.shape[axis],):
-        raise TEShapeError(f"bias_add: bias {bias.name!r} has shape {bias.shape} but must be "
-                           f"({x.shape[axis]},), the size of axis {axis} of {x.name!r} {x.shape}")
+        raise TEShapeError(f"bias_add: the bias has shape {bias.shape} but must be "
+                           f"({x.shape[axis]},), the size of axis {axis} of the data {x.shape}")
     same_dtype("bias_add", x, bias)
     return compute_named(x.shape, axis_names(x.ndim),
                          lambda *idx: x[idx] + bias[idx[axis]], name)
@@ -38,16 +39,17 @@ def same_dtype(op: str, *tensors: Tensor) -> None:
     """Raise unless all ``tensors`` have one dtype."""
     for t in tensors[1:]:
         if t.dtype != tensors[0].dtype:
-            raise TEError(f"{op}: {tensors[0].name!r} is {tensors[0].dtype} but {t.name!r} is "
-                          f"{t.dtype}; cast one of them so the dtypes agree")
+            raise TEDTypeError(f"{op}: {tensors[0].name!r} is {tensors[0].dtype} but {t.name!r} "
+                               f"is {t.dtype}; cast one of them so the dtypes agree")
 
 
 # --- window geometry ----------------------------------------------------------------------------
 def _check_nd(x: Tensor, op: str, arg: str, layout: str, ndim: int | None = None) -> None:
     check_tensor(x, op, arg)
-    if (x.ndim != ndim) if ndim else x.ndim < 3:
-        want = f"{ndim}-D" if ndim else "at least 3-D"
-        raise TEShapeError(f"{op}: {arg} {x.name!r} has shape {x.shape} but must be {want} "
+    if not ndim:
+        need_rank(op, x.shape, 3, f"the {arg}", f"({layout})")
+    elif x.ndim != ndim:
+        raise TEShapeError(f"{op}: the {arg} has shape {x.shape} but must be {ndim}-D "
                            f"({layout})")
 
 
@@ -56,11 +58,10 @@ def _axis_word(d: int, nsp: int) -> str:
 
 
 def window_out_size(op: str, size: int, before: int, after: int, kernel: int, stride: int,
-                    dilation: int, ceil_mode: bool = False, what: str = "",
-                    error: type[MLCError] = TEShapeError) -> int:
+                    dilation: int, ceil_mode: bool = False, what: str = "") -> int:
     """How many window positions fit along an axis of ``size`` padded by ``before`` and
     ``after`` (ONNX's rule; with ``ceil_mode`` a last partial window counts if it starts
-    inside the input). A window larger than the padded input raises ``error``.
+    inside the input). A window larger than the padded input raises a ``TEShapeError``.
 
         >>> window_out_size("max_pool", 5, 0, 0, 2, 2, 1, ceil_mode=True)
         3
@@ -68,26 +69,35 @@ def window_out_size(op: str, size: int, before: int, after: int, kernel: int, st
     span = dilation * (kernel - 1) + 1
     num = size + before + after - span
     if num < 0:
-        raise error(f"{op}: the {what + ' ' if what else ''}window spans {span} but the padded "
-                    f"input is only {size + before + after} ({size} + padding {before}+{after});"
-                    " use a smaller kernel or dilation, or more padding")
+        raise TEShapeError(f"{op}: the {what + ' ' if what else ''}window spans {span} but the "
+                           f"padded input is only {size + before + after} ({size} + padding "
+                           f"{before}+{after}); use a smaller kernel or dilation, or more "
+                           "padding")
     if not ceil_mode:
         return num // stride + 1
     out = -(-num // stride) + 1
     return out - 1 if (out - 1) * stride >= size + before else out
 
 
-def _window(op: str, x: Tensor, kernel, strides, pads, dilations, ceil_mode=False):
-    """Checked window geometry along the spatial axes of ``x``: (kernel, strides, pads,
-    dilations, output spatial sizes), each a tuple of ints."""
-    nsp = x.ndim - 2
+def window_attrs(op: str, nsp: int, kernel, strides, pads, dilations):
+    """(kernel, strides, pads, dilations) of a window over ``nsp`` spatial axes, each a tuple
+    of ints (None: strides and dilations 1, pads 0), checked: a conv's or a pool's check of
+    its attributes, which the graph ops share."""
     kernel = ints(kernel, nsp, op, "kernel_shape")
     strides = ints(strides if strides is not None else 1, nsp, op, "strides")
     dilations = ints(dilations if dilations is not None else 1, nsp, op, "dilations")
     pads = ints(pads if pads is not None else 0, 2 * nsp, op, "pads")
     if min(strides + dilations + kernel) < 1 or min(pads) < 0:
-        raise TEError(f"{op}: strides {strides}, dilations {dilations} and kernel {kernel} "
-                      f"must be positive and pads {pads} non-negative")
+        raise TEAttributeError(f"{op}: strides {strides}, dilations {dilations} and kernel "
+                               f"{kernel} must be positive and pads {pads} non-negative")
+    return kernel, strides, pads, dilations
+
+
+def _window(op: str, x: Tensor, kernel, strides, pads, dilations, ceil_mode=False):
+    """Checked window geometry along the spatial axes of ``x``: (kernel, strides, pads,
+    dilations, output spatial sizes), each a tuple of ints."""
+    nsp = x.ndim - 2
+    kernel, strides, pads, dilations = window_attrs(op, nsp, kernel, strides, pads, dilations)
     out = [window_out_size(op, x.shape[2 + d], pads[d], pads[nsp + d], kernel[d], strides[d],
                            dilations[d], ceil_mode, _axis_word(d, nsp)) for d in range(nsp)]
     return kernel, strides, pads, dilations, tuple(out)
@@ -166,20 +176,21 @@ def conv(data: Tensor, weight: Tensor, bias: Tensor | None = None, strides=None,
     same_dtype(op, data, weight)
     c, (f, cg) = data.shape[1], weight.shape[:2]
     if isinstance(group, bool) or not isinstance(group, int) or group < 1:
-        raise TEError(f"{op}: groups={group!r} must be a positive int")
+        raise TEAttributeError(f"{op}: groups={group!r} must be a positive int")
     if c % group or f % group:
         raise TEShapeError(f"{op}: groups={group} must divide both the input channels ({c}) "
                            f"and the output channels ({f})")
     if cg != c // group:
         raise TEShapeError(
-            f"{op}: weight {weight.name!r} has shape {weight.shape}, so {cg} input channels per "
-            f"group, but data {data.name!r} {data.shape} with groups={group} has "
+            f"{op}: the weight has shape {weight.shape}, so {cg} input channels per "
+            f"group, but the data {data.shape} with groups={group} has "
             f"{c // group}; the weight must be (F, C/groups, *kernel)")
     if kernel_shape is not None and tuple(kernel_shape) != weight.shape[2:]:
         raise TEShapeError(f"{op}: kernel_shape={tuple(kernel_shape)} disagrees with the "
                            f"weight's spatial shape {weight.shape[2:]}")
     if bias is not None and (check_tensor(bias, op, "bias").shape != (f,)):
-        raise TEShapeError(f"{op}: bias {bias.name!r} has shape {bias.shape} but must be ({f},)")
+        raise TEShapeError(f"{op}: the bias has shape {bias.shape} but must be ({f},), one "
+                           "per output channel")
     _, strides, pads, dil, out = _window(op, data, weight.shape[2:], strides, pads, dilations)
     nsp = data.ndim - 2
     padded = _zero_pad(data, pads, f"{name}_pad")
@@ -216,7 +227,8 @@ def conv2d(data: Tensor, weight: Tensor, stride=1, padding=0, dilation=1, groups
     _check_nd(weight, op, "weight", "F, C/groups, KH, KW", 4)
     strides, dil = pair(stride, op, "stride"), pair(dilation, op, "dilation")
     if min(strides + dil) < 1:
-        raise TEError(f"{op}: stride {stride!r} and dilation {dilation!r} must be positive")
+        raise TEAttributeError(f"{op}: stride {stride!r} and dilation {dilation!r} must be "
+                               "positive")
     top, left, bottom, right = _pads2d(padding, op)
     return conv(data, weight, None, strides, (top, left, bottom, right), dil, groups,
                 name=name)
@@ -302,7 +314,8 @@ def avg_pool(data: Tensor, kernel_shape, strides=None, pads=None, dilations=None
     op = "avg_pool"
     _check_nd(data, op, "data", "N, C, *spatial")
     if not _e.is_float(data.dtype):
-        raise TEError(f"{op}: data {data.name!r} is {data.dtype}; average pooling needs floats")
+        raise TEDTypeError(f"{op}: the data is {data.dtype}; average pooling needs "
+                           "floats")
     kernel, strides, pads, dil, out = _window(op, data, kernel_shape, strides, pads, dilations,
                                               ceil_mode)
     nsp, dt = len(out), compute_dtype(data.dtype)
@@ -359,7 +372,7 @@ def _pool2d_args(op: str, data: Tensor, pool_size, stride, padding, dilation):
     strides = (kh, kw) if stride is None else pair(stride, op, "stride")
     dh, dw = pair(dilation, op, "dilation")
     if min((kh, kw) + strides + (dh, dw)) < 1:
-        raise TEError(f"{op}: pool_size, stride and dilation must be positive")
+        raise TEAttributeError(f"{op}: pool_size, stride and dilation must be positive")
     pads = _pads2d(padding, op)
     pt, pl, pb, pr = pads
     if max(pt, pb) > dh * (kh - 1) or max(pl, pr) > dw * (kw - 1):
@@ -383,8 +396,8 @@ def avg_pool2d(data: Tensor, pool_size, stride=None, padding=0, dilation=1,
     count; with True every window counts ``kh * kw`` positions (PyTorch's default)."""
     check_tensor(data, "avg_pool2d", "data")
     if not _e.is_float(data.dtype):
-        raise TEError(f"avg_pool2d: data {data.name!r} is {data.dtype}; average pooling needs "
-                      "floats")
+        raise TEDTypeError(f"avg_pool2d: the data is {data.dtype}; average pooling "
+                           "needs floats")
     return avg_pool(data, *_pool2d_args("avg_pool2d", data, pool_size, stride, padding,
                                         dilation), count_include_pad=count_include_pad, name=name)
 
@@ -404,12 +417,10 @@ def conv_transpose(data: Tensor, weight: Tensor, bias: Tensor | None = None, str
     same_dtype(op, data, weight)
     nsp, c = data.ndim - 2, data.shape[1]
     if c % group or weight.shape[0] != c:
-        raise TEShapeError(f"{op}: weight {weight.name!r} {weight.shape} must be (C, F/group, "
+        raise TEShapeError(f"{op}: the weight {weight.shape} must be (C, F/group, "
                            f"*kernel) with C={c} divisible by group={group}")
-    kernel = weight.shape[2:]
-    strides = ints(strides if strides is not None else 1, nsp, op, "strides")
-    dil = ints(dilations if dilations is not None else 1, nsp, op, "dilations")
-    pads = ints(pads if pads is not None else 0, 2 * nsp, op, "pads")
+    kernel, strides, pads, dil = window_attrs(op, nsp, weight.shape[2:], strides, pads,
+                                              dilations)
     opad = ints(output_padding if output_padding is not None else 0, nsp, op, "output_padding")
     out = tuple(strides[d] * (data.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1
                 - pads[d] - pads[nsp + d] for d in range(nsp))
@@ -418,7 +429,8 @@ def conv_transpose(data: Tensor, weight: Tensor, bias: Tensor | None = None, str
     cg, mg = c // group, weight.shape[1]
     f = mg * group
     if bias is not None and check_tensor(bias, op, "bias").shape != (f,):
-        raise TEShapeError(f"{op}: bias {bias.name!r} has shape {bias.shape} but must be ({f},)")
+        raise TEShapeError(f"{op}: the bias has shape {bias.shape} but must be ({f},), one "
+                           "per output channel")
     rc = _r.reduce_axis(cg, name="rc")
     rk = [_r.reduce_axis(kernel[d], name=f"r{d}") for d in range(nsp)]
 

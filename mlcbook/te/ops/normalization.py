@@ -96,8 +96,8 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
         same_dtype(op, x, t)
         tail = inner[len(inner) - t.ndim:]
         if t.ndim > len(inner) or any(a not in (1, b) for a, b in zip(t.shape, tail)):
-            raise TEShapeError(f"{op}: {arg} {t.name!r} has shape {t.shape} but must broadcast "
-                               f"to {inner}, the normalized dimensions of {x.name!r} {x.shape}")
+            raise TEShapeError(f"{op}: the {arg} has shape {t.shape} but must broadcast "
+                               f"to {inner}, the normalized dimensions of the data {x.shape}")
     stat_shape = x.shape[:axis] + (1,) * len(inner)
     dt = compute_dtype(x.dtype)
     inv_n, eps = _e.const(1.0 / prod(inner), dt), _e.const(epsilon, dt)
@@ -154,12 +154,12 @@ def batch_norm(x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor
     op = "batch_norm"
     _float_input(x, op)
     if x.ndim < 2:
-        raise TEShapeError(f"{op}: data {x.name!r} has shape {x.shape}; it must be (N, C, ...)")
+        raise TEShapeError(f"{op}: the data has shape {x.shape}; it must be (N, C, ...)")
     for arg, t in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var)):
         check_tensor(t, op, arg)
         same_dtype(op, x, t)
         if t.shape != (x.shape[1],):
-            raise TEShapeError(f"{op}: {arg} {t.name!r} has shape {t.shape} but must be "
+            raise TEShapeError(f"{op}: the {arg} has shape {t.shape} but must be "
                                f"({x.shape[1]},), one value per channel")
     eps = _e.const(epsilon, compute_dtype(x.dtype))
 
@@ -178,7 +178,7 @@ def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: flo
     ``<name>_sqsum`` and ``<name>``."""
     _float_input(x, "lrn")
     if x.ndim < 3:
-        raise TEShapeError(f"lrn: {x.name!r} has shape {x.shape}; it must be (N, C, *spatial)")
+        raise TEShapeError(f"lrn: the data has shape {x.shape}; it must be (N, C, *spatial)")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise TEError(f"lrn: size={size!r} must be a positive int")
     channels, before = x.shape[1], (size - 1) // 2

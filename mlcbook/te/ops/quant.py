@@ -30,14 +30,24 @@ def _one(t: Tensor) -> _e.PrimExpr:
     return load(t, (0,) * t.ndim)
 
 
+def check_param(what: str, shape, x_shape, axis: int | None) -> None:
+    """Raise unless a scale or zero point (``what``) of ``shape`` is one value, or one per
+    index of ``axis`` (None: one value only) of the data of ``x_shape``: the quantizers'
+    check, which the graph ops share."""
+    if tuple(shape) in ((), (1,)):
+        return
+    if axis is None or len(shape) != 1 or shape[0] != x_shape[axis]:
+        per = "" if axis is None else \
+            f", or ({x_shape[axis]},): one per index of axis {axis}"
+        raise TEShapeError(f"the {what} has shape {tuple(shape)}; it must be one value{per} "
+                           f"of the data {tuple(x_shape)}")
+
+
 def _param(t: Tensor, idx, axis: int, what: str, x: Tensor) -> _e.PrimExpr:
     """Scale or zero point ``t`` at output index ``idx``: one value, or one per ``axis``."""
     if t.shape in ((), (1,)):
         return _one(t)
-    if t.ndim != 1 or t.shape[0] != x.shape[axis]:
-        raise TEShapeError(f"the {what} {t.name!r} has shape {t.shape}; it must have one "
-                           f"value, or {x.shape[axis]}, one per index of axis {axis} of "
-                           f"{x.name!r} {x.shape}")
+    check_param(what, t.shape, x.shape, axis)
     return load(t, (idx[axis],))
 
 

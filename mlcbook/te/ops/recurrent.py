@@ -22,7 +22,7 @@ direction) and its ``Y`` there is 0.
 
 from __future__ import annotations
 
-from ...errors import TEError, TEShapeError
+from ...errors import TEAttributeError, TEError, TEShapeError
 from ...tir import expr as _e
 from ...tir.stmt import KEEP_MATERIALIZED
 from .. import reduction as _r
@@ -35,6 +35,7 @@ GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 #: LSTM's output)
 DEFAULT_ACTIVATIONS = {"rnn": ("tanh",), "gru": ("sigmoid", "tanh"),
                        "lstm": ("sigmoid", "tanh", "tanh")}
+DIRECTIONS = ("forward", "reverse", "bidirectional")
 #: the activations without parameters (ONNX's names, lower case)
 ACTIVATIONS = ("sigmoid", "tanh", "relu", "softsign", "softplus")
 
@@ -58,11 +59,11 @@ def activate(kind: str, v: _e.PrimExpr) -> _e.PrimExpr:
 def _check(cell, x, w, r, b, h0, c0, p, seq_lens, direction, activations):
     if cell not in GATES:
         raise TEError(f"recurrent: cell {cell!r} is not one of {', '.join(GATES)}")
-    if direction not in ("forward", "reverse", "bidirectional"):
-        raise TEError(f"{cell}: direction={direction!r} is not forward, reverse or "
-                      "bidirectional")
+    if direction not in DIRECTIONS:
+        raise TEAttributeError(f"{cell}: direction={direction!r} is not one of "
+                               f"{', '.join(DIRECTIONS)}")
     if x.ndim != 3 or not _e.is_float(x.dtype):
-        raise TEShapeError(f"{cell}: x {x.name!r} is {x.shape} {x.dtype}; it must be a float "
+        raise TEShapeError(f"{cell}: x is {x.shape} {x.dtype}; it must be a float "
                            "(seq_length, batch, input_size) tensor")
     (t, batch, inputs), g = x.shape, GATES[cell]
     dirs, hidden = 2 if direction == "bidirectional" else 1, r.shape[-1]
@@ -73,16 +74,21 @@ def _check(cell, x, w, r, b, h0, c0, p, seq_lens, direction, activations):
     for arg, (tensor, shape) in want.items():
         check_tensor(tensor, cell, arg)
         if tensor.shape != shape or tensor.dtype != x.dtype:
-            raise TEShapeError(f"{cell}: {arg} {tensor.name!r} is {tensor.shape} "
+            raise TEShapeError(f"{cell}: {arg} is {tensor.shape} "
                                f"{tensor.dtype}; with x {x.shape} and {dirs} direction(s) of "
                                f"hidden size {hidden} it must be {shape} {x.dtype}")
     if seq_lens is not None and (seq_lens.shape != (batch,) or not _e.is_int(seq_lens.dtype)):
-        raise TEShapeError(f"{cell}: seq_lens {seq_lens.name!r} is {seq_lens.shape} "
+        raise TEShapeError(f"{cell}: seq_lens is {seq_lens.shape} "
                            f"{seq_lens.dtype}; it must be ({batch},) of an int dtype")
     acts = tuple(activations or DEFAULT_ACTIVATIONS[cell] * dirs)
-    if len(acts) != len(DEFAULT_ACTIVATIONS[cell]) * dirs:
-        raise TEError(f"{cell}: {len(acts)} activations given; it takes "
-                      f"{len(DEFAULT_ACTIVATIONS[cell])} per direction, {dirs} direction(s)")
+    per_dir = len(DEFAULT_ACTIVATIONS[cell])
+    if len(acts) != per_dir * dirs:
+        raise TEAttributeError(f"{cell}: {len(acts)} activations given; it takes "
+                               f"{per_dir * dirs} ({per_dir} per direction)")
+    bad = [a for a in acts if a not in ACTIVATIONS]
+    if bad:
+        raise TEAttributeError(f"{cell}: activation(s) {', '.join(map(repr, bad))} are not "
+                               f"supported; Instead: use {', '.join(ACTIVATIONS)}")
     return t, batch, inputs, dirs, hidden, acts
 
 
@@ -231,7 +237,7 @@ def _lstm_step(s: _Step, h, c, acts, p, stage):
     """LSTM (gates i, o, f, c; peepholes i, o, f): ``c' = f * c + i * g(c~)``, then
     ``h' = o * h(c')``."""
     f, g, hh = acts
-    bh, n = ["b", "j"], s.hidden
+    n = s.hidden
 
     def peep(gate, j):
         return load(p, (s.d, gate * n + j))

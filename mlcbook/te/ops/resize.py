@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from ...errors import TEError
+from ...errors import TEAttributeError, TEDTypeError, TEError
 from ...tir import expr as _e
 from ..tensor import Tensor
 from .util import axis_names, check_tensor, clamp, compute_named, const_like, store
@@ -133,23 +133,25 @@ def axis_taps(c, in_len: int, mode: str, cubic_coeff_a: float, exclude_outside: 
 
 
 def check_resize(shape, sizes, scales, mode: str, coordinate_transformation_mode: str,
-                 nearest_mode: str, dtype: str, error=TEError) -> None:
-    """Raise ``error`` naming what is wrong with these resize arguments."""
+                 nearest_mode: str, dtype: str) -> None:
+    """Raise naming what is wrong with these resize arguments: resize's check."""
+    bad = TEAttributeError
     if mode not in MODES:
-        raise error(f"resize: mode={mode!r} is not supported; mlcbook resizes with {MODES}. "
-                    "Instead: use 'linear' for a smooth resize")
+        raise bad(f"resize: mode={mode!r} is not supported; mlcbook resizes with {MODES}. "
+                  "Instead: use 'linear' for a smooth resize")
     if coordinate_transformation_mode not in COORDINATE_MODES:
-        raise error(f"resize: coordinate_transformation_mode={coordinate_transformation_mode!r} "
-                    f"is not supported; use one of {COORDINATE_MODES}")
+        raise bad(f"resize: coordinate_transformation_mode={coordinate_transformation_mode!r} "
+                  f"is not supported; use one of {COORDINATE_MODES}")
     if nearest_mode not in NEAREST_MODES:
-        raise error(f"resize: nearest_mode={nearest_mode!r} is not one of {NEAREST_MODES}")
+        raise bad(f"resize: nearest_mode={nearest_mode!r} is not one of {NEAREST_MODES}")
     if len(sizes) != len(shape) or len(scales) != len(shape):
-        raise error(f"resize: sizes={tuple(sizes)} and scales={tuple(scales)} need one value "
-                    f"per axis of the input {tuple(shape)}")
+        raise bad(f"resize: sizes={tuple(sizes)} and scales={tuple(scales)} need one value "
+                  f"per axis of the input {tuple(shape)}")
     if min(sizes, default=1) < 1 or min(scales, default=1) <= 0:
-        raise error(f"resize: sizes={tuple(sizes)} and scales={tuple(scales)} must be positive")
+        raise bad(f"resize: sizes={tuple(sizes)} and scales={tuple(scales)} must be positive")
     if mode != "nearest" and not _e.is_float(dtype):
-        raise error(f"resize: {mode} mode of a {dtype} tensor; cast it to a float type first")
+        raise TEDTypeError(f"resize: {mode} mode of a {dtype} tensor; cast it to a float type "
+                           "first")
 
 
 def resized_axes(shape, sizes, scales, coordinate_transformation_mode: str, roi) -> list[int]:

@@ -15,25 +15,18 @@ select may be evaluated.
 
 from __future__ import annotations
 
-from ...errors import MLCError, TEError, TEShapeError
+from ...errors import MLCError, TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
 from .util import (and_all, axis_names, broadcast_indices, broadcast_shapes, check_tensor,
-                    clamp, compute_named, normalize_axis, prod, scaled)
+                    clamp, compute_named, need_rank, normalize_axis, prod, scaled)
 
 
 def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
     """``numpy.transpose(x, axes)``: dimension ``d`` of the result is dimension ``axes[d]``
     of ``x``; ``axes=None`` reverses the dimensions."""
     check_tensor(x, "transpose", "x")
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(axes)
-    valid = all(isinstance(a, int) and not isinstance(a, bool) and -x.ndim <= a < x.ndim
-                for a in perm) and sorted(a % x.ndim for a in perm) == list(range(x.ndim))
-    if not valid:
-        raise TEShapeError(f"transpose: axes {axes!r} is not a permutation of the "
-                           f"{x.ndim} dimensions of {x.name!r} {x.shape}; give each of "
-                           f"0..{x.ndim - 1} exactly once")
-    perm = tuple(a % x.ndim for a in perm)
+    perm = permutation(axes, x.shape)
     out_shape = tuple(x.shape[a] for a in perm)
 
     def body(*idx):
@@ -45,25 +38,61 @@ def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
     return compute_named(out_shape, axis_names(x.ndim), body, name)
 
 
+def _is_int(v) -> bool:
+    return not isinstance(v, bool) and hasattr(v, "__index__")
+
+
+def permutation(axes, shape) -> tuple[int, ...]:
+    """``axes``, a permutation of the dimensions of a tensor of ``shape`` (negative ones
+    count from the end; None reverses them), as non-negative ints: transpose's check, which
+    the graph op shares.
+
+        >>> permutation((0, -1, 1), (2, 3, 4))
+        (0, 2, 1)
+    """
+    n = len(shape)
+    perm = tuple(reversed(range(n))) if axes is None else tuple(axes)
+    if not (all(_is_int(a) and -n <= a < n for a in perm)
+            and sorted(a % n for a in perm) == list(range(n))):
+        raise TEAttributeError(f"transpose: {axes!r} is not a permutation of the {n} "
+                               f"dimensions of the data {tuple(shape)}; Instead: give each of "
+                               f"0..{n - 1} exactly once")
+    return tuple(a.__index__() % n for a in perm)
+
+
+def reshaped(shape, newshape) -> tuple[int, ...]:
+    """The shape ``newshape`` (an int or ints; one may be -1, inferred from the element
+    count) of the elements of a tensor of ``shape``: reshape's check, which the graph op
+    shares after resolving ONNX's 0s.
+
+        >>> reshaped((3, 5), (-1, 3))
+        (5, 3)
+    """
+    dims = (newshape,) if _is_int(newshape) else tuple(newshape)
+    size = prod(shape)
+    if any(not _is_int(d) or d < -1 for d in dims) or dims.count(-1) > 1:
+        raise TEAttributeError(f"reshape: the new shape {newshape!r} must be ints >= 0 with at "
+                               "most one -1 (the size left over)")
+    dims = tuple(d.__index__() for d in dims)
+    if -1 in dims:
+        known = prod(d for d in dims if d != -1)
+        if known == 0 or size % known:
+            why = "the other sizes multiply to 0, so any size would do" if known == 0 else \
+                f"its {size} elements are not a multiple of {known}, the other sizes' product"
+            raise TEShapeError(f"reshape: cannot infer the -1 in {dims} for the data of shape "
+                               f"{tuple(shape)}: {why}; Instead: give that size")
+        dims = tuple(size // known if d == -1 else d for d in dims)
+    if prod(dims) != size:
+        raise TEShapeError(f"reshape: cannot reshape the data of shape {tuple(shape)} ({size} "
+                           f"elements) into {dims} ({prod(dims)} elements); the sizes must "
+                           "match")
+    return dims
+
+
 def reshape(x: Tensor, newshape, name: str = "reshape") -> Tensor:
     """``numpy.reshape(x, newshape)`` in row-major order; one dimension may be ``-1``."""
     check_tensor(x, "reshape", "x")
-    dims = (newshape,) if isinstance(newshape, int) else tuple(newshape)
-    size = prod(x.shape)
-    if any(not isinstance(d, int) or d == 0 or d < -1 for d in dims) or dims.count(-1) > 1:
-        raise TEShapeError(f"reshape: new shape {newshape!r} must be positive ints with at "
-                           "most one -1")
-    if -1 in dims:
-        known = prod(d for d in dims if d != -1)
-        if size % known:
-            raise TEShapeError(f"reshape: cannot reshape {x.name!r} of shape {x.shape} "
-                               f"({size} elements) into {dims}: {size} is not divisible "
-                               f"by {known}")
-        dims = tuple(size // known if d == -1 else d for d in dims)
-    if prod(dims) != size:
-        raise TEShapeError(f"reshape: cannot reshape {x.name!r} of shape {x.shape} ({size} "
-                           f"elements) into {dims} ({prod(dims)} elements); the sizes "
-                           "must match")
+    dims = reshaped(x.shape, newshape)
 
     def body(*idx):
         # row-major linear position in the output, unravelled into the input's dimensions
@@ -100,6 +129,25 @@ def _pad_index(i, size: int, mode: str):
     return clamp(_e.select(j < size, j, period - j), size)  # the clamp states the bound
 
 
+def padded_shape(shape, widths, mode: str, least: int = 1) -> tuple[int, ...]:
+    """The shape of a tensor of ``shape`` padded by ``widths``, one ``(before, after)`` pair
+    per dimension (negative crops), in ``mode``: pad's check, which the graph op shares (with
+    ``least=0``: it may crop a dimension to nothing)."""
+    if len(widths) != len(shape) or any(len(p) != 2 for p in widths):
+        raise TEAttributeError(f"pad: the widths {widths!r} need one (before, after) pair per "
+                               f"dimension of the data, which has {len(shape)}")
+    if not all(_is_int(v) for p in widths for v in p):
+        raise TEAttributeError(f"pad: the widths {widths!r} must be ints")
+    if mode not in PAD_MODES:
+        raise TEAttributeError(f"pad: mode {mode!r} is not one of {PAD_MODES}")
+    out = tuple(s + b + a for s, (b, a) in zip(shape, widths))
+    if min(out, default=least) < least:
+        keep = "keep at least one element of" if least else "crop at most the length of"
+        raise TEShapeError(f"pad: the widths {tuple(map(tuple, widths))} crop the data "
+                           f"{tuple(shape)} to {out}; Instead: {keep} every dimension")
+    return out
+
+
 def pad(x: Tensor, pad_width, value=0, mode: str = "constant", name: str = "pad") -> Tensor:
     """``numpy.pad(x, pad_width, mode, constant_values=value)``: ``pad_width`` is an int
     (all sides), or one ``(before, after)`` pair per dimension; a negative width crops
@@ -109,17 +157,7 @@ def pad(x: Tensor, pad_width, value=0, mode: str = "constant", name: str = "pad"
         widths = [(pad_width, pad_width)] * x.ndim
     else:
         widths = [tuple(p) if isinstance(p, (tuple, list)) else (p, p) for p in pad_width]
-    if len(widths) != x.ndim or any(len(p) != 2 for p in widths):
-        raise TEShapeError(f"pad: pad_width {pad_width!r} needs one (before, after) pair per "
-                           f"dimension of {x.name!r}, which has {x.ndim}")
-    if any(not isinstance(v, int) for p in widths for v in p):
-        raise TEShapeError(f"pad: pad_width {pad_width!r} must hold ints")
-    if mode not in PAD_MODES:
-        raise TEError(f"pad: mode {mode!r} is not one of {PAD_MODES}")
-    out_shape = tuple(s + b + a for s, (b, a) in zip(x.shape, widths))
-    if min(out_shape, default=1) < 1:
-        raise TEShapeError(f"pad: pad_width {pad_width!r} crops {x.name!r} {x.shape} to "
-                           f"{out_shape}; every dimension must keep at least one element")
+    out_shape = padded_shape(x.shape, widths, mode, least=1)
     fill = _e.const(bool(value) if x.dtype == "bool" else
                     (int(value) if _e.is_int(x.dtype) else float(value)), x.dtype)
 
@@ -139,21 +177,31 @@ def pad(x: Tensor, pad_width, value=0, mode: str = "constant", name: str = "pad"
     return compute_named(out_shape, axis_names(x.ndim), body, name)
 
 
+def joined_shape(shapes, axis: int) -> tuple[int, ...]:
+    """The shape of tensors of ``shapes`` concatenated along ``axis`` (non-negative): concat's
+    check, which the graph op shares."""
+    first = tuple(shapes[0])
+    for k, s in enumerate(shapes[1:], 1):
+        if len(s) != len(first) or any(a != b for d, (a, b) in enumerate(zip(s, first))
+                                       if d != axis):
+            raise TEShapeError(f"concat: input {k} {tuple(s)} does not fit input 0 {first}; "
+                               f"Instead: give inputs of one shape except along axis {axis}")
+    return first[:axis] + (sum(s[axis] for s in shapes),) + first[axis + 1:]
+
+
 def concat(tensors, axis: int = 0, name: str = "concat") -> Tensor:
     """``numpy.concatenate(tensors, axis)``: shapes agree except along ``axis``."""
     tensors = [check_tensor(t, "concat", f"tensors[{k}]") for k, t in enumerate(tensors)]
     first = tensors[0]
     axis = normalize_axis(axis, first.ndim, "concat")
-    for t in tensors[1:]:
-        if t.dtype != first.dtype or t.shape[:axis] + t.shape[axis + 1:] != \
-                first.shape[:axis] + first.shape[axis + 1:]:
-            raise TEShapeError(f"concat: {t.name!r} {t.shape} {t.dtype} does not fit "
-                               f"{first.name!r} {first.shape} {first.dtype}; all must have one "
-                               f"dtype and one shape except along axis {axis}")
+    for k, t in enumerate(tensors[1:], 1):
+        if t.dtype != first.dtype:
+            raise TEDTypeError(f"concat: input {k} is {t.dtype} but input 0 is {first.dtype}; "
+                               "Instead: cast them to one dtype")
+    out_shape = joined_shape([t.shape for t in tensors], axis)
     offsets = [0]
     for t in tensors:
         offsets.append(offsets[-1] + t.shape[axis])
-    out_shape = first.shape[:axis] + (offsets[-1],) + first.shape[axis + 1:]
 
     def body(*idx):
         value = None
@@ -166,14 +214,23 @@ def concat(tensors, axis: int = 0, name: str = "concat") -> Tensor:
     return compute_named(out_shape, axis_names(len(out_shape)), body, name)
 
 
+def check_split(shape, sizes, axis: int, least: int = 1) -> None:
+    """Raise unless ``sizes``, each at least ``least``, add up to ``shape[axis]``: split's
+    check, which the graph op shares (with ``least=0``: a piece may be empty)."""
+    if not all(_is_int(s) for s in sizes):
+        raise TEAttributeError(f"split: sizes {tuple(sizes)} must be ints")
+    if sum(sizes) != shape[axis] or min(sizes, default=least) < least:
+        word = "positive" if least else "non-negative"
+        raise TEShapeError(f"split: sizes {tuple(sizes)} must be {word} and add up to "
+                           f"{shape[axis]}, the size of axis {axis} of the data {tuple(shape)}")
+
+
 def split(x: Tensor, sizes, axis: int = 0, name: str = "split") -> tuple[Tensor, ...]:
     """``x`` cut along ``axis`` into pieces of ``sizes`` (which add up to its size there);
     piece ``k`` is the stage ``<name>_<k>``."""
     check_tensor(x, "split", "x")
     axis = normalize_axis(axis, x.ndim, "split")
-    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 1:
-        raise TEShapeError(f"split: sizes {tuple(sizes)} must be positive and add up to "
-                           f"{x.shape[axis]}, the size of axis {axis} of {x.name!r} {x.shape}")
+    check_split(x.shape, sizes, axis, least=1)
     outs, off = [], 0
     for k, size in enumerate(sizes):
         def body(*idx, off=off):
@@ -244,7 +301,8 @@ def gather(data: Tensor, indices: Tensor, axis: int = 0, name: str = "gather") -
     check_tensor(data, "gather", "data")
     check_tensor(indices, "gather", "indices")
     if not _e.is_int(indices.dtype):
-        raise TEError(f"gather: indices {indices.name!r} are {indices.dtype}; give an int tensor")
+        raise TEDTypeError(f"gather: the indices are {indices.dtype}; Instead: give an int "
+                           "tensor")
     axis = normalize_axis(axis, data.ndim, "gather")
     n = data.shape[axis]
     shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
@@ -269,14 +327,22 @@ def expand(x: Tensor, shape, name: str = "expand") -> Tensor:
                          lambda *i: x[broadcast_indices(x.shape, i)], name)
 
 
+def tiled_shape(shape, repeats) -> tuple[int, ...]:
+    """The shape of a tensor of ``shape`` tiled ``repeats`` times, one count per dimension:
+    tile's check, which the graph op shares."""
+    if (isinstance(repeats, (str, bytes)) or not hasattr(repeats, "__len__")
+            or len(repeats) != len(shape) or not all(_is_int(r) and r >= 1 for r in repeats)):
+        raise TEAttributeError(f"tile: repeats={repeats!r} must give a positive count for each "
+                               f"of the {len(shape)} dimensions of the data {tuple(shape)} (a 0 "
+                               "would make an empty tensor, which mlcbook does not compute)")
+    return tuple(s * r.__index__() for s, r in zip(shape, repeats))
+
+
 def tile(x: Tensor, repeats, name: str = "tile") -> Tensor:
     """``numpy.tile(x, repeats)`` with one repeat count per dimension of x."""
     check_tensor(x, "tile", "x")
-    repeats = tuple(int(r) for r in repeats)
-    if len(repeats) != x.ndim or any(r < 1 for r in repeats):
-        raise TEShapeError(f"tile: repeats={repeats} must give a positive count for each of "
-                           f"the {x.ndim} dimensions of {x.name!r}")
-    out = tuple(s * r for s, r in zip(x.shape, repeats))
+    out = tiled_shape(x.shape, repeats)
+    repeats = tuple(o // s for o, s in zip(out, x.shape))
     return compute_named(out, axis_names(len(out)),
                          lambda *i: x[tuple(v % s if r > 1 else v
                                             for v, s, r in zip(i, x.shape, repeats))], name)
@@ -285,8 +351,7 @@ def tile(x: Tensor, repeats, name: str = "tile") -> Tensor:
 def trilu(x: Tensor, upper: bool = True, k: int = 0, name: str = "trilu") -> Tensor:
     """``numpy.triu(x, k)`` (``upper``) or ``numpy.tril(x, k)`` over the last two axes."""
     check_tensor(x, "trilu", "x")
-    if x.ndim < 2:
-        raise TEShapeError(f"trilu: {x.name!r} has rank {x.ndim}; it needs at least 2")
+    need_rank("trilu", x.shape, 2, "the data", "(..., rows, columns)")
     # c - r lies in [1 - rows, cols - 1]: a k beyond [-rows, cols] keeps all or nothing, as
     # the clamped k does, and the clamped k fits the loop's index type
     k = max(-int(x.shape[-2]), min(int(x.shape[-1]), int(k)))

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...errors import MLCError, TEError, TEShapeError
+from ...errors import MLCError, TEAttributeError, TEError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor, compute_named
 
 __all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "broadcast_shapes",
            "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod",
            "COMPUTE_DTYPE", "compute_dtype", "load", "store", "const_like", "and_all",
-           "reduce_stage", "trunc_div"]
+           "reduce_stage", "trunc_div", "need_rank"]
 
 #: storage dtypes whose arithmetic happens in a wider dtype, the result cast back
 COMPUTE_DTYPE = _e.STORAGE_COMPUTE_DTYPE
@@ -68,10 +68,18 @@ def check_tensor(x, op: str, arg: str) -> Tensor:
     return x
 
 
+def need_rank(op: str, shape, least: int, what: str = "the data", layout: str = "") -> None:
+    """Raise unless a tensor of ``shape`` (``what`` it is to ``op``) has at least ``least``
+    dimensions (``layout`` says what they are)."""
+    if len(shape) < least:
+        raise TEShapeError(f"{op}: {what} has shape {tuple(shape)}, of rank {len(shape)}; it "
+                           f"needs at least {least} dimensions{f' {layout}' if layout else ''}")
+
+
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """``axis`` in ``[-ndim, ndim)`` as a non-negative int."""
     if isinstance(axis, bool) or not hasattr(axis, "__index__"):
-        raise TEError(f"{op}: axis {axis!r} is not an int")
+        raise TEAttributeError(f"{op}: axis {axis!r} is not an int")
     axis = axis.__index__()
     if not -ndim <= axis < ndim:
         raise TEShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} "
@@ -136,7 +144,7 @@ def ints(value, n: int, op: str, arg: str) -> tuple[int, ...]:
     """An int or a length-``n`` sequence of ints as a tuple of ``n`` ints."""
     vals = (value,) * n if not isinstance(value, (tuple, list)) else tuple(value)
     if len(vals) != n or any(isinstance(v, bool) or not hasattr(v, "__index__") for v in vals):
-        raise TEError(f"{op}: {arg}={value!r} must be an int or {n} ints")
+        raise TEAttributeError(f"{op}: {arg}={value!r} must be an int or {n} ints")
     return tuple(v.__index__() for v in vals)
 
 
