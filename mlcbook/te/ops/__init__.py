@@ -45,6 +45,7 @@ from .transform import expand, tile, trilu
 from .nn import conv_transpose, max_pool_indices
 from .transform import concat, gather, pad, reshape, slice, split, transpose  # noqa: A004
 from .attention import attention, rotary_embedding
+from .linear_attention import linear_attention  # noqa: F401 - ONNX's LinearAttention
 
 __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "floor", "gelu",
            "greater", "leaky_relu", "less", "log", "maximum", "minimum", "mul", "neg", "pow",
