@@ -53,14 +53,19 @@ def is_node(x: Any) -> bool:
 
 def children(node) -> list:
     """The IR nodes directly inside ``node``, in field order."""
+    # (the hottest function of a compile: the checks are written inline, not called)
     out = []
-    for name in _init_fields(type(node)):
+    for name in _FIELDS.get(type(node)) or _init_fields(type(node)):
         v = getattr(node, name)
-        if is_node(v):
+        if isinstance(v, NODE_TYPES):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if is_node(x))
+            out.extend(x for x in v if isinstance(x, NODE_TYPES))
     return out
+
+
+#: the attribute of each functor kind's dispatch table
+_TABLES = {p: f"_dispatch_{p}" for p in ("visit_", "expr_", "stmt_")}
 
 
 def dispatch(functor_cls: type, prefix: str, node_cls: type) -> Callable | None:
@@ -73,16 +78,17 @@ def dispatch(functor_cls: type, prefix: str, node_cls: type) -> Callable | None:
     # the table lives on the class itself (its own __dict__, never a base class's), so a
     # functor class defined inside a function is freed with it: a module-level table keyed
     # by class kept every such class alive, thousands per compiled model
-    attr = f"_dispatch_{prefix}"
+    attr = _TABLES.get(prefix) or f"_dispatch_{prefix}"
+    try:    # (a million lookups per compiled model: the found case first)
+        return functor_cls.__dict__[attr][node_cls]
+    except KeyError:
+        pass
     table = functor_cls.__dict__.get(attr)
     if table is None:
         table = {}
         setattr(functor_cls, attr, table)
-    try:
-        return table[node_cls]
-    except KeyError:
-        fn = table[node_cls] = getattr(functor_cls, prefix + node_cls.__name__, None)
-        return fn
+    fn = table[node_cls] = getattr(functor_cls, prefix + node_cls.__name__, None)
+    return fn
 
 
 class Visitor:
@@ -114,17 +120,17 @@ class Mutator:
         return self.generic_visit(node)
 
     def _visit_value(self, v):
-        if is_node(v):
+        if isinstance(v, NODE_TYPES):
             return self.visit(v)
-        if isinstance(v, tuple) and any(is_node(x) for x in v):
-            new = tuple(self.visit(x) if is_node(x) else x for x in v)
+        if isinstance(v, tuple) and any(isinstance(x, NODE_TYPES) for x in v):
+            new = tuple(self.visit(x) if isinstance(x, NODE_TYPES) else x for x in v)
             return v if all(a is b for a, b in zip(new, v)) else new
         return v
 
     def generic_visit(self, node):
         if isinstance(node, (Var, Buffer)):
             return node
-        names = _init_fields(type(node))
+        names = _FIELDS.get(type(node)) or _init_fields(type(node))
         changed = {}
         for name in names:
             old = getattr(node, name)
