@@ -124,13 +124,18 @@ def _collect(s, buffer, kind, vmap, found, inner) -> None:
 
 
 def _loads(e, buffer, vmap, found) -> None:
-    class _V(Visitor):
-        def visit_BufferLoad(self, n: BufferLoad):
-            if n.buffer is buffer:
-                found.append(tuple(substitute(i, vmap) for i in n.indices))
-            self.generic_visit(n)
+    _Loads(buffer, vmap, found).visit(e)
 
-    _V().visit(e)
+
+# (a module-level visitor, not a class made per call: thousands of calls per compile)
+class _Loads(Visitor):
+    def __init__(self, buffer, vmap, found):
+        self.buffer, self.vmap, self.found = buffer, vmap, found
+
+    def visit_BufferLoad(self, n: BufferLoad):
+        if n.buffer is self.buffer:
+            self.found.append(tuple(substitute(i, self.vmap) for i in n.indices))
+        self.generic_visit(n)
 
 
 def region(index_tuples, relax_ranges: dict, ranges: dict,

@@ -19,26 +19,30 @@ from .stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 def free_vars(node) -> list[Var]:
     """Variables used in ``node`` but not defined inside it, in order of first use."""
-    defined: set[int] = set()
-    seen: dict[int, Var] = {}
+    v = _FreeVars()
+    v.visit(node)
+    return [x for k, x in v.seen.items() if k not in v.defined]
 
-    class _V(Visitor):
-        def visit_For(self, n: For):
-            defined.add(id(n.loop_var))
-            self.visit(n.extent)
-            self.visit(n.body)
 
-        def visit_Block(self, n: Block):
-            for iv in n.iter_vars:
-                defined.add(id(iv.var))
-            self.generic_visit(n)
+# (module-level visitors, not classes made per call: tens of thousands of calls per compile)
+class _FreeVars(Visitor):
+    def __init__(self):
+        self.defined: set[int] = set()
+        self.seen: dict[int, Var] = {}
 
-        def visit_Var(self, n: Var):
-            if id(n) not in defined:
-                seen.setdefault(id(n), n)
+    def visit_For(self, n: For):
+        self.defined.add(id(n.loop_var))
+        self.visit(n.extent)
+        self.visit(n.body)
 
-    _V().visit(node)
-    return [v for k, v in seen.items() if k not in defined]
+    def visit_Block(self, n: Block):
+        for iv in n.iter_vars:
+            self.defined.add(id(iv.var))
+        self.generic_visit(n)
+
+    def visit_Var(self, n: Var):
+        if id(n) not in self.defined:
+            self.seen.setdefault(id(n), n)
 
 
 def buffers_read(node) -> list[Buffer]:
@@ -52,16 +56,19 @@ def buffers_written(node) -> list[Buffer]:
 
 
 def _buffers(node, kind: type) -> list[Buffer]:
-    out: dict[int, Buffer] = {}
+    v = _Buffers(kind)
+    v.visit(node)
+    return list(v.out.values())
 
-    class _V(Visitor):
-        def visit(self, n):
-            if isinstance(n, kind):
-                out.setdefault(id(n.buffer), n.buffer)
-            self.generic_visit(n)
 
-    _V().visit(node)
-    return list(out.values())
+class _Buffers(Visitor):
+    def __init__(self, kind: type):
+        self.kind, self.out = kind, {}
+
+    def visit(self, n):
+        if isinstance(n, self.kind):
+            self.out.setdefault(id(n.buffer), n.buffer)
+        self.generic_visit(n)
 
 
 #: statement types that hold other statements, and the fields that hold them

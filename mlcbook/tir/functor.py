@@ -185,13 +185,17 @@ class StmtFunctor:
 
 def post_order_visit(node, fn: Callable[[Any], None]) -> None:
     """Call ``fn`` on every node under ``node`` (children before parents)."""
+    _PostOrder(fn).visit(node)
 
-    class _V(Visitor):
-        def visit(self, n):
-            self.generic_visit(n)
-            fn(n)
 
-    _V().visit(node)
+# (module-level visitors, not classes made per call: tens of thousands of calls per compile)
+class _PostOrder(Visitor):
+    def __init__(self, fn: Callable[[Any], None]):
+        self.fn = fn
+
+    def visit(self, n):
+        self.generic_visit(n)
+        self.fn(n)
 
 
 class _Substituter(Mutator):

@@ -118,3 +118,29 @@ def test_an_unknown_option_is_named():
     with pytest.raises(GraphError, match="unknown compile option.*'concat_in_placee'.*"
                                             "Instead: use one of concat_in_place"):
         mb.compile(model("mlp"), options={"concat_in_placee": False})
+
+
+def test_the_cyclic_collector_is_paused_while_a_compile_works(monkeypatch):
+    import gc
+    import importlib
+    compile_module = importlib.import_module("mlcbook.graph.compile")  # (not mb.compile)
+    seen, make_plan = [], compile_module.make_plan
+
+    def planning(*args):
+        seen.append(gc.isenabled())
+        return make_plan(*args)
+    monkeypatch.setattr(compile_module, "make_plan", planning)
+    mb.compile(model("residual"))
+    assert seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_compile_leaves_the_collector_as_it_found_it(enabled):
+    import gc
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        mb.compile(model("residual"))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
