@@ -1,7 +1,8 @@
 """Converters of ONNX's ``Resize`` and ``Upsample`` onto the graph op ``resize`` (the output
 sizes and the coordinate scales are resolved at import from the ``scales`` or ``sizes``
-input, ``axes`` and ``keep_aspect_ratio_policy`` included). (``GridSample`` and
-``AffineGrid`` import as their declarations say: :mod:`mlcbook.ops.resize`.)
+input, ``axes`` and ``keep_aspect_ratio_policy`` included), and of ``RoiAlign``, whose
+default coordinate mode changed at opset 16. (``GridSample``, ``AffineGrid`` and
+``DeformConv`` import as their declarations say: :mod:`mlcbook.ops.resize`.)
 
     >>> CONVERTERS["Upsample"].attrs
     frozenset({'mode', 'scales'})
@@ -17,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..errors import OpAttributeError
 from ..te.ops.resize import COORDINATE_MODES, MODES
 from .onnx_context import Unsupported
 from .onnx_ops import CONVERTERS, converter, guard_dtype
@@ -98,6 +100,20 @@ def _upsample(cx, ins, attrs):
     sizes, scales = _resolve(x.shape, list(range(len(x.shape))), scales, None, "stretch")
     return cx.call("resize", x, sizes=sizes, scales=scales, mode=attrs.get("mode", "nearest"),
                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
+@converter("RoiAlign", attrs=("coordinate_transformation_mode", "mode", "output_height",
+                              "output_width", "sampling_ratio", "spatial_scale"))
+@guard_dtype
+def _roi_align(cx, ins, attrs):
+    # before opset 16 RoiAlign had no coordinate_transformation_mode and meant what is now
+    # "output_half_pixel"; from 16 on, a node without it means "half_pixel" (the op's default)
+    attrs = {"coordinate_transformation_mode": "output_half_pixel" if cx.opset < 16 else
+             "half_pixel", **attrs}
+    try:
+        return cx.call("roi_align", *ins, **attrs)
+    except OpAttributeError as e:   # (sampling_ratio=0: adaptive sampling, refused)
+        raise Unsupported(e.message) from None
 
 
 __all__ = ["CONVERTERS"]

@@ -24,6 +24,7 @@ from . import recurrent  # noqa: F401 - RNN, GRU, LSTM
 from . import int8_kernels, quant  # noqa: F401 - quantization ops and the int8 kernels
 from . import attention  # noqa: F401 - transformer ops: attention, rotary embedding
 from . import linear_attention  # noqa: F401 - ONNX's LinearAttention
+from . import roi_align  # noqa: F401 - ONNX's RoiAlign
 from . import lowbit  # noqa: F401 - conversions of the float8/float4/int4/int2 types
 from . import training  # noqa: F401 - batch_norm_train and dropout, the training forms
 from .legalize import legalize_call

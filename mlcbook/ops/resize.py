@@ -1,7 +1,8 @@
 """The sampling ops, declared once from their te computes: ``resize``, the output of ONNX's
 Resize and Upsample in nearest, linear and cubic modes, with the output sizes and scales
 resolved at import (:func:`mlcbook.te.ops.resize.resize` maps the coordinates);
-``grid_sample`` and ``affine_grid``, ONNX's GridSample and AffineGrid
+``grid_sample`` and ``affine_grid``, ONNX's GridSample and AffineGrid, and ``deform_conv``,
+ONNX's DeformConv, a convolution of taps sampled as grid_sample samples
 (:mod:`mlcbook.te.ops.grid_sample`).
 
     >>> get("resize").infer_type([TensorType((1, 3, 4, 4))],
@@ -24,6 +25,7 @@ from ..te.ops.grid_sample import PADDING_MODES
 from . import declare
 from ._infer import require_dtype
 from .registry import REQUIRED, OpKind
+from .roi_align import bfloat16_since
 
 
 def _resize_onnx(attrs, types, opset):
@@ -103,3 +105,28 @@ declare.op("affine_grid", T.affine_grid, kind=OpKind.OPAQUE,
            check=lambda types, attrs: require_dtype("affine_grid", types[0], _FLOATS, "theta"),
            onnx="AffineGrid", onnx_attrs=declare.OnnxAttrs(inputs={"size": 1}),
            doc="the sampling grid of the affine transforms theta for an output of size")
+
+
+# --- deform_conv ---------------------------------------------------------------------------
+def _deform_masked(attrs, types, used):
+    """Whether the node's last input is its mask: a 4-D one, where the bias is 1-D (the
+    import drops the inputs left out, so the bias or the mask may be the fourth)."""
+    return {"masked": int(len(types) > 3 and len(types[-1].shape) == 4)}
+
+
+def _deform_places(attrs, n):
+    """Where the call's inputs sit among DeformConv's (B 3, mask 4)."""
+    masked = attrs.get("masked", 0)
+    return (0, 1, 2) + ((3,) if n - 3 > masked else ()) + ((4,) if masked else ()), None
+
+
+declare.op("deform_conv", T.deform_conv, kind=OpKind.OPAQUE, num_inputs=(3, 5),
+           attrs={"masked": 0, "dilations": None, "group": 1, "kernel_shape": None,
+                  "offset_group": 1, "pads": None, "strides": None},
+           check=lambda types, attrs: require_dtype("deform_conv", types[0], _FLOATS,
+                                                     "input x"),
+           onnx="DeformConv", onnx_attrs=declare.OnnxAttrs(
+               since=bfloat16_since(19), derive=_deform_masked, places=_deform_places,
+               local={"masked": None}),
+           doc="2-D convolution whose taps are moved by offset (read bilinearly) and "
+               "weighed by an optional mask")

@@ -286,7 +286,7 @@ NOT_DIFFERENTIABLE = {"equal", "less", "greater", "greater_equal", "less_equal",
 #: differentiable ops added for ONNX's operator set that have no rule yet: asking for a
 #: gradient through them raises NoGradientError naming the op (see the test below). A new
 #: op must get a rule or be listed here.
-NO_RULE_YET: set[str] = {"linear_attention"}
+NO_RULE_YET: set[str] = {"deform_conv", "linear_attention", "roi_align"}
 
 
 #: ops that only mb.compile's last graph passes insert (opt_level 3, on constant weights),

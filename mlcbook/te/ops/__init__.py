@@ -18,7 +18,7 @@ declared as graph ops only, in :mod:`mlcbook.ops.unary`), linalg (matmul, batch_
 pooling), normalization (softmax, log_softmax, layer_norm, batch_norm, lrn), transform
 (transpose, reshape, pad, concat, split, slice, gather), index (gather_elements, gather_nd,
 scatter_elements, scatter_nd), reduce (sum, mean, max, min), sampling (resize, grid_sample,
-affine_grid), recurrent layers (recurrent: RNN, GRU, LSTM) and the transformer operators
+affine_grid, deform_conv, roi_align), recurrent layers (recurrent: RNN, GRU, LSTM) and the transformer operators
 (attention, rotary_embedding); :mod:`~mlcbook.te.ops.winograd` holds the three stages of a
 Winograd convolution; the module :mod:`~mlcbook.te.ops.lowbit` converts ONNX's
 float8/float4/int4/int2 bit patterns (``lowbit.decode``, ``lowbit.encode``).
@@ -33,7 +33,8 @@ from .elementwise import (bitcast, bitshift, bitwise_and, bitwise_or, bitwise_xo
                           less_equal, logical_and, logical_or, logical_xor, mod, prelu)
 from .index import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .resize import resize
-from .grid_sample import affine_grid, grid_sample
+from .grid_sample import affine_grid, deform_conv, grid_sample
+from .roi_align import roi_align  # noqa: F401 - ONNX's RoiAlign
 from .recurrent import recurrent
 from .linalg import batch_matmul, gemm, matmul
 from .nn import (avg_pool, avg_pool2d, bias_add, conv, conv2d, global_avg_pool, max_pool,
@@ -59,4 +60,4 @@ __all__ = ["abs", "add", "cast", "ceil", "clip", "div", "equal", "erf", "exp", "
            "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "resize",
            "affine_grid", "grid_sample", "recurrent", "attention", "rotary_embedding",
            "bitwise_and", "bitwise_or", "bitwise_xor", "max_pool_indices",
-           "bitcast"]
+           "bitcast", "deform_conv"]
