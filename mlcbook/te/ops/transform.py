@@ -19,7 +19,7 @@ from ...errors import MLCError, TEAttributeError, TEDTypeError, TEShapeError
 from ...tir import expr as _e
 from ..tensor import Tensor
 from .util import (and_all, axis_names, broadcast_indices, broadcast_shapes, check_tensor,
-                    clamp, compute_named, need_rank, normalize_axis, prod, scaled)
+                    clamp, compute_named, is_int_value, need_rank, normalize_axis, prod, scaled)
 
 
 def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
@@ -38,10 +38,6 @@ def transpose(x: Tensor, axes=None, name: str = "transpose") -> Tensor:
     return compute_named(out_shape, axis_names(x.ndim), body, name)
 
 
-def _is_int(v) -> bool:
-    return not isinstance(v, bool) and hasattr(v, "__index__")
-
-
 def permutation(axes, shape) -> tuple[int, ...]:
     """``axes``, a permutation of the dimensions of a tensor of ``shape`` (negative ones
     count from the end; None reverses them), as non-negative ints: transpose's check, which
@@ -52,7 +48,7 @@ def permutation(axes, shape) -> tuple[int, ...]:
     """
     n = len(shape)
     perm = tuple(reversed(range(n))) if axes is None else tuple(axes)
-    if not (all(_is_int(a) and -n <= a < n for a in perm)
+    if not (all(is_int_value(a) and -n <= a < n for a in perm)
             and sorted(a % n for a in perm) == list(range(n))):
         raise TEAttributeError(f"transpose: {axes!r} is not a permutation of the {n} "
                                f"dimensions of the data {tuple(shape)}; Instead: give each of "
@@ -68,9 +64,9 @@ def reshaped(shape, newshape) -> tuple[int, ...]:
         >>> reshaped((3, 5), (-1, 3))
         (5, 3)
     """
-    dims = (newshape,) if _is_int(newshape) else tuple(newshape)
+    dims = (newshape,) if is_int_value(newshape) else tuple(newshape)
     size = prod(shape)
-    if any(not _is_int(d) or d < -1 for d in dims) or dims.count(-1) > 1:
+    if any(not is_int_value(d) or d < -1 for d in dims) or dims.count(-1) > 1:
         raise TEAttributeError(f"reshape: the new shape {newshape!r} must be ints >= 0 with at "
                                "most one -1 (the size left over)")
     dims = tuple(d.__index__() for d in dims)
@@ -136,7 +132,7 @@ def padded_shape(shape, widths, mode: str, least: int = 1) -> tuple[int, ...]:
     if len(widths) != len(shape) or any(len(p) != 2 for p in widths):
         raise TEAttributeError(f"pad: the widths {widths!r} need one (before, after) pair per "
                                f"dimension of the data, which has {len(shape)}")
-    if not all(_is_int(v) for p in widths for v in p):
+    if not all(is_int_value(v) for p in widths for v in p):
         raise TEAttributeError(f"pad: the widths {widths!r} must be ints")
     if mode not in PAD_MODES:
         raise TEAttributeError(f"pad: mode {mode!r} is not one of {PAD_MODES}")
@@ -217,7 +213,7 @@ def concat(tensors, axis: int = 0, name: str = "concat") -> Tensor:
 def check_split(shape, sizes, axis: int, least: int = 1) -> None:
     """Raise unless ``sizes``, each at least ``least``, add up to ``shape[axis]``: split's
     check, which the graph op shares (with ``least=0``: a piece may be empty)."""
-    if not all(_is_int(s) for s in sizes):
+    if not all(is_int_value(s) for s in sizes):
         raise TEAttributeError(f"split: sizes {tuple(sizes)} must be ints")
     if sum(sizes) != shape[axis] or min(sizes, default=least) < least:
         word = "positive" if least else "non-negative"
@@ -331,7 +327,7 @@ def tiled_shape(shape, repeats) -> tuple[int, ...]:
     """The shape of a tensor of ``shape`` tiled ``repeats`` times, one count per dimension:
     tile's check, which the graph op shares."""
     if (isinstance(repeats, (str, bytes)) or not hasattr(repeats, "__len__")
-            or len(repeats) != len(shape) or not all(_is_int(r) and r >= 1 for r in repeats)):
+            or len(repeats) != len(shape) or not all(is_int_value(r) and r >= 1 for r in repeats)):
         raise TEAttributeError(f"tile: repeats={repeats!r} must give a positive count for each "
                                f"of the {len(shape)} dimensions of the data {tuple(shape)} (a 0 "
                                "would make an empty tensor, which mlcbook does not compute)")

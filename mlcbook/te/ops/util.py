@@ -12,7 +12,7 @@ from ..tensor import Tensor, compute_named
 __all__ = ["axis_names", "check_tensor", "normalize_axis", "normalize_axes", "broadcast_shapes",
            "broadcast_indices", "pair", "ints", "scaled", "clamp", "compute_named", "prod",
            "COMPUTE_DTYPE", "compute_dtype", "load", "store", "const_like", "and_all",
-           "reduce_stage", "trunc_div", "need_rank"]
+           "reduce_stage", "trunc_div", "need_rank", "is_int_value"]
 
 #: storage dtypes whose arithmetic happens in a wider dtype, the result cast back
 COMPUTE_DTYPE = _e.STORAGE_COMPUTE_DTYPE
@@ -76,9 +76,14 @@ def need_rank(op: str, shape, least: int, what: str = "the data", layout: str = 
                            f"needs at least {least} dimensions{f' {layout}' if layout else ''}")
 
 
+def is_int_value(v) -> bool:
+    """Whether ``v`` is an integer (a Python or numpy int; not a bool)."""
+    return not isinstance(v, bool) and hasattr(v, "__index__")
+
+
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """``axis`` in ``[-ndim, ndim)`` as a non-negative int."""
-    if isinstance(axis, bool) or not hasattr(axis, "__index__"):
+    if not is_int_value(axis):
         raise TEAttributeError(f"{op}: axis {axis!r} is not an int")
     axis = axis.__index__()
     if not -ndim <= axis < ndim:
@@ -143,7 +148,7 @@ def broadcast_indices(shape: Sequence[int], out_idx: Sequence,
 def ints(value, n: int, op: str, arg: str) -> tuple[int, ...]:
     """An int or a length-``n`` sequence of ints as a tuple of ``n`` ints."""
     vals = (value,) * n if not isinstance(value, (tuple, list)) else tuple(value)
-    if len(vals) != n or any(isinstance(v, bool) or not hasattr(v, "__index__") for v in vals):
+    if len(vals) != n or not all(map(is_int_value, vals)):
         raise TEAttributeError(f"{op}: {arg}={value!r} must be an int or {n} ints")
     return tuple(v.__index__() for v in vals)
 
